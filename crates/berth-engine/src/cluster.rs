@@ -1,0 +1,753 @@
+//! The cluster state the engine schedules against.
+//!
+//! Invariants:
+//! - Per-node aggregates (requested resources, pod lists, used host ports, pod-IP use) always
+//!   equal the sum over the pods assigned to that node; they are updated on every assign and
+//!   remove, never recomputed by a scheduling cycle.
+//! - Indexes over assigned pods (by label, by affinity terms) are updated in the same places.
+//! - A scheduling cycle reads the cluster through `&Cluster` only; nothing is cloned per pod.
+
+use std::collections::HashMap;
+
+use crate::labels::{Interner, LabelSelector, Labels, Selector, Sym};
+use crate::model::{
+    self, CsiNode, NodeConditions, PersistentVolume, PersistentVolumeClaim, SelectorKind,
+    StorageClass, Taint,
+};
+use crate::podinfo::PodInfo;
+use crate::resources::{Resources, PODS};
+
+/// Index of a node in the cluster. Stable while the node exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+/// Index of a pod in the cluster. Stable while the pod exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PodId(pub u32);
+
+/// Well-known label keys, interned once.
+#[derive(Debug, Clone, Copy)]
+pub struct WellKnown {
+    /// `kubernetes.io/hostname`.
+    pub hostname: Sym,
+    /// `topology.kubernetes.io/zone`.
+    pub zone: Sym,
+    /// `failure-domain.beta.kubernetes.io/zone`.
+    pub zone_beta: Sym,
+    /// `topology.kubernetes.io/region`.
+    pub region: Sym,
+    /// `failure-domain.beta.kubernetes.io/region`.
+    pub region_beta: Sym,
+}
+
+/// A host port in use or requested: (IP, protocol, port). IP "0.0.0.0" is the wildcard.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HostPort {
+    /// Host IP, "0.0.0.0" when unset.
+    pub ip: Box<str>,
+    /// Protocol, "TCP" when unset.
+    pub protocol: Box<str>,
+    /// Port number.
+    pub port: i32,
+}
+
+impl HostPort {
+    /// Whether two host ports conflict (same protocol and port, and IPs equal or either wildcard).
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        self.port == other.port
+            && self.protocol == other.protocol
+            && (self.ip == other.ip || &*self.ip == "0.0.0.0" || &*other.ip == "0.0.0.0")
+    }
+}
+
+/// A node with its aggregates.
+#[derive(Debug)]
+pub struct NodeInfo {
+    /// The node's id in the cluster, so per-node tables built in `prepare` can be indexed
+    /// from a `NodeInfo`.
+    pub id: NodeId,
+    /// The node as given.
+    pub node: model::Node,
+    /// Interned labels.
+    pub labels: Labels,
+    /// Allocatable resources (without pods).
+    pub allocatable: Resources,
+    /// Allocatable pod count.
+    pub allowed_pods: i64,
+    /// Usable pod IP addresses from the pod CIDRs; None when the node has no pod CIDR.
+    pub pod_ip_capacity: Option<u64>,
+    /// The zone key (region and zone) used for spreading; None without zone/region labels.
+    pub zone_key: Option<Sym>,
+    /// Owners listed in the `scheduler.alpha.kubernetes.io/preferAvoidPods` annotation: (kind, uid).
+    pub prefer_avoid: Vec<(Box<str>, Box<str>)>,
+    /// Normalised image name -> size in bytes.
+    pub images: HashMap<Box<str>, i64>,
+    /// The same images keyed by interned name, sorted by symbol, so a scorer can look an
+    /// image up per node without hashing a string.
+    pub image_syms: Box<[(Sym, i64)]>,
+    /// Sum of the filter requests of assigned pods.
+    pub requested: Resources,
+    /// Sum of the scoring requests (with non-zero defaults) of assigned pods: milli-CPU.
+    pub nonzero_milli_cpu: i64,
+    /// Same for memory bytes.
+    pub nonzero_memory: i64,
+    /// Pods assigned to the node.
+    pub pods: Vec<PodId>,
+    /// Assigned pods that need a pod IP (not hostNetwork).
+    pub pods_needing_ip: u64,
+    /// Host ports used by assigned pods.
+    pub used_ports: Vec<HostPort>,
+    /// Assigned pods with any pod affinity or anti-affinity term.
+    pub pods_with_affinity: Vec<PodId>,
+}
+
+impl NodeInfo {
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.node.meta.name
+    }
+
+    /// The node's taints.
+    pub fn taints(&self) -> &[Taint] {
+        &self.node.taints
+    }
+
+    /// The node's conditions.
+    pub fn conditions(&self) -> &NodeConditions {
+        &self.node.conditions
+    }
+}
+
+/// A namespace as the rules see it.
+#[derive(Debug, Clone, Default)]
+pub struct NamespaceInfo {
+    /// Interned labels (namespace selectors of affinity terms).
+    pub labels: Labels,
+    /// The namespace's node selector annotation, if set.
+    pub node_selector: Option<String>,
+}
+
+/// A Service, RC, ReplicaSet or StatefulSet, compiled.
+#[derive(Debug, Clone)]
+pub struct SelectorObject {
+    /// Kind.
+    pub kind: SelectorKind,
+    /// Namespace.
+    pub namespace: Sym,
+    /// Name.
+    pub name: Box<str>,
+    /// Compiled selector; None selects nothing.
+    pub selector: Option<Selector>,
+}
+
+/// Errors from cluster updates.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ClusterError {
+    /// A node of that name exists already.
+    #[error("node {0} already exists")]
+    DuplicateNode(String),
+    /// A pod of that namespace/name exists already.
+    #[error("pod {0} already exists")]
+    DuplicatePod(String),
+    /// A pod names a node that does not exist.
+    #[error("pod {pod} is bound to node {node}, which is not in the cluster")]
+    UnknownNode {
+        /// The pod.
+        pod: String,
+        /// The node.
+        node: String,
+    },
+    /// A node's pod CIDR does not parse.
+    #[error("node {node}: spec.podCIDRs: invalid CIDR {cidr:?} (expected e.g. 10.244.1.0/24 or fd00::/64)")]
+    BadCidr {
+        /// The node.
+        node: String,
+        /// The CIDR.
+        cidr: String,
+    },
+}
+
+/// The cluster: nodes, assigned pods, and the objects the rules consult.
+#[derive(Debug)]
+pub struct Cluster {
+    /// The string interner shared by every label in the cluster.
+    pub interner: Interner,
+    /// Well-known label keys.
+    pub keys: WellKnown,
+    nodes: Vec<Option<NodeInfo>>,
+    node_by_name: HashMap<Box<str>, NodeId>,
+    node_order: Vec<NodeId>,
+    pods: Vec<Option<PodInfo>>,
+    free_pod_slots: Vec<u32>,
+    pod_by_key: HashMap<(Sym, Box<str>), PodId>,
+    /// Namespaces by interned name.
+    pub namespaces: HashMap<Sym, NamespaceInfo>,
+    /// Services, RCs, ReplicaSets, StatefulSets.
+    pub selector_objects: Vec<SelectorObject>,
+    /// PersistentVolumes by name.
+    pub persistent_volumes: HashMap<String, PersistentVolume>,
+    /// PersistentVolumeClaims by (namespace, name).
+    pub persistent_volume_claims: HashMap<(String, String), PersistentVolumeClaim>,
+    /// StorageClasses by name.
+    pub storage_classes: HashMap<String, StorageClass>,
+    /// CSINodes by node name.
+    pub csi_nodes: HashMap<String, CsiNode>,
+    label_index: HashMap<(Sym, Sym), Vec<PodId>>,
+    pods_with_affinity: Vec<PodId>,
+    image_node_counts: HashMap<Box<str>, u32>,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The annotation listing owners whose pods should avoid a node.
+pub const PREFER_AVOID_PODS_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/preferAvoidPods";
+
+impl Cluster {
+    /// An empty cluster.
+    pub fn new() -> Self {
+        let mut interner = Interner::default();
+        let keys = WellKnown {
+            hostname: interner.intern("kubernetes.io/hostname"),
+            zone: interner.intern("topology.kubernetes.io/zone"),
+            zone_beta: interner.intern("failure-domain.beta.kubernetes.io/zone"),
+            region: interner.intern("topology.kubernetes.io/region"),
+            region_beta: interner.intern("failure-domain.beta.kubernetes.io/region"),
+        };
+        Cluster {
+            interner,
+            keys,
+            nodes: Vec::new(),
+            node_by_name: HashMap::new(),
+            node_order: Vec::new(),
+            pods: Vec::new(),
+            free_pod_slots: Vec::new(),
+            pod_by_key: HashMap::new(),
+            namespaces: HashMap::new(),
+            selector_objects: Vec::new(),
+            persistent_volumes: HashMap::new(),
+            persistent_volume_claims: HashMap::new(),
+            storage_classes: HashMap::new(),
+            csi_nodes: HashMap::new(),
+            label_index: HashMap::new(),
+            pods_with_affinity: Vec::new(),
+            image_node_counts: HashMap::new(),
+        }
+    }
+
+    // ---- nodes ----
+
+    /// Adds a node.
+    pub fn add_node(&mut self, node: model::Node) -> Result<NodeId, ClusterError> {
+        if self.node_by_name.contains_key(node.meta.name.as_str()) {
+            return Err(ClusterError::DuplicateNode(node.meta.name));
+        }
+        let id = NodeId(self.nodes.len() as u32);
+        let info = self.build_node_info(id, node)?;
+        for name in info.images.keys() {
+            *self.image_node_counts.entry(name.clone()).or_default() += 1;
+        }
+        self.node_by_name.insert(info.name().into(), id);
+        self.nodes.push(Some(info));
+        self.rebuild_node_order();
+        Ok(id)
+    }
+
+    /// Replaces a node's spec and status, keeping its assigned pods and aggregates.
+    pub fn update_node(&mut self, node: model::Node) -> Result<NodeId, ClusterError> {
+        let Some(&id) = self.node_by_name.get(node.meta.name.as_str()) else {
+            return self.add_node(node);
+        };
+        let fresh = self.build_node_info(id, node)?;
+        let old = self.nodes[id.0 as usize].as_mut().expect("indexed node exists");
+        for name in old.images.keys() {
+            if let Some(c) = self.image_node_counts.get_mut(name) {
+                *c -= 1;
+            }
+        }
+        for name in fresh.images.keys() {
+            *self.image_node_counts.entry(name.clone()).or_default() += 1;
+        }
+        let zone_changed = old.zone_key != fresh.zone_key;
+        old.node = fresh.node;
+        old.labels = fresh.labels;
+        old.allocatable = fresh.allocatable;
+        old.allowed_pods = fresh.allowed_pods;
+        old.pod_ip_capacity = fresh.pod_ip_capacity;
+        old.zone_key = fresh.zone_key;
+        old.prefer_avoid = fresh.prefer_avoid;
+        old.images = fresh.images;
+        old.image_syms = fresh.image_syms;
+        if zone_changed {
+            self.rebuild_node_order();
+        }
+        Ok(id)
+    }
+
+    /// Removes a node. Its pods stay in the cluster, unassigned from any node info, as the
+    /// API server keeps them until the pod GC deletes them.
+    pub fn remove_node(&mut self, name: &str) -> Option<model::Node> {
+        let id = self.node_by_name.remove(name)?;
+        let info = self.nodes[id.0 as usize].take()?;
+        for img in info.images.keys() {
+            if let Some(c) = self.image_node_counts.get_mut(img) {
+                *c -= 1;
+            }
+        }
+        for pid in &info.pods {
+            if let Some(p) = self.pods[pid.0 as usize].as_mut() {
+                p.node = None;
+            }
+        }
+        self.rebuild_node_order();
+        Some(info.node)
+    }
+
+    fn build_node_info(&mut self, id: NodeId, node: model::Node) -> Result<NodeInfo, ClusterError> {
+        let labels = Labels::intern(
+            &mut self.interner,
+            node.meta.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+        let allocatable = Resources::from_list(&node.allocatable);
+        let allowed_pods = node
+            .allocatable
+            .iter()
+            .find(|(n, _)| n == PODS)
+            .map_or(0, |(_, v)| *v);
+        let pod_ip_capacity = pod_ip_capacity(&node)?;
+        let zone_key = self.zone_key_of(&labels);
+        let prefer_avoid = node
+            .meta
+            .annotations
+            .get(PREFER_AVOID_PODS_ANNOTATION)
+            .map(|a| parse_prefer_avoid(a))
+            .unwrap_or_default();
+        let mut images = HashMap::new();
+        for img in &node.images {
+            for n in &img.names {
+                images.insert(normalize_image_name(n).into(), img.size_bytes);
+            }
+        }
+        let mut image_syms: Vec<(Sym, i64)> = images
+            .iter()
+            .map(|(name, size)| (self.interner.intern(name), *size))
+            .collect();
+        image_syms.sort_unstable_by_key(|(sym, _)| *sym);
+        Ok(NodeInfo {
+            id,
+            node,
+            labels,
+            allocatable,
+            allowed_pods,
+            pod_ip_capacity,
+            zone_key,
+            prefer_avoid,
+            images,
+            image_syms: image_syms.into_boxed_slice(),
+            requested: Resources::default(),
+            nonzero_milli_cpu: 0,
+            nonzero_memory: 0,
+            pods: Vec::new(),
+            pods_needing_ip: 0,
+            used_ports: Vec::new(),
+            pods_with_affinity: Vec::new(),
+        })
+    }
+
+    /// Upstream's zone key: region and zone joined, from the GA or beta labels; None if neither.
+    fn zone_key_of(&mut self, labels: &Labels) -> Option<Sym> {
+        let k = self.keys;
+        let zone = labels.get(k.zone).or_else(|| labels.get(k.zone_beta));
+        let region = labels.get(k.region).or_else(|| labels.get(k.region_beta));
+        if zone.is_none() && region.is_none() {
+            return None;
+        }
+        let text = format!(
+            "{}:\u{0}:{}",
+            region.map_or("", |r| self.interner.resolve(r)),
+            zone.map_or("", |z| self.interner.resolve(z))
+        );
+        Some(self.interner.intern(&text))
+    }
+
+    /// Rebuilds the visiting order: nodes interleaved round-robin across zones (in order of
+    /// the zones' first appearance), as upstream's node tree lists them.
+    fn rebuild_node_order(&mut self) {
+        let mut zones: Vec<(Option<Sym>, Vec<NodeId>)> = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let Some(n) = n else { continue };
+            let id = NodeId(i as u32);
+            match zones.iter_mut().find(|(z, _)| *z == n.zone_key) {
+                Some((_, list)) => list.push(id),
+                None => zones.push((n.zone_key, vec![id])),
+            }
+        }
+        let total: usize = zones.iter().map(|(_, l)| l.len()).sum();
+        let mut order = Vec::with_capacity(total);
+        let mut round = 0;
+        while order.len() < total {
+            for (_, list) in &zones {
+                if let Some(id) = list.get(round) {
+                    order.push(*id);
+                }
+            }
+            round += 1;
+        }
+        self.node_order = order;
+    }
+
+    /// The nodes in visiting order (zones interleaved).
+    pub fn node_order(&self) -> &[NodeId] {
+        &self.node_order
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.node_order.len()
+    }
+
+    /// A node by id. Panics if the id is stale, which is a bug in the caller.
+    #[inline]
+    pub fn node(&self, id: NodeId) -> &NodeInfo {
+        self.nodes[id.0 as usize]
+            .as_ref()
+            .expect("node ids handed out by the cluster stay valid until removal")
+    }
+
+    /// A node by name.
+    pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
+        self.node_by_name.get(name).copied()
+    }
+
+    /// One past the largest node id: the size of a dense per-node table.
+    pub fn node_slots(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// How many nodes have an image (normalised name), for image-locality spread.
+    pub fn image_node_count(&self, image: &str) -> u32 {
+        self.image_node_counts.get(image).copied().unwrap_or(0)
+    }
+
+    // ---- pods ----
+
+    /// Compiles a pod against the interner without adding it (a pending pod).
+    pub fn compile_pod(&mut self, pod: model::Pod) -> PodInfo {
+        PodInfo::compile(pod, &mut self.interner)
+    }
+
+    /// Adds a pod. A pod with `node_name` is assigned to that node at once.
+    pub fn add_pod(&mut self, pod: model::Pod) -> Result<PodId, ClusterError> {
+        let info = self.compile_pod(pod);
+        let node = match &info.pod.node_name {
+            Some(n) => Some(self.node_by_name(n).ok_or_else(|| ClusterError::UnknownNode {
+                pod: info.pod.key(),
+                node: n.clone(),
+            })?),
+            None => None,
+        };
+        self.insert_pod(info, node)
+    }
+
+    /// Inserts a compiled pod, assigning it to `node` if given (assume or bind).
+    pub fn insert_pod(
+        &mut self,
+        mut info: PodInfo,
+        node: Option<NodeId>,
+    ) -> Result<PodId, ClusterError> {
+        let key = (info.namespace, Box::<str>::from(info.pod.meta.name.as_str()));
+        if self.pod_by_key.contains_key(&key) {
+            return Err(ClusterError::DuplicatePod(info.pod.key()));
+        }
+        if let Some(n) = node {
+            info.pod.node_name = Some(self.node(n).name().to_string());
+        }
+        info.node = None;
+        let id = match self.free_pod_slots.pop() {
+            Some(slot) => {
+                self.pods[slot as usize] = Some(info);
+                PodId(slot)
+            }
+            None => {
+                self.pods.push(Some(info));
+                PodId(self.pods.len() as u32 - 1)
+            }
+        };
+        self.pod_by_key.insert(key, id);
+        if let Some(n) = node {
+            self.assign(id, n);
+        }
+        Ok(id)
+    }
+
+    /// Assigns an unassigned pod to a node, updating every aggregate and index.
+    pub fn assign(&mut self, id: PodId, node_id: NodeId) {
+        let pod = self.pods[id.0 as usize].as_mut().expect("live pod id");
+        debug_assert!(pod.node.is_none());
+        pod.node = Some(node_id);
+        let node = self.nodes[node_id.0 as usize].as_mut().expect("live node id");
+        node.name().clone_into(pod.pod.node_name.get_or_insert_default());
+        node.requested.add(&pod.request);
+        node.nonzero_milli_cpu += pod.nonzero_milli_cpu;
+        node.nonzero_memory += pod.nonzero_memory;
+        node.pods.push(id);
+        if pod.needs_ip {
+            node.pods_needing_ip += 1;
+        }
+        node.used_ports.extend(pod.host_ports.iter().cloned());
+        if pod.affinity.has_pod_terms() {
+            node.pods_with_affinity.push(id);
+            self.pods_with_affinity.push(id);
+        }
+        for (k, v) in pod.labels.iter() {
+            self.label_index.entry((k, v)).or_default().push(id);
+        }
+    }
+
+    /// Undoes [`Cluster::assign`]: the pod stays in the cluster, on no node.
+    pub fn unassign(&mut self, id: PodId) {
+        let pod = self.pods[id.0 as usize].as_mut().expect("live pod id");
+        let Some(node_id) = pod.node.take() else {
+            return;
+        };
+        pod.pod.node_name = None;
+        let pod = self.pods[id.0 as usize].as_ref().expect("live pod id");
+        if let Some(node) = self.nodes[node_id.0 as usize].as_mut() {
+            node.requested.sub(&pod.request);
+            node.nonzero_milli_cpu -= pod.nonzero_milli_cpu;
+            node.nonzero_memory -= pod.nonzero_memory;
+            remove_item(&mut node.pods, id);
+            if pod.needs_ip {
+                node.pods_needing_ip -= 1;
+            }
+            for hp in &pod.host_ports {
+                if let Some(i) = node.used_ports.iter().position(|u| u == hp) {
+                    node.used_ports.swap_remove(i);
+                }
+            }
+            remove_item(&mut node.pods_with_affinity, id);
+        }
+        if pod.affinity.has_pod_terms() {
+            remove_item(&mut self.pods_with_affinity, id);
+        }
+        for (k, v) in pod.labels.iter() {
+            if let Some(list) = self.label_index.get_mut(&(k, v)) {
+                remove_item(list, id);
+            }
+        }
+    }
+
+    /// Removes a pod entirely.
+    pub fn remove_pod(&mut self, namespace: &str, name: &str) -> Option<model::Pod> {
+        let ns = self.interner.get(namespace)?;
+        let id = self.pod_by_key.remove(&(ns, Box::from(name)))?;
+        self.unassign(id);
+        let info = self.pods[id.0 as usize].take()?;
+        self.free_pod_slots.push(id.0);
+        Some(info.pod)
+    }
+
+    /// A pod by id.
+    #[inline]
+    pub fn pod(&self, id: PodId) -> &PodInfo {
+        self.pods[id.0 as usize].as_ref().expect("live pod id")
+    }
+
+    /// A pod by namespace and name.
+    pub fn pod_by_key(&self, namespace: &str, name: &str) -> Option<PodId> {
+        let ns = self.interner.get(namespace)?;
+        self.pod_by_key.get(&(ns, Box::from(name))).copied()
+    }
+
+    /// Every pod in the cluster (assigned or not), in slot order.
+    pub fn pods(&self) -> impl Iterator<Item = (PodId, &PodInfo)> {
+        self.pods
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.as_ref().map(|p| (PodId(i as u32), p)))
+    }
+
+    /// Assigned pods with a pod affinity or anti-affinity term.
+    pub fn pods_with_affinity(&self) -> &[PodId] {
+        &self.pods_with_affinity
+    }
+
+    /// Assigned pods that could match `selector`: a superset, narrowed by the label index
+    /// when the selector has an `In` requirement, so callers must still test each pod.
+    pub fn candidates_for(&self, selector: &Selector) -> Candidates<'_> {
+        match selector.index_keys() {
+            Some((key, values)) => Candidates::Indexed(
+                values
+                    .iter()
+                    .filter_map(|v| self.label_index.get(&(key, *v)))
+                    .flat_map(|l| l.iter().copied())
+                    .collect(),
+            ),
+            None => Candidates::All(self),
+        }
+    }
+
+    /// Assigned pods in `namespaces` whose labels match `selector`.
+    pub fn matching_pods<'a>(
+        &'a self,
+        namespaces: &'a NamespaceFilter,
+        selector: &'a Selector,
+    ) -> impl Iterator<Item = PodId> + 'a {
+        self.candidates_for(selector).into_iter().filter(move |id| {
+            let p = self.pod(*id);
+            p.node.is_some() && namespaces.contains(p.namespace, self) && selector.matches(&p.labels)
+        })
+    }
+
+    // ---- other objects ----
+
+    /// Adds or replaces a namespace.
+    pub fn upsert_namespace(&mut self, ns: &model::Namespace) {
+        let node_selector = crate::rules::namespace_node_selector::namespace_annotation(
+            &ns.meta.annotations,
+        )
+        .map(str::to_string);
+        let name = self.interner.intern(&ns.meta.name);
+        let labels = Labels::intern(
+            &mut self.interner,
+            ns.meta.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+        self.namespaces.insert(
+            name,
+            NamespaceInfo {
+                labels,
+                node_selector,
+            },
+        );
+    }
+
+    /// Adds a Service, RC, ReplicaSet or StatefulSet.
+    pub fn add_selector_object(&mut self, obj: &model::PodSelector) {
+        let namespace = self.interner.intern(&obj.meta.namespace);
+        let selector = obj
+            .selector
+            .as_ref()
+            .map(|s| Selector::compile(&mut self.interner, s));
+        self.selector_objects.push(SelectorObject {
+            kind: obj.kind,
+            namespace,
+            name: obj.meta.name.as_str().into(),
+            selector,
+        });
+    }
+
+    /// The selector objects of `kind` in the pod's namespace whose selector matches the pod.
+    pub fn selecting<'a>(
+        &'a self,
+        pod: &'a PodInfo,
+        kind: Option<SelectorKind>,
+    ) -> impl Iterator<Item = &'a SelectorObject> + 'a {
+        self.selector_objects.iter().filter(move |o| {
+            kind.is_none_or(|k| o.kind == k)
+                && o.namespace == pod.namespace
+                && o.selector.as_ref().is_some_and(|s| s.matches(&pod.labels))
+        })
+    }
+
+    /// Compiles a label selector against the cluster's interner.
+    pub fn compile_selector(&mut self, sel: &LabelSelector) -> Selector {
+        Selector::compile(&mut self.interner, sel)
+    }
+}
+
+/// The namespaces a pod affinity term looks in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceFilter {
+    /// Listed namespaces.
+    pub names: Vec<Sym>,
+    /// Namespaces whose labels match (None = no selector; an empty selector matches all).
+    pub selector: Option<Selector>,
+}
+
+impl NamespaceFilter {
+    /// Only the given namespace.
+    pub fn only(ns: Sym) -> Self {
+        NamespaceFilter {
+            names: vec![ns],
+            selector: None,
+        }
+    }
+
+    /// Whether `ns` is included.
+    #[inline]
+    pub fn contains(&self, ns: Sym, cluster: &Cluster) -> bool {
+        self.names.contains(&ns)
+            || self.selector.as_ref().is_some_and(|s| {
+                s.is_empty()
+                    || cluster
+                        .namespaces
+                        .get(&ns)
+                        .is_some_and(|info| s.matches(&info.labels))
+            })
+    }
+}
+
+/// Candidate pods for a selector (see [`Cluster::candidates_for`]).
+pub enum Candidates<'a> {
+    /// From the label index.
+    Indexed(Vec<PodId>),
+    /// Every pod.
+    All(&'a Cluster),
+}
+
+impl<'a> IntoIterator for Candidates<'a> {
+    type Item = PodId;
+    type IntoIter = Box<dyn Iterator<Item = PodId> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        match self {
+            Candidates::Indexed(v) => Box::new(v.into_iter()),
+            Candidates::All(c) => Box::new(c.pods().map(|(id, _)| id)),
+        }
+    }
+}
+
+fn remove_item<T: PartialEq>(v: &mut Vec<T>, item: T) {
+    if let Some(i) = v.iter().position(|x| *x == item) {
+        v.swap_remove(i);
+    }
+}
+
+/// Usable pod IPs of a node's CIDRs: 2^(bits-prefix) - 3 (network, broadcast, gateway),
+/// summed over families, capped so IPv6 stays finite. None when the node has no pod CIDR.
+fn pod_ip_capacity(node: &model::Node) -> Result<Option<u64>, ClusterError> {
+    const CAP: u64 = 1 << 32;
+    if node.pod_cidrs.is_empty() {
+        return Ok(None);
+    }
+    let mut total: u64 = 0;
+    for cidr in &node.pod_cidrs {
+        let net: ipnet::IpNet = cidr.parse().map_err(|_| ClusterError::BadCidr {
+            node: node.meta.name.clone(),
+            cidr: cidr.clone(),
+        })?;
+        let host_bits = u32::from(net.max_prefix_len() - net.prefix_len());
+        let size = if host_bits >= 63 { CAP } else { (1u64 << host_bits).min(CAP) };
+        total = total.saturating_add(size.saturating_sub(3));
+    }
+    Ok(Some(total.min(CAP)))
+}
+
+/// Parses the preferAvoidPods annotation into (controller kind, uid) pairs; a malformed
+/// annotation is ignored, as upstream does.
+fn parse_prefer_avoid(text: &str) -> Vec<(Box<str>, Box<str>)> {
+    crate::json::prefer_avoid_entries(text)
+}
+
+/// Normalises an image name as upstream's image locality does: a name without a tag or
+/// digest gets ":latest".
+pub fn normalize_image_name(name: &str) -> String {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    if name.contains('@') || last.contains(':') {
+        name.to_string()
+    } else {
+        format!("{name}:latest")
+    }
+}

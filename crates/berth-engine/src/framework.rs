@@ -1,0 +1,143 @@
+//! The rule framework: how filters and scores plug into a scheduling cycle.
+//!
+//! A rule is prepared once per pod (upstream's PreFilter / PreScore) and then asked about
+//! each node. Preparing returns the cheapest form that answers correctly: `Skip` when the
+//! rule cannot reject this pod anywhere, `Constant` when a score is the same for every node.
+//! Built-in rules and WASM plugins implement the same traits.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::cluster::{Cluster, NodeId, NodeInfo};
+use crate::podinfo::PodInfo;
+
+/// The largest score a rule gives a node.
+pub const MAX_NODE_SCORE: i64 = 100;
+
+/// Why a node cannot take the pod. Most reasons are constants; a few carry details.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// A fixed reason string.
+    Static(&'static str),
+    /// A reason built at run time (taint details, extended resource names, plugin reasons).
+    Owned(Arc<str>),
+}
+
+impl Reason {
+    /// The reason text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Reason::Static(s) => s,
+            Reason::Owned(s) => s,
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&'static str> for Reason {
+    fn from(s: &'static str) -> Self {
+        Reason::Static(s)
+    }
+}
+
+impl From<String> for Reason {
+    fn from(s: String) -> Self {
+        Reason::Owned(s.into())
+    }
+}
+
+/// What a rule sees of the cycle: the cluster snapshot and the pod being placed.
+#[derive(Clone, Copy)]
+pub struct CycleContext<'a> {
+    /// The cluster, read-only for the whole cycle.
+    pub cluster: &'a Cluster,
+    /// The pod being scheduled.
+    pub pod: &'a PodInfo,
+}
+
+/// The per-node check of a filter, after preparation.
+pub trait NodeCheck: Send + Sync {
+    /// Whether the node passes; on failure, pushes one or more reasons to `reasons`.
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool;
+}
+
+/// The outcome of preparing a filter for one pod.
+pub enum FilterPrep<'a> {
+    /// The rule has nothing to check for this pod: every node passes it.
+    Skip,
+    /// Check each node.
+    Check(Box<dyn NodeCheck + 'a>),
+    /// The pod cannot be placed anywhere, for these reasons (given to every node).
+    RejectAll(Vec<Reason>),
+}
+
+/// A filter (a policy predicate).
+pub trait FilterRule: Send + Sync {
+    /// Prepares the rule for one pod.
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a>;
+}
+
+/// The per-node scoring of a score rule, after preparation.
+pub trait NodeScore: Send + Sync {
+    /// The node's raw score.
+    fn score(&self, node: &NodeInfo) -> i64;
+    /// Turns raw scores of the feasible nodes into 0..=MAX_NODE_SCORE, in place. The default
+    /// keeps them: rules whose raw score is already in range need nothing.
+    fn normalize(&self, _nodes: &[NodeId], _scores: &mut [i64]) {}
+}
+
+/// The outcome of preparing a score rule for one pod.
+pub enum ScorePrep<'a> {
+    /// Every node gets this (already normalised) score.
+    Constant(i64),
+    /// Score each node, then normalise.
+    PerNode(Box<dyn NodeScore + 'a>),
+}
+
+/// A score rule (a policy priority).
+pub trait ScoreRule: Send + Sync {
+    /// Prepares the rule for one pod.
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a>;
+}
+
+/// Upstream's `reduce(max, reverse)` normalisation: scale to 0..=max by the largest raw
+/// score (integer division); all zero gives 0 (or `max` if reversed).
+pub fn normalize_reduce(scores: &mut [i64], max: i64, reverse: bool) {
+    let highest = scores.iter().copied().max().unwrap_or(0);
+    if highest == 0 {
+        if reverse {
+            scores.fill(max);
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        let v = max * *s / highest;
+        *s = if reverse { max - v } else { v };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduce_table() {
+        let cases: &[(&[i64], i64, bool, &[i64])] = &[
+            (&[0, 0], 100, false, &[0, 0]),
+            (&[0, 0], 100, true, &[100, 100]),
+            (&[1, 2, 4], 100, false, &[25, 50, 100]),
+            (&[1, 2, 4], 100, true, &[75, 50, 0]),
+            (&[1, 3], 100, false, &[33, 100]),
+        ];
+        for (input, max, reverse, want) in cases {
+            let mut s = input.to_vec();
+            normalize_reduce(&mut s, *max, *reverse);
+            assert_eq!(&s, want, "{input:?} reverse={reverse}");
+        }
+    }
+}

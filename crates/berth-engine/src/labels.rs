@@ -1,0 +1,261 @@
+//! Interned labels and compiled label selectors.
+//!
+//! Every label key and value the engine sees is interned once into a [`Sym`], so matching a
+//! selector against a node or pod compares integers instead of strings. Selectors are compiled
+//! against the interner when a pod or object enters the cluster, never on the scheduling path.
+
+use lasso::{Rodeo, Spur};
+
+/// An interned string: a label key or value, a namespace, a topology value.
+pub type Sym = Spur;
+
+/// The cluster-wide string interner. Append-only: a symbol stays valid for the cluster's life.
+#[derive(Debug, Default)]
+pub struct Interner(Rodeo);
+
+impl Interner {
+    /// Interns `s`, returning its symbol.
+    pub fn intern(&mut self, s: &str) -> Sym {
+        self.0.get_or_intern(s)
+    }
+
+    /// The symbol of `s` if it was ever interned; a string never seen matches no label.
+    pub fn get(&self, s: &str) -> Option<Sym> {
+        self.0.get(s)
+    }
+
+    /// The text of a symbol.
+    pub fn resolve(&self, sym: Sym) -> &str {
+        self.0.resolve(&sym)
+    }
+}
+
+/// A label set, sorted by key for binary search.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Labels(Box<[(Sym, Sym)]>);
+
+impl Labels {
+    /// Interns and sorts a list of key/value pairs.
+    pub fn intern<'a>(
+        interner: &mut Interner,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let mut v: Vec<(Sym, Sym)> = pairs
+            .into_iter()
+            .map(|(k, val)| (interner.intern(k), interner.intern(val)))
+            .collect();
+        v.sort_unstable_by_key(|(k, _)| *k);
+        v.dedup_by_key(|(k, _)| *k);
+        Labels(v.into_boxed_slice())
+    }
+
+    /// The value of `key`, if present.
+    #[inline]
+    pub fn get(&self, key: Sym) -> Option<Sym> {
+        self.0
+            .binary_search_by_key(&key, |(k, _)| *k)
+            .ok()
+            .map(|i| self.0[i].1)
+    }
+
+    /// Whether `key` is present.
+    #[inline]
+    pub fn has(&self, key: Sym) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// The key/value pairs, sorted by key symbol.
+    pub fn iter(&self) -> impl Iterator<Item = (Sym, Sym)> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// Number of labels.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no labels.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The operator of one selector requirement (label selectors and node selector terms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operator {
+    /// The label's value is one of the values.
+    In,
+    /// The label is absent or its value is none of the values.
+    NotIn,
+    /// The label is present.
+    Exists,
+    /// The label is absent.
+    DoesNotExist,
+    /// The label's value, as an integer, is greater than the single value (node affinity only).
+    Gt,
+    /// The label's value, as an integer, is less than the single value (node affinity only).
+    Lt,
+}
+
+/// One requirement of a selector, as written in an object (strings, not yet interned).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Requirement {
+    /// The label key.
+    pub key: String,
+    /// The operator.
+    pub operator: Operator,
+    /// The values (empty for Exists / DoesNotExist).
+    pub values: Vec<String>,
+}
+
+/// A label selector as written in an object: requirements ANDed together. Empty matches all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct LabelSelector {
+    /// The requirements; `matchLabels` entries become `In` requirements with one value.
+    pub requirements: Vec<Requirement>,
+}
+
+impl LabelSelector {
+    /// A selector requiring each key to equal its value (Service and RC selectors).
+    pub fn from_map<'a>(pairs: impl IntoIterator<Item = (&'a String, &'a String)>) -> Self {
+        LabelSelector {
+            requirements: pairs
+                .into_iter()
+                .map(|(k, v)| Requirement {
+                    key: k.clone(),
+                    operator: Operator::In,
+                    values: vec![v.clone()],
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Test {
+    In(Box<[Sym]>),
+    NotIn(Box<[Sym]>),
+    Exists,
+    DoesNotExist,
+    Gt(i64),
+    Lt(i64),
+    /// A Gt/Lt requirement whose bound is not an integer: it matches no label.
+    Never,
+}
+
+impl Test {
+    #[inline]
+    fn holds(&self, value: Option<Sym>, interner: Option<&Interner>) -> bool {
+        let number = || {
+            value
+                .zip(interner)
+                .and_then(|(v, i)| i.resolve(v).parse::<i64>().ok())
+        };
+        match self {
+            Test::In(vals) => value.is_some_and(|v| vals.contains(&v)),
+            Test::NotIn(vals) => value.is_none_or(|v| !vals.contains(&v)),
+            Test::Exists => value.is_some(),
+            Test::DoesNotExist => value.is_none(),
+            Test::Gt(bound) => number().is_some_and(|n| n > *bound),
+            Test::Lt(bound) => number().is_some_and(|n| n < *bound),
+            Test::Never => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CompiledReq {
+    key: Sym,
+    test: Test,
+}
+
+/// A selector compiled against the interner: requirements ANDed. Empty matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selector {
+    reqs: Box<[CompiledReq]>,
+}
+
+impl Selector {
+    /// Compiles a selector, interning every key and value it names.
+    pub fn compile(interner: &mut Interner, sel: &LabelSelector) -> Self {
+        Self::compile_reqs(interner, &sel.requirements)
+    }
+
+    /// Compiles a list of requirements (ANDed).
+    pub fn compile_reqs(interner: &mut Interner, reqs: &[Requirement]) -> Self {
+        let reqs = reqs
+            .iter()
+            .map(|r| {
+                let syms: Box<[Sym]> = r.values.iter().map(|v| interner.intern(v)).collect();
+                let int_bound = || {
+                    if r.values.len() == 1 {
+                        r.values[0].parse::<i64>().ok()
+                    } else {
+                        None
+                    }
+                };
+                let test = match r.operator {
+                    Operator::In => Test::In(syms),
+                    Operator::NotIn => Test::NotIn(syms),
+                    Operator::Exists => Test::Exists,
+                    Operator::DoesNotExist => Test::DoesNotExist,
+                    Operator::Gt => int_bound().map_or(Test::Never, Test::Gt),
+                    Operator::Lt => int_bound().map_or(Test::Never, Test::Lt),
+                };
+                CompiledReq {
+                    key: interner.intern(&r.key),
+                    test,
+                }
+            })
+            .collect();
+        Selector { reqs }
+    }
+
+    /// A selector requiring each key to have the given value.
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (Sym, Sym)>) -> Self {
+        Selector {
+            reqs: pairs
+                .into_iter()
+                .map(|(key, v)| CompiledReq {
+                    key,
+                    test: Test::In(Box::new([v])),
+                })
+                .collect(),
+        }
+    }
+
+    /// The key and values of the first `In` requirement: pods matching the selector must carry
+    /// one of these labels, which lets the cluster narrow candidates through its label index.
+    pub fn index_keys(&self) -> Option<(Sym, &[Sym])> {
+        self.reqs.iter().find_map(|r| match &r.test {
+            Test::In(vals) => Some((r.key, &vals[..])),
+            _ => None,
+        })
+    }
+
+    /// Whether the selector has no requirement (and so matches every label set).
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
+    /// Whether `labels` satisfy every requirement. Gt/Lt requirements (node affinity only)
+    /// never match here; use [`Selector::matches_with_numbers`] for those.
+    #[inline]
+    pub fn matches(&self, labels: &Labels) -> bool {
+        self.reqs.iter().all(|r| r.test.holds(labels.get(r.key), None))
+    }
+
+    /// Like [`Selector::matches`], also evaluating Gt/Lt by parsing the label value as an integer.
+    pub fn matches_with_numbers(&self, labels: &Labels, interner: &Interner) -> bool {
+        self.reqs
+            .iter()
+            .all(|r| r.test.holds(labels.get(r.key), Some(interner)))
+    }
+
+    /// Whether the selector uses Gt/Lt, which needs [`Selector::matches_with_numbers`].
+    pub fn needs_numbers(&self) -> bool {
+        self.reqs
+            .iter()
+            .any(|r| matches!(r.test, Test::Gt(_) | Test::Lt(_)))
+    }
+}

@@ -1,0 +1,23 @@
+//! Berth's scheduling engine.
+//!
+//! Architecture invariant: this crate does no IO, starts no threads of its own beyond rayon's
+//! pool, and needs no async runtime or API client. Callers build a [`Cluster`] from the
+//! [`model`] types, compile a [`Scheduler`] from a policy, and run one cycle per pod.
+
+pub mod cluster;
+pub mod framework;
+mod json;
+pub mod labels;
+pub mod model;
+pub mod podinfo;
+pub mod registry;
+pub mod resources;
+pub mod rules;
+pub mod scheduler;
+pub mod simulation;
+pub mod testkit;
+
+pub use cluster::{Cluster, ClusterError, NodeId, NodeInfo, PodId};
+pub use framework::{CycleContext, FilterRule, Reason, ScoreRule};
+pub use podinfo::PodInfo;
+pub use scheduler::{CycleConfig, Decision, Explanation, FitError, Scheduler};

@@ -1,0 +1,307 @@
+//! A pod compiled for scheduling: interned labels, compiled selectors and affinity terms,
+//! and its resource requests computed once.
+
+use crate::cluster::{Cluster, HostPort, NamespaceFilter, NodeId};
+use crate::labels::{Interner, LabelSelector, Labels, Operator, Requirement, Selector, Sym};
+use crate::model::{self, NodeSelectorTerm, PodAffinityTerm};
+use crate::resources::{
+    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, Resources, CPU,
+};
+
+/// A compiled node selector term: label requirements plus `metadata.name` field requirements.
+#[derive(Debug, Clone, Default)]
+pub struct NodeTerm {
+    labels: Selector,
+    names: Vec<Requirement>,
+    /// A term with no requirement at all matches no node (upstream's rule).
+    empty: bool,
+}
+
+impl NodeTerm {
+    /// Compiles a term.
+    pub fn compile(interner: &mut Interner, term: &NodeSelectorTerm) -> Self {
+        NodeTerm {
+            labels: Selector::compile_reqs(interner, &term.match_expressions),
+            names: term.match_fields.clone(),
+            empty: term.match_expressions.is_empty() && term.match_fields.is_empty(),
+        }
+    }
+
+    /// Whether a node with these labels and name satisfies the term.
+    pub fn matches(&self, labels: &Labels, node_name: &str, interner: &Interner) -> bool {
+        if self.empty {
+            return false;
+        }
+        let names_ok = self.names.iter().all(|r| {
+            r.key == "metadata.name"
+                && match r.operator {
+                    Operator::In => r.values.iter().any(|v| v == node_name),
+                    Operator::NotIn => r.values.iter().all(|v| v != node_name),
+                    _ => false,
+                }
+        });
+        names_ok
+            && if self.labels.needs_numbers() {
+                self.labels.matches_with_numbers(labels, interner)
+            } else {
+                self.labels.matches(labels)
+            }
+    }
+}
+
+/// Whether any of the terms (ORed) matches.
+pub fn any_term_matches(
+    terms: &[NodeTerm],
+    labels: &Labels,
+    node_name: &str,
+    interner: &Interner,
+) -> bool {
+    terms.iter().any(|t| t.matches(labels, node_name, interner))
+}
+
+/// A compiled pod (anti-)affinity term.
+#[derive(Debug, Clone)]
+pub struct AffinityTerm {
+    /// Selects the pods the term is about; None selects nothing.
+    pub selector: Option<Selector>,
+    /// The namespaces it looks in.
+    pub namespaces: NamespaceFilter,
+    /// The topology key.
+    pub topology_key: Sym,
+    /// Weight for preferred terms (1 for required ones).
+    pub weight: i32,
+}
+
+impl AffinityTerm {
+    fn compile(
+        interner: &mut Interner,
+        own_namespace: Sym,
+        term: &PodAffinityTerm,
+        weight: i32,
+    ) -> Self {
+        let names = if term.namespaces.is_empty() && term.namespace_selector.is_none() {
+            vec![own_namespace]
+        } else {
+            term.namespaces.iter().map(|n| interner.intern(n)).collect()
+        };
+        AffinityTerm {
+            selector: term
+                .label_selector
+                .as_ref()
+                .map(|s| Selector::compile(interner, s)),
+            namespaces: NamespaceFilter {
+                names,
+                selector: term
+                    .namespace_selector
+                    .as_ref()
+                    .map(|s| Selector::compile(interner, s)),
+            },
+            topology_key: interner.intern(&term.topology_key),
+            weight,
+        }
+    }
+
+    /// Whether `pod` is one of the pods this term is about.
+    #[inline]
+    pub fn matches(&self, pod: &PodInfo, cluster: &Cluster) -> bool {
+        self.selector.as_ref().is_some_and(|s| {
+            s.matches(&pod.labels) && self.namespaces.contains(pod.namespace, cluster)
+        })
+    }
+}
+
+/// A pod's compiled inter-pod affinity.
+#[derive(Debug, Clone, Default)]
+pub struct PodAffinity {
+    /// Required affinity terms.
+    pub required: Vec<AffinityTerm>,
+    /// Preferred affinity terms.
+    pub preferred: Vec<AffinityTerm>,
+    /// Required anti-affinity terms.
+    pub anti_required: Vec<AffinityTerm>,
+    /// Preferred anti-affinity terms.
+    pub anti_preferred: Vec<AffinityTerm>,
+}
+
+impl PodAffinity {
+    /// Whether there is any pod (anti-)affinity term.
+    pub fn has_pod_terms(&self) -> bool {
+        !(self.required.is_empty()
+            && self.preferred.is_empty()
+            && self.anti_required.is_empty()
+            && self.anti_preferred.is_empty())
+    }
+}
+
+/// A pod ready for the rules.
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    /// The pod as given.
+    pub pod: model::Pod,
+    /// Interned namespace.
+    pub namespace: Sym,
+    /// Interned labels.
+    pub labels: Labels,
+    /// The node it is assigned to (None while pending).
+    pub node: Option<NodeId>,
+    /// Filter request: max(sum of containers, each init container) + overhead.
+    pub request: Resources,
+    /// Scoring CPU request, with 100m for containers that request none.
+    pub nonzero_milli_cpu: i64,
+    /// Scoring memory request, with 200 MiB for containers that request none.
+    pub nonzero_memory: i64,
+    /// The CPU scoring request of this pod as the pod being scheduled: upstream adds its CPU
+    /// overhead in whole cores rounded up (`Value()`, not `MilliValue()`), unlike the node
+    /// aggregate. Kept so scores match v1.22 exactly.
+    pub incoming_milli_cpu: i64,
+    /// Host ports its containers ask for.
+    pub host_ports: Vec<HostPort>,
+    /// Whether it needs a pod IP (not hostNetwork).
+    pub needs_ip: bool,
+    /// `spec.nodeSelector`, compiled.
+    pub node_selector: Selector,
+    /// Required node affinity terms (ORed); None when there is no requirement.
+    pub node_required: Option<Vec<NodeTerm>>,
+    /// Preferred node affinity terms with weights.
+    pub node_preferred: Vec<(i32, NodeTerm)>,
+    /// Inter-pod affinity.
+    pub affinity: PodAffinity,
+}
+
+impl PodInfo {
+    /// Compiles a pod.
+    pub fn compile(pod: model::Pod, interner: &mut Interner) -> Self {
+        let namespace = interner.intern(&pod.meta.namespace);
+        let labels = Labels::intern(
+            interner,
+            pod.meta.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+        let request = filter_request(&pod);
+        let (nonzero_milli_cpu, nonzero_memory) = scoring_request(&pod);
+        let cpu_overhead = pod
+            .overhead
+            .iter()
+            .find(|(n, _)| n == CPU)
+            .map_or(0, |(_, v)| *v);
+        let incoming_milli_cpu = nonzero_milli_cpu - cpu_overhead + (cpu_overhead + 999) / 1000;
+        let host_ports = pod
+            .containers
+            .iter()
+            .flat_map(|c| &c.ports)
+            .filter(|p| p.host_port > 0)
+            .map(|p| HostPort {
+                ip: if p.host_ip.is_empty() { "0.0.0.0" } else { &p.host_ip }.into(),
+                protocol: if p.protocol.is_empty() { "TCP" } else { &p.protocol }.into(),
+                port: p.host_port,
+            })
+            .collect();
+        let node_selector = Selector::compile(
+            interner,
+            &LabelSelector::from_map(pod.node_selector.iter()),
+        );
+        let a = &pod.affinity;
+        let node_required = a
+            .node_required
+            .as_ref()
+            .map(|terms| terms.iter().map(|t| NodeTerm::compile(interner, t)).collect());
+        let node_preferred = a
+            .node_preferred
+            .iter()
+            .map(|p| (p.weight, NodeTerm::compile(interner, &p.term)))
+            .collect();
+        let mut compile_terms = |terms: &mut dyn Iterator<Item = (&PodAffinityTerm, i32)>| {
+            terms
+                .map(|(t, w)| AffinityTerm::compile(interner, namespace, t, w))
+                .collect::<Vec<_>>()
+        };
+        let affinity = PodAffinity {
+            required: compile_terms(&mut a.pod_required.iter().map(|t| (t, 1))),
+            preferred: compile_terms(&mut a.pod_preferred.iter().map(|t| (&t.term, t.weight))),
+            anti_required: compile_terms(&mut a.anti_required.iter().map(|t| (t, 1))),
+            anti_preferred: compile_terms(
+                &mut a.anti_preferred.iter().map(|t| (&t.term, t.weight)),
+            ),
+        };
+        PodInfo {
+            namespace,
+            labels,
+            node: None,
+            request,
+            nonzero_milli_cpu,
+            nonzero_memory,
+            incoming_milli_cpu,
+            host_ports,
+            needs_ip: !pod.host_network,
+            node_selector,
+            node_required,
+            node_preferred,
+            affinity,
+            pod,
+        }
+    }
+
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        self.pod.key()
+    }
+
+    /// Whether the pod is BestEffort: no container (app or init) requests or limits anything.
+    /// Limits are not modelled separately: a container with limits but no requests gets
+    /// requests equal to the limits from the API server's defaulting.
+    pub fn is_best_effort(&self) -> bool {
+        self.pod
+            .containers
+            .iter()
+            .chain(&self.pod.init_containers)
+            .all(|c| c.requests.iter().all(|(n, _)| n != CPU && n != MEMORY))
+    }
+
+    /// Whether the pod is being deleted.
+    pub fn terminating(&self) -> bool {
+        self.pod.meta.deleting
+    }
+}
+
+/// Upstream's filter request: per resource, max(sum over app containers, each init container),
+/// plus the pod overhead.
+fn filter_request(pod: &model::Pod) -> Resources {
+    let mut sum = Resources::default();
+    for c in &pod.containers {
+        sum.add(&Resources::from_list(&c.requests));
+    }
+    for c in &pod.init_containers {
+        sum.max_with(&Resources::from_list(&c.requests));
+    }
+    sum.add(&Resources::from_list(&pod.overhead));
+    sum
+}
+
+/// Upstream's scoring request for CPU and memory: a container with no request for a resource
+/// counts the default; an explicit zero stays zero.
+fn scoring_request(pod: &model::Pod) -> (i64, i64) {
+    let nonzero = |c: &model::Container, name: &str, default: i64| {
+        c.requests
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(default, |(_, v)| *v)
+    };
+    let per_resource = |name: &str, default: i64| {
+        let sum: i64 = pod.containers.iter().map(|c| nonzero(c, name, default)).sum();
+        let init = pod
+            .init_containers
+            .iter()
+            .map(|c| nonzero(c, name, default))
+            .max()
+            .unwrap_or(0);
+        let overhead = pod
+            .overhead
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v);
+        sum.max(init) + overhead
+    };
+    (
+        per_resource(CPU, DEFAULT_MILLI_CPU_REQUEST),
+        per_resource(MEMORY, DEFAULT_MEMORY_REQUEST),
+    )
+}

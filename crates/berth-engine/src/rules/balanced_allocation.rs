@@ -1,0 +1,60 @@
+//! BalancedResourceAllocation (v1.22 NodeResourcesBalancedAllocation): prefer nodes whose CPU
+//! and memory use stay balanced after placing the pod. v1.22 scores (1 - std) x 100 where std
+//! is the standard deviation of the used fractions: |cpu - memory| / 2 for two resources, 0
+//! for one. Each fraction is clamped at 1 (default requests can push it past 1); a resource
+//! with zero capacity is left out.
+
+use crate::cluster::NodeInfo;
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::rules::resource_allocation::{cpu_memory, pod_request};
+
+/// The rule.
+pub struct BalancedResourceAllocation;
+
+struct Score {
+    cpu: i64,
+    memory: i64,
+}
+
+impl NodeScore for Score {
+    #[inline]
+    fn score(&self, node: &NodeInfo) -> i64 {
+        let mut fractions = cpu_memory(node, self.cpu, self.memory)
+            .map(|(req, alloc)| (req as f64 / alloc as f64).min(1.0));
+        let std = match (fractions.next(), fractions.next()) {
+            (Some(a), Some(b)) => (a - b).abs() / 2.0,
+            _ => 0.0,
+        };
+        ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+    }
+}
+
+impl ScoreRule for BalancedResourceAllocation {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
+        let (cpu, memory) = pod_request(ctx.pod);
+        ScorePrep::PerNode(Box::new(Score { cpu, memory }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+
+    #[test]
+    fn table() {
+        let cases = vec![
+            ("perfectly balanced", node("n").cpu(4000).mem(4000).build(), pod("p").req(2000, 2000).build(), 100),
+            ("cpu 3/4, memory 1/4: std 1/4", node("n").cpu(4000).mem(4000).build(), pod("p").req(3000, 1000).build(), 75),
+            ("cpu 0.6, memory 0.5", node("n").cpu(10000).mem(20000).build(), pod("p").req(6000, 10000).build(), 95),
+            ("truncates toward zero", node("n").cpu(3000).mem(3000).build(), pod("p").req(1000, 2000).build(), 83),
+            ("fractions over 1 clamp", node("n").cpu(1000).mem(1000).build(), pod("p").req(3000, 1000).build(), 100),
+            ("cpu 1, memory 0", node("n").cpu(1000).mem(1000).build(), pod("p").req(1000, 0).build(), 50),
+            ("a zero-capacity resource is left out", node("n").cpu(0).mem(1000).build(), pod("p").req(0, 700).build(), 100),
+        ];
+        for (name, n, p, want) in cases {
+            let mut cl = cluster(vec![n], vec![]);
+            assert_eq!(run_score(&BalancedResourceAllocation, &mut cl, p)[0].1, want, "{name}");
+        }
+    }
+}

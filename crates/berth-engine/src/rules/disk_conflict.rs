@@ -1,0 +1,4 @@
+//! PLACEHOLDER: replaced by the helper that owns this rule.
+use crate::framework::{CycleContext, FilterPrep, FilterRule};
+pub struct NoDiskConflict;
+impl FilterRule for NoDiskConflict { fn prepare<'a>(&'a self, _: CycleContext<'a>) -> FilterPrep<'a> { todo!("placeholder") } }

@@ -1,0 +1,73 @@
+//! LeastRequestedPriority (v1.22 NodeResourcesLeastAllocated): prefer nodes with more free
+//! CPU and memory after placing the pod, using scoring requests (non-zero defaults).
+
+use crate::cluster::NodeInfo;
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::rules::resource_allocation::{cpu_memory, mean_score, pod_request};
+
+/// The rule.
+pub struct LeastRequested;
+
+/// `(capacity - requested) * 100 / capacity`; 0 when capacity is 0 or overcommitted.
+pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    (capacity - requested) * MAX_NODE_SCORE / capacity
+}
+
+struct Score {
+    cpu: i64,
+    memory: i64,
+}
+
+impl NodeScore for Score {
+    #[inline]
+    fn score(&self, node: &NodeInfo) -> i64 {
+        mean_score(cpu_memory(node, self.cpu, self.memory), least_requested_score)
+    }
+}
+
+impl ScoreRule for LeastRequested {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
+        let (cpu, memory) = pod_request(ctx.pod);
+        ScorePrep::PerNode(Box::new(Score { cpu, memory }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+
+    #[test]
+    fn table() {
+        // Upstream's own example: node 4000m/10000 and 6000m/10000 with a pod of 3000m/5000.
+        let cases = vec![
+            ("empty node, best-effort pod counts 100m/200Mi", node("n").cpu(1000).mem(1000 * MI).build(), vec![], pod("p").build(), (90 + 80) / 2),
+            ("half used", node("n").cpu(4000).mem(10000).build(), vec![], pod("p").req(2000, 5000).build(), 50),
+            (
+                "running pods count",
+                node("n").cpu(4000).mem(10000).build(),
+                vec![pod("r").req(1000, 2500).on("n").build()],
+                pod("p").req(1000, 2500).build(),
+                50,
+            ),
+            ("zero capacity everywhere scores 0", node("n").cpu(0).mem(0).build(), vec![], pod("p").req(0, 0).build(), 0),
+            ("a zero-capacity resource is left out of the mean", node("n").cpu(0).mem(1000).build(), vec![], pod("p").req(0, 500).build(), 50),
+            (
+                "cpu overhead counts in whole cores for the incoming pod (v1.22 quirk)",
+                node("n").cpu(1000).mem(1000).build(),
+                vec![],
+                pod("p").req(0, 0).overhead("cpu", 250).build(),
+                (99 + 100) / 2,
+            ),
+            ("overcommitted scores 0", node("n").cpu(1000).mem(1000).build(), vec![], pod("p").req(2000, 2000).build(), 0),
+            ("explicit zero request stays zero", node("n").cpu(1000).mem(1000).build(), vec![], pod("p").req(0, 0).build(), 100),
+        ];
+        for (name, n, running, p, want) in cases {
+            let mut cl = cluster(vec![n], running);
+            assert_eq!(run_score(&LeastRequested, &mut cl, p)[0].1, want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! HostName (v1.22 NodeName): a pod that names a node in `spec.nodeName` fits only there.
+
+use crate::cluster::NodeInfo;
+use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+
+/// The pod asks for another node.
+pub const REASON: &str = "node(s) didn't match the requested node name";
+
+/// The rule.
+pub struct HostName;
+
+/// The prepared check: the requested node name.
+pub struct NameCheck<'a>(pub &'a str);
+
+impl NodeCheck for NameCheck<'_> {
+    #[inline]
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        if node.name() != self.0 {
+            reasons.push(REASON.into());
+            return false;
+        }
+        true
+    }
+}
+
+impl HostName {
+    /// The check for a pod, or None when the pod names no node.
+    pub fn checker<'a>(ctx: &CycleContext<'a>) -> Option<NameCheck<'a>> {
+        match &ctx.pod.pod.node_name {
+            Some(n) if !n.is_empty() => Some(NameCheck(n)),
+            _ => None,
+        }
+    }
+}
+
+impl FilterRule for HostName {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
+        match Self::checker(&ctx) {
+            Some(c) => FilterPrep::Check(Box::new(c)),
+            None => FilterPrep::Skip,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+
+    #[test]
+    fn table() {
+        let cases = vec![
+            ("no node name", pod("p").build(), vec!["a", "b"]),
+            ("names node b", pod("p").with(|p| p.node_name = Some("b".into())).build(), vec!["b"]),
+            ("names a missing node", pod("p").with(|p| p.node_name = Some("z".into())).build(), vec![]),
+        ];
+        for (name, p, want) in cases {
+            let mut cl = cluster(vec![node("a").build(), node("b").build()], vec![]);
+            let got = run_filter(&HostName, &mut cl, p);
+            assert_eq!(passing(&got), want, "{name}");
+            for (_, r) in got.iter().filter(|(_, r)| !r.is_empty()) {
+                assert_eq!(r, &vec![REASON.to_string()]);
+            }
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! CheckNodeUnschedulable (v1.22 NodeUnschedulable): no pods on a cordoned node, unless the
+//! pod tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint.
+
+use crate::cluster::NodeInfo;
+use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::model::{Taint, TaintEffect};
+
+/// The node is cordoned.
+pub const REASON: &str = "node(s) were unschedulable";
+/// The taint a cordoned node implicitly carries.
+pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
+
+/// The rule.
+pub struct NodeUnschedulable;
+
+struct Check;
+
+impl NodeCheck for Check {
+    #[inline]
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        if node.node.unschedulable {
+            reasons.push(REASON.into());
+            return false;
+        }
+        true
+    }
+}
+
+impl FilterRule for NodeUnschedulable {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
+        let taint = Taint {
+            key: UNSCHEDULABLE_TAINT_KEY.into(),
+            value: String::new(),
+            effect: TaintEffect::NoSchedule,
+        };
+        if ctx.pod.pod.tolerations.iter().any(|t| t.tolerates(&taint)) {
+            FilterPrep::Skip
+        } else {
+            FilterPrep::Check(Box::new(Check))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TolerationOperator::{Equal, Exists};
+    use crate::testkit::*;
+
+    #[test]
+    fn table() {
+        let cases = vec![
+            ("schedulable node", node("n").build(), pod("p").build(), vec![]),
+            ("cordoned node", node("n").unschedulable().build(), pod("p").build(), vec![REASON]),
+            (
+                "pod tolerates the unschedulable taint",
+                node("n").unschedulable().build(),
+                pod("p")
+                    .tolerate(UNSCHEDULABLE_TAINT_KEY, Exists, "", Some(TaintEffect::NoSchedule))
+                    .build(),
+                vec![],
+            ),
+            (
+                "toleration of another effect does not help",
+                node("n").unschedulable().build(),
+                pod("p")
+                    .tolerate(UNSCHEDULABLE_TAINT_KEY, Exists, "", Some(TaintEffect::NoExecute))
+                    .build(),
+                vec![REASON],
+            ),
+            (
+                "toleration of everything",
+                node("n").unschedulable().build(),
+                pod("p").tolerate("", Exists, "", None).build(),
+                vec![],
+            ),
+            (
+                "equal toleration with a value does not match the empty taint value",
+                node("n").unschedulable().build(),
+                pod("p").tolerate(UNSCHEDULABLE_TAINT_KEY, Equal, "x", None).build(),
+                vec![REASON],
+            ),
+        ];
+        for (name, n, p, want) in cases {
+            let mut cl = cluster(vec![n], vec![]);
+            assert_eq!(run_filter(&NodeUnschedulable, &mut cl, p)[0].1, want, "{name}");
+        }
+    }
+}

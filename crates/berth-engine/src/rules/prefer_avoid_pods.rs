@@ -1,0 +1,70 @@
+//! NodePreferAvoidPodsPriority (v1.22 NodePreferAvoidPods): 0 on a node whose
+//! `scheduler.alpha.kubernetes.io/preferAvoidPods` annotation lists the pod's controlling
+//! ReplicationController or ReplicaSet, else 100.
+
+use crate::cluster::NodeInfo;
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+
+/// The rule.
+pub struct NodePreferAvoidPods;
+
+struct Score<'a> {
+    kind: &'a str,
+    uid: &'a str,
+}
+
+impl NodeScore for Score<'_> {
+    #[inline]
+    fn score(&self, node: &NodeInfo) -> i64 {
+        let avoided = node
+            .prefer_avoid
+            .iter()
+            .any(|(k, u)| **k == *self.kind && **u == *self.uid);
+        if avoided { 0 } else { MAX_NODE_SCORE }
+    }
+}
+
+impl ScoreRule for NodePreferAvoidPods {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
+        match ctx.pod.pod.controller() {
+            Some(c) if c.kind == "ReplicationController" || c.kind == "ReplicaSet" => {
+                ScorePrep::PerNode(Box::new(Score {
+                    kind: &c.kind,
+                    uid: &c.uid,
+                }))
+            }
+            _ => ScorePrep::Constant(MAX_NODE_SCORE),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::PREFER_AVOID_PODS_ANNOTATION;
+    use crate::testkit::*;
+
+    const AVOID_RS: &str = r#"{"preferAvoidPods":[{"podSignature":{"podController":{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web","uid":"rs-1","controller":true}},"reason":"maintenance"}]}"#;
+
+    #[test]
+    fn table() {
+        let nodes = || {
+            vec![
+                node("avoid").annotation(PREFER_AVOID_PODS_ANNOTATION, AVOID_RS).build(),
+                node("plain").build(),
+                node("garbage").annotation(PREFER_AVOID_PODS_ANNOTATION, "{not json").build(),
+            ]
+        };
+        let cases = vec![
+            ("owned by the listed ReplicaSet", pod("p").owner("ReplicaSet", "web", "rs-1").build(), vec![0, 100, 100]),
+            ("another ReplicaSet", pod("p").owner("ReplicaSet", "api", "rs-2").build(), vec![100, 100, 100]),
+            ("same uid but a StatefulSet is ignored", pod("p").owner("StatefulSet", "web", "rs-1").build(), vec![100, 100, 100]),
+            ("no controller", pod("p").build(), vec![100, 100, 100]),
+        ];
+        for (name, p, want) in cases {
+            let mut cl = cluster(nodes(), vec![]);
+            let got: Vec<i64> = run_score(&NodePreferAvoidPods, &mut cl, p).into_iter().map(|(_, s)| s).collect();
+            assert_eq!(got, want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! TaintTolerationPriority (v1.22 TaintToleration score): prefer nodes with fewer
+//! PreferNoSchedule taints the pod does not tolerate. Only tolerations with effect
+//! PreferNoSchedule or no effect count.
+
+use crate::cluster::{NodeId, NodeInfo};
+use crate::framework::{
+    CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule, normalize_reduce,
+};
+use crate::model::{TaintEffect, Toleration};
+
+/// The rule.
+pub struct TaintTolerationPriority;
+
+struct Score<'a>(Vec<&'a Toleration>);
+
+impl NodeScore for Score<'_> {
+    #[inline]
+    fn score(&self, node: &NodeInfo) -> i64 {
+        node.taints()
+            .iter()
+            .filter(|t| t.effect == TaintEffect::PreferNoSchedule)
+            .filter(|t| !self.0.iter().any(|tol| tol.tolerates(t)))
+            .count() as i64
+    }
+
+    fn normalize(&self, _nodes: &[NodeId], scores: &mut [i64]) {
+        normalize_reduce(scores, MAX_NODE_SCORE, true);
+    }
+}
+
+impl ScoreRule for TaintTolerationPriority {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
+        let tolerations = ctx
+            .pod
+            .pod
+            .tolerations
+            .iter()
+            .filter(|t| t.effect.is_none_or(|e| e == TaintEffect::PreferNoSchedule))
+            .collect();
+        ScorePrep::PerNode(Box::new(Score(tolerations)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TolerationOperator::Exists;
+    use crate::testkit::*;
+    use TaintEffect::*;
+
+    #[test]
+    fn table() {
+        let nodes = || {
+            vec![
+                node("clean").build(),
+                node("one").taint("a", "1", PreferNoSchedule).build(),
+                node("two").taint("a", "1", PreferNoSchedule).taint("b", "2", PreferNoSchedule).build(),
+                node("hard").taint("c", "3", NoSchedule).build(),
+            ]
+        };
+        let cases = vec![
+            ("fewer untolerated taints score higher", pod("p").build(), vec![100, 50, 0, 100]),
+            ("tolerated taints do not count", pod("p").tolerate("a", Exists, "", Some(PreferNoSchedule)).build(), vec![100, 100, 0, 100]),
+            ("a toleration with no effect counts", pod("p").tolerate("b", Exists, "", None).build(), vec![100, 0, 0, 100]),
+            ("a NoSchedule toleration does not count", pod("p").tolerate("a", Exists, "", Some(NoSchedule)).build(), vec![100, 50, 0, 100]),
+        ];
+        for (name, p, want) in cases {
+            let mut cl = cluster(nodes(), vec![]);
+            let got: Vec<i64> = run_score(&TaintTolerationPriority, &mut cl, p).into_iter().map(|(_, s)| s).collect();
+            assert_eq!(got, want, "{name}");
+        }
+    }
+}

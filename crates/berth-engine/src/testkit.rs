@@ -1,0 +1,434 @@
+//! Builders and runners for tests of rules and cycles, here and in other crates. Defaults are
+//! chosen so a test states only what it is about: a node has 4 CPUs, 8 GiB and room for 110
+//! pods; a pod has one container requesting nothing, in namespace `default`.
+
+use std::collections::BTreeMap;
+
+use crate::cluster::{Cluster, NodeId};
+use crate::framework::{CycleContext, FilterPrep, FilterRule, ScorePrep, ScoreRule};
+use crate::labels::{LabelSelector, Operator, Requirement};
+use crate::model::{
+    Container, ContainerPort, Meta, Node, NodeSelectorTerm, OwnerRef, Pod, PodAffinityTerm,
+    Taint, TaintEffect, Toleration, TolerationOperator, Volume, VolumeSource,
+    WeightedPodAffinityTerm,
+};
+
+/// One mebibyte.
+pub const MI: i64 = 1 << 20;
+/// One gibibyte.
+pub const GI: i64 = 1 << 30;
+
+fn meta(name: &str, namespace: &str) -> Meta {
+    Meta {
+        name: name.to_string(),
+        namespace: namespace.to_string(),
+        uid: format!("uid-{namespace}-{name}"),
+        ..Meta::default()
+    }
+}
+
+fn set(list: &mut Vec<(String, i64)>, name: &str, v: i64) {
+    list.retain(|(n, _)| n != name);
+    list.push((name.to_string(), v));
+}
+
+/// A selector requiring `key=value`.
+pub fn selector(pairs: &[(&str, &str)]) -> LabelSelector {
+    LabelSelector {
+        requirements: pairs
+            .iter()
+            .map(|(k, v)| Requirement {
+                key: k.to_string(),
+                operator: Operator::In,
+                values: vec![v.to_string()],
+            })
+            .collect(),
+    }
+}
+
+/// A requirement.
+pub fn req(key: &str, operator: Operator, values: &[&str]) -> Requirement {
+    Requirement {
+        key: key.to_string(),
+        operator,
+        values: values.iter().map(|v| v.to_string()).collect(),
+    }
+}
+
+/// Starts a node.
+pub fn node(name: &str) -> NodeBuilder {
+    let mut n = Node {
+        meta: meta(name, ""),
+        ..Node::default()
+    };
+    n.meta
+        .labels
+        .insert("kubernetes.io/hostname".into(), name.into());
+    n.allocatable = vec![
+        ("cpu".into(), 4000),
+        ("memory".into(), 8 * GI),
+        ("pods".into(), 110),
+    ];
+    n.conditions.ready = Some(true);
+    NodeBuilder(n)
+}
+
+/// Builds a [`Node`].
+pub struct NodeBuilder(Node);
+
+impl NodeBuilder {
+    /// Allocatable milli-CPU.
+    pub fn cpu(self, milli: i64) -> Self {
+        self.alloc("cpu", milli)
+    }
+    /// Allocatable memory bytes.
+    pub fn mem(self, bytes: i64) -> Self {
+        self.alloc("memory", bytes)
+    }
+    /// Allocatable pod count.
+    pub fn pods(self, n: i64) -> Self {
+        self.alloc("pods", n)
+    }
+    /// Any allocatable resource.
+    pub fn alloc(mut self, name: &str, v: i64) -> Self {
+        set(&mut self.0.allocatable, name, v);
+        self
+    }
+    /// A label.
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        self.0.meta.labels.insert(k.into(), v.into());
+        self
+    }
+    /// An annotation.
+    pub fn annotation(mut self, k: &str, v: &str) -> Self {
+        self.0.meta.annotations.insert(k.into(), v.into());
+        self
+    }
+    /// A taint.
+    pub fn taint(mut self, key: &str, value: &str, effect: TaintEffect) -> Self {
+        self.0.taints.push(Taint {
+            key: key.into(),
+            value: value.into(),
+            effect,
+        });
+        self
+    }
+    /// `spec.unschedulable: true`.
+    pub fn unschedulable(mut self) -> Self {
+        self.0.unschedulable = true;
+        self
+    }
+    /// Edits the conditions.
+    pub fn conditions(mut self, f: impl FnOnce(&mut crate::model::NodeConditions)) -> Self {
+        f(&mut self.0.conditions);
+        self
+    }
+    /// A pod CIDR.
+    pub fn cidr(mut self, cidr: &str) -> Self {
+        self.0.pod_cidrs.push(cidr.into());
+        self
+    }
+    /// An image present on the node.
+    pub fn image(mut self, name: &str, size: i64) -> Self {
+        self.0.images.push(crate::model::NodeImage {
+            names: vec![name.into()],
+            size_bytes: size,
+        });
+        self
+    }
+    /// The node.
+    pub fn build(self) -> Node {
+        self.0
+    }
+}
+
+/// Starts a pod in namespace `default` with one container requesting nothing.
+pub fn pod(name: &str) -> PodBuilder {
+    PodBuilder(Pod {
+        meta: meta(name, "default"),
+        scheduler_name: "berth".into(),
+        containers: vec![Container {
+            name: "c".into(),
+            image: "app:1".into(),
+            ..Container::default()
+        }],
+        ..Pod::default()
+    })
+}
+
+/// Builds a [`Pod`].
+pub struct PodBuilder(Pod);
+
+impl PodBuilder {
+    /// The namespace.
+    pub fn ns(mut self, ns: &str) -> Self {
+        self.0.meta.namespace = ns.into();
+        self.0.meta.uid = format!("uid-{ns}-{}", self.0.meta.name);
+        self
+    }
+    /// CPU (milli) and memory requests of the first container.
+    pub fn req(self, milli_cpu: i64, memory: i64) -> Self {
+        self.res("cpu", milli_cpu).res("memory", memory)
+    }
+    /// Any request of the first container.
+    pub fn res(mut self, name: &str, v: i64) -> Self {
+        set(&mut self.0.containers[0].requests, name, v);
+        self
+    }
+    /// Adds a container.
+    pub fn container(mut self, c: Container) -> Self {
+        self.0.containers.push(c);
+        self
+    }
+    /// Adds an init container with these CPU and memory requests.
+    pub fn init(mut self, milli_cpu: i64, memory: i64) -> Self {
+        self.0.init_containers.push(Container {
+            name: format!("init{}", self.0.init_containers.len()),
+            requests: vec![("cpu".into(), milli_cpu), ("memory".into(), memory)],
+            ..Container::default()
+        });
+        self
+    }
+    /// Pod overhead.
+    pub fn overhead(mut self, name: &str, v: i64) -> Self {
+        set(&mut self.0.overhead, name, v);
+        self
+    }
+    /// A label.
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        self.0.meta.labels.insert(k.into(), v.into());
+        self
+    }
+    /// An annotation.
+    pub fn annotation(mut self, k: &str, v: &str) -> Self {
+        self.0.meta.annotations.insert(k.into(), v.into());
+        self
+    }
+    /// Binds it to a node (a running pod).
+    pub fn on(mut self, node: &str) -> Self {
+        self.0.node_name = Some(node.into());
+        self
+    }
+    /// A nodeSelector entry.
+    pub fn node_selector(mut self, k: &str, v: &str) -> Self {
+        self.0.node_selector.insert(k.into(), v.into());
+        self
+    }
+    /// Required node affinity terms (ORed).
+    pub fn node_affinity(mut self, terms: Vec<NodeSelectorTerm>) -> Self {
+        self.0.affinity.node_required = Some(terms);
+        self
+    }
+    /// A preferred node affinity term.
+    pub fn prefer_node(mut self, weight: i32, term: NodeSelectorTerm) -> Self {
+        self.0
+            .affinity
+            .node_preferred
+            .push(crate::model::PreferredNodeTerm { weight, term });
+        self
+    }
+    /// A toleration.
+    pub fn tolerate(
+        mut self,
+        key: &str,
+        operator: TolerationOperator,
+        value: &str,
+        effect: Option<TaintEffect>,
+    ) -> Self {
+        self.0.tolerations.push(Toleration {
+            key: key.into(),
+            operator,
+            value: value.into(),
+            effect,
+        });
+        self
+    }
+    /// A host port on the first container.
+    pub fn host_port(mut self, ip: &str, protocol: &str, port: i32) -> Self {
+        self.0.containers[0].ports.push(ContainerPort {
+            host_port: port,
+            host_ip: ip.into(),
+            protocol: protocol.into(),
+        });
+        self
+    }
+    /// A volume.
+    pub fn volume(mut self, name: &str, source: VolumeSource) -> Self {
+        self.0.volumes.push(Volume {
+            name: name.into(),
+            source,
+        });
+        self
+    }
+    /// `hostNetwork: true`.
+    pub fn host_network(mut self) -> Self {
+        self.0.host_network = true;
+        self
+    }
+    /// Priority.
+    pub fn priority(mut self, p: i32) -> Self {
+        self.0.priority = p;
+        self
+    }
+    /// Creation time (seconds).
+    pub fn created(mut self, t: i64) -> Self {
+        self.0.meta.creation_timestamp = t;
+        self
+    }
+    /// A controller owner.
+    pub fn owner(mut self, kind: &str, name: &str, uid: &str) -> Self {
+        self.0.meta.owners.push(OwnerRef {
+            kind: kind.into(),
+            name: name.into(),
+            uid: uid.into(),
+            controller: true,
+        });
+        self
+    }
+    /// Marks it terminating.
+    pub fn terminating(mut self) -> Self {
+        self.0.meta.deleting = true;
+        self
+    }
+    /// A required pod affinity term over `labels` in the pod's namespace.
+    pub fn affinity(mut self, topology_key: &str, labels: &[(&str, &str)]) -> Self {
+        self.0.affinity.pod_required.push(term(topology_key, labels));
+        self
+    }
+    /// A required pod anti-affinity term over `labels` in the pod's namespace.
+    pub fn anti_affinity(mut self, topology_key: &str, labels: &[(&str, &str)]) -> Self {
+        self.0.affinity.anti_required.push(term(topology_key, labels));
+        self
+    }
+    /// A preferred pod affinity term.
+    pub fn prefer_affinity(mut self, weight: i32, key: &str, labels: &[(&str, &str)]) -> Self {
+        self.0.affinity.pod_preferred.push(WeightedPodAffinityTerm {
+            weight,
+            term: term(key, labels),
+        });
+        self
+    }
+    /// A preferred pod anti-affinity term.
+    pub fn prefer_anti(mut self, weight: i32, key: &str, labels: &[(&str, &str)]) -> Self {
+        self.0.affinity.anti_preferred.push(WeightedPodAffinityTerm {
+            weight,
+            term: term(key, labels),
+        });
+        self
+    }
+    /// Edits anything else.
+    pub fn with(mut self, f: impl FnOnce(&mut Pod)) -> Self {
+        f(&mut self.0);
+        self
+    }
+    /// The pod.
+    pub fn build(self) -> Pod {
+        self.0
+    }
+}
+
+/// A pod affinity term over `labels` with this topology key, in the pod's namespace.
+pub fn term(topology_key: &str, labels: &[(&str, &str)]) -> PodAffinityTerm {
+    PodAffinityTerm {
+        label_selector: Some(selector(labels)),
+        topology_key: topology_key.into(),
+        ..PodAffinityTerm::default()
+    }
+}
+
+/// A node selector term of label requirements.
+pub fn node_term(reqs: Vec<Requirement>) -> NodeSelectorTerm {
+    NodeSelectorTerm {
+        match_expressions: reqs,
+        match_fields: Vec::new(),
+    }
+}
+
+/// A cluster of these nodes and running pods. Panics on bad input: tests only.
+pub fn cluster(nodes: Vec<Node>, pods: Vec<Pod>) -> Cluster {
+    let mut c = Cluster::new();
+    for n in nodes {
+        c.add_node(n).expect("test node");
+    }
+    for p in pods {
+        c.add_pod(p).expect("test pod");
+    }
+    c
+}
+
+/// Runs one filter for `pod` on every node: (node name, reasons), reasons empty if it passes.
+pub fn run_filter(rule: &dyn FilterRule, cluster: &mut Cluster, pod: Pod) -> Vec<(String, Vec<String>)> {
+    let info = cluster.compile_pod(pod);
+    let ctx = CycleContext {
+        cluster,
+        pod: &info,
+    };
+    let prep = rule.prepare(ctx);
+    cluster
+        .node_order()
+        .iter()
+        .map(|id| {
+            let node = cluster.node(*id);
+            let reasons: Vec<String> = match &prep {
+                FilterPrep::Skip => Vec::new(),
+                FilterPrep::RejectAll(r) => r.iter().map(|r| r.to_string()).collect(),
+                FilterPrep::Check(c) => {
+                    let mut out = Vec::new();
+                    c.check(node, &mut out);
+                    out.iter().map(|r| r.to_string()).collect()
+                }
+            };
+            (node.name().to_string(), reasons)
+        })
+        .collect()
+}
+
+/// Names of the nodes a filter passes.
+pub fn passing(results: &[(String, Vec<String>)]) -> Vec<&str> {
+    results
+        .iter()
+        .filter(|(_, r)| r.is_empty())
+        .map(|(n, _)| n.as_str())
+        .collect()
+}
+
+/// Runs one score rule for `pod` with every node feasible: (node name, normalised score).
+pub fn run_score(rule: &dyn ScoreRule, cluster: &mut Cluster, pod: Pod) -> Vec<(String, i64)> {
+    let nodes: Vec<NodeId> = cluster.node_order().to_vec();
+    run_score_on(rule, cluster, pod, &nodes)
+}
+
+/// Runs one score rule with only `feasible` nodes feasible.
+pub fn run_score_on(
+    rule: &dyn ScoreRule,
+    cluster: &mut Cluster,
+    pod: Pod,
+    feasible: &[NodeId],
+) -> Vec<(String, i64)> {
+    let info = cluster.compile_pod(pod);
+    let ctx = CycleContext {
+        cluster,
+        pod: &info,
+    };
+    let scores = match rule.prepare(ctx) {
+        ScorePrep::Constant(v) => vec![v; feasible.len()],
+        ScorePrep::PerNode(s) => {
+            let mut raw: Vec<i64> = feasible.iter().map(|id| s.score(cluster.node(*id))).collect();
+            s.normalize(feasible, &mut raw);
+            raw
+        }
+    };
+    feasible
+        .iter()
+        .zip(scores)
+        .map(|(id, s)| (cluster.node(*id).name().to_string(), s))
+        .collect()
+}
+
+/// Labels as a map, for building objects.
+pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

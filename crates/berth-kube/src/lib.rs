@@ -1,0 +1,17 @@
+//! Kubernetes objects for Berth: reading cluster files into typed k8s-openapi
+//! objects, and strict Kubernetes quantity parsing.
+//!
+//! A cluster file is what `kubectl get ... -o yaml` or `-o json` prints: a `v1 List`,
+//! a typed list such as `NodeList`, a single object, several `---` separated YAML
+//! documents, or a stream of JSON values. [`parse_cluster`] dispatches each object by
+//! apiVersion and kind into [`ClusterObjects`], skipping kinds the scheduler does not
+//! use with a warning, and rejects input the scheduler could not rely on with a
+//! [`ClusterFileError`] that names the file, location, object and field.
+
+mod cluster_file;
+mod error;
+pub mod quantity;
+mod strict_value;
+
+pub use cluster_file::{ClusterObjects, load_cluster_file, parse_cluster};
+pub use error::{ClusterFileError, Format, Location, ObjectRef, Site};

@@ -1,0 +1,99 @@
+//! The kube-scheduler `kind: Policy` file (the `--policy-config-file` format, v1.22 semantics):
+//! parsing, validation and the effective configuration the scheduler runs with.
+//!
+//! What is accepted is the union of what kube-scheduler v1.22 and v1.12 accepted, plus Berth's
+//! own predicates; names v1.22 would reject are accepted with a warning. Berth is stricter than
+//! kube-scheduler in a few ways, each reported with the file, the JSON path and a fix:
+//! unknown fields and repeated keys are errors at any depth, a JSON array where an object is
+//! expected is an error, a built-in name may not carry an argument of another kind, an
+//! extender needs a `urlPrefix`, and repeating a name with a different configuration is an
+//! error (an exact repeat is collapsed with a warning).
+
+mod build;
+mod describe;
+mod error;
+mod names;
+mod raw;
+mod syntax;
+mod types;
+
+use std::path::Path;
+
+use serde_json::error::Category;
+
+pub use error::PolicyError;
+pub use types::{
+    Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, ManagedResource, PredicateConfig,
+    PredicateKind, PriorityConfig, PriorityKind, ResourceWeight, ShapePoint,
+};
+
+/// Reads and parses a Policy file; errors name the file as given.
+pub fn load(path: &Path) -> Result<EffectivePolicy, PolicyError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    parse(&text, &file)
+}
+
+/// Parses Policy JSON; `source` names the file in error messages.
+pub fn parse(text: &str, source: &str) -> Result<EffectivePolicy, PolicyError> {
+    if text.trim().is_empty() {
+        return Err(PolicyError::Syntax {
+            file: source.to_owned(),
+            line: 1,
+            column: 1,
+            message: "the file is empty; a Policy is a JSON object such as \
+                      {\"kind\": \"Policy\", \"apiVersion\": \"v1\"}"
+                .to_owned(),
+        });
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let raw: raw::RawPolicy =
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            let path = error.path().to_string();
+            json_error(error.into_inner(), path, source)
+        })?;
+    deserializer
+        .end()
+        .map_err(|error| json_error(error, String::new(), source))?;
+    build::build(raw, source)
+}
+
+/// The configuration of kube-scheduler's default provider (v1.22), as a Policy without lists.
+pub fn default_policy() -> EffectivePolicy {
+    build::default_policy()
+}
+
+fn json_error(error: serde_json::Error, path: String, file: &str) -> PolicyError {
+    let (line, raw_column) = (error.line(), error.column());
+    let text = error.to_string();
+    // serde_json appends the position, which the error carries separately.
+    let message = text
+        .strip_suffix(&format!(" at line {line} column {raw_column}"))
+        .unwrap_or(&text)
+        .to_owned();
+    // serde_json says column 0 when nothing on the line was consumed yet; people count from 1.
+    let column = raw_column.max(1);
+    let file = file.to_owned();
+    match error.classify() {
+        Category::Data => {
+            // serde_path_to_error calls the top level ".".
+            let path = if path == "." { String::new() } else { path };
+            PolicyError::Schema {
+                file,
+                path,
+                message,
+                line,
+                column,
+            }
+        }
+        Category::Io | Category::Syntax | Category::Eof => PolicyError::Syntax {
+            file,
+            line,
+            column,
+            message,
+        },
+    }
+}

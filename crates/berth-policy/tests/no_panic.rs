@@ -1,0 +1,44 @@
+//! Bad input must give an error, never a panic.
+
+use proptest::prelude::*;
+
+/// A policy touching every part of the format, for mutation.
+const RICH: &str = r#"{"kind": "Policy", "apiVersion": "v1",
+ "predicates": [{"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}},
+  {"name": "Zoned", "argument": {"labelsPresence": {"labels": ["zone"], "presence": true}}},
+  {"name": "MatchNamespaceNodeSelector", "argument": {"namespaceNodeSelector": {"defaultNodeSelector": "a=b"}}},
+  {"name": "GeneralPredicates"}, {"name": "PodFitsPorts"}],
+ "priorities": [{"name": "LeastRequestedPriority", "weight": 1},
+  {"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
+  {"name": "Gpu", "weight": 2, "argument": {"labelPreference": {"label": "gpu", "presence": true}}},
+  {"name": "Binpack", "weight": 3, "argument": {"requestedToCapacityRatioArguments":
+    {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
+     "resources": [{"name": "cpu", "weight": 1}]}}}],
+ "extenders": [{"urlPrefix": "http://a", "filterVerb": "f", "prioritizeVerb": "p", "weight": 1,
+  "bindVerb": "b", "enableHttps": true, "httpTimeout": 30000000000, "nodeCacheCapable": true,
+  "tlsConfig": {"insecure": true, "caData": "QUJD"},
+  "managedResources": [{"name": "example.com/foo", "ignoredByScheduler": true}], "ignorable": false}],
+ "hardPodAffinitySymmetricWeight": 1, "alwaysCheckAllPredicates": false}"#;
+
+proptest! {
+    #[test]
+    fn arbitrary_text_does_not_panic(text in "\\PC{0,200}") {
+        let _ = berth_policy::parse(&text, "fuzz.json");
+    }
+
+    #[test]
+    fn mutated_policies_do_not_panic(at in 0..RICH.len(), cut in 0usize..8, insert in "[-0-9a-z{}\\[\\]\",:. ]{0,4}") {
+        let start = (0..=at).rev().find(|i| RICH.is_char_boundary(*i)).unwrap_or(0);
+        let end = (start + cut..=RICH.len()).find(|i| RICH.is_char_boundary(*i)).unwrap_or(RICH.len());
+        let text = format!("{}{insert}{}", &RICH[..start], &RICH[end..]);
+        if let Ok(policy) = berth_policy::parse(&text, "fuzz.json") {
+            let _ = policy.describe();
+        }
+    }
+}
+
+#[test]
+fn the_rich_policy_is_valid() {
+    let policy = berth_policy::parse(RICH, "rich.json");
+    assert!(policy.is_ok(), "{policy:?}");
+}

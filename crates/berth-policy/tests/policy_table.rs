@@ -1,0 +1,531 @@
+//! Table-driven tests of `parse`: each case is a Policy file and either substrings of the
+//! effective configuration's summary or substrings of the error message.
+
+use berth_policy::{EffectivePolicy, parse};
+
+const SOURCE: &str = "policies/x.json";
+
+/// What a case expects.
+enum Expect {
+    /// Every string occurs in `summary(policy)`.
+    Ok(&'static [&'static str]),
+    /// Every string occurs in the error's `Display`.
+    Err(&'static [&'static str]),
+}
+use Expect::{Err, Ok};
+
+/// One line per part; a line can be matched exactly by including its `\n`.
+fn summary(policy: &EffectivePolicy) -> String {
+    let predicates: Vec<String> = policy
+        .predicates
+        .iter()
+        .map(|p| {
+            let kind = format!("{:?}", p.kind);
+            if kind == p.name {
+                kind
+            } else {
+                format!("{}={kind}", p.name)
+            }
+        })
+        .collect();
+    let priorities: Vec<String> = policy
+        .priorities
+        .iter()
+        .map(|p| {
+            let kind = format!("{:?}", p.kind);
+            if kind.contains('{') {
+                format!("{}:{}={kind}", p.name, p.weight)
+            } else {
+                format!("{}:{}", p.name, p.weight)
+            }
+        })
+        .collect();
+    let extenders: Vec<String> = policy
+        .extenders
+        .iter()
+        .map(|e| {
+            let ignorable = if e.ignorable { ",ignorable" } else { "" };
+            format!("{}[{:?}{ignorable}]", e.url_prefix, e.http_timeout)
+        })
+        .collect();
+    format!(
+        "predicates: {}\npriorities: {}\nextenders: {}\nhardPodAffinitySymmetricWeight: {}\n\
+         alwaysCheckAllPredicates: {}\nwarnings: {}\n",
+        predicates.join(", "),
+        priorities.join(", "),
+        extenders.join(", "),
+        policy.hard_pod_affinity_symmetric_weight,
+        policy.always_check_all_predicates,
+        policy.warnings.join(" | ")
+    )
+}
+
+const OPENSHIFT_3_11: &str = r#"{
+  "kind": "Policy",
+  "apiVersion": "v1",
+  "predicates": [
+    {"name": "NoVolumeZoneConflict"},
+    {"name": "MaxEBSVolumeCount"},
+    {"name": "MaxGCEPDVolumeCount"},
+    {"name": "MatchInterPodAffinity"},
+    {"name": "NoDiskConflict"},
+    {"name": "GeneralPredicates"},
+    {"name": "PodToleratesNodeTaints"},
+    {"name": "CheckNodeMemoryPressure"},
+    {"name": "CheckNodeDiskPressure"},
+    {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}
+  ],
+  "priorities": [
+    {"name": "LeastRequestedPriority", "weight": 1},
+    {"name": "BalancedResourceAllocation", "weight": 1},
+    {"name": "SelectorSpreadPriority", "weight": 1},
+    {"name": "NodePreferAvoidPodsPriority", "weight": 10000},
+    {"name": "NodeAffinityPriority", "weight": 1},
+    {"name": "TaintTolerationPriority", "weight": 1},
+    {"name": "InterPodAffinityPriority", "weight": 1},
+    {"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}}
+  ]
+}"#;
+
+const DEFAULT_PREDICATES: &str = "predicates: CheckNodeUnschedulable, GeneralPredicates, \
+    NoDiskConflict, PodToleratesNodeTaints, MaxEBSVolumeCount, MaxGCEPDVolumeCount, \
+    MaxCSIVolumeCountPred, MaxAzureDiskVolumeCount, CheckVolumeBinding, NoVolumeZoneConflict, \
+    EvenPodsSpread, MatchInterPodAffinity\n";
+
+const DEFAULT_PRIORITIES: &str = "priorities: SelectorSpreadPriority:1, \
+    InterPodAffinityPriority:1, LeastRequestedPriority:1, BalancedResourceAllocation:1, \
+    NodePreferAvoidPodsPriority:10000, NodeAffinityPriority:1, TaintTolerationPriority:1, \
+    ImageLocalityPriority:1, EvenPodsSpreadPriority:2\n";
+
+const NO_WARNINGS: &str = "\nwarnings: \n";
+
+#[rustfmt::skip]
+const CASES: &[(&str, &str, Expect)] = &[
+    // ---- Accepted files -------------------------------------------------------------------
+    ("openshift 3.11 policy: evaluation order and priorities", OPENSHIFT_3_11, Ok(&[
+        "predicates: CheckNodeUnschedulable, GeneralPredicates, NoDiskConflict, \
+         PodToleratesNodeTaints, Region=CheckServiceAffinity { labels: [\"region\"] }, \
+         MaxEBSVolumeCount, MaxGCEPDVolumeCount, NoVolumeZoneConflict, CheckNodeMemoryPressure, \
+         CheckNodeDiskPressure, MatchInterPodAffinity\n",
+        "priorities: LeastRequestedPriority:1, BalancedResourceAllocation:1, \
+         SelectorSpreadPriority:1, NodePreferAvoidPodsPriority:10000, NodeAffinityPriority:1, \
+         TaintTolerationPriority:1, InterPodAffinityPriority:1, \
+         Zone:2=ServiceAntiAffinity { label: \"zone\" }\n",
+        "hardPodAffinitySymmetricWeight: 1\n",
+        "predicates[7]: \"CheckNodeMemoryPressure\" is no longer registered by kube-scheduler v1.22",
+        "predicates[8]: \"CheckNodeDiskPressure\" is no longer registered by kube-scheduler v1.22",
+    ])),
+    ("empty object gives the default provider", "{}", Ok(&[DEFAULT_PREDICATES, DEFAULT_PRIORITIES, NO_WARNINGS])),
+    ("kind and apiVersion are optional but accepted", r#"{"kind": "Policy", "apiVersion": "v1"}"#,
+        Ok(&[DEFAULT_PREDICATES, DEFAULT_PRIORITIES])),
+    ("the scheduler config group's v1 is accepted", r#"{"kind": "Policy", "apiVersion": "kubescheduler.config.k8s.io/v1"}"#,
+        Ok(&[DEFAULT_PREDICATES])),
+    ("null lists give the default provider", r#"{"predicates": null, "priorities": null, "extenders": null}"#,
+        Ok(&[DEFAULT_PREDICATES, DEFAULT_PRIORITIES, "extenders: \n"])),
+    ("empty lists give nothing but the mandatory predicates", r#"{"predicates": [], "priorities": []}"#,
+        Ok(&["predicates: CheckNodeUnschedulable, PodToleratesNodeTaints\n", "priorities: \n", NO_WARNINGS])),
+    ("absent predicates with explicit priorities", r#"{"priorities": [{"name": "MostRequestedPriority", "weight": 3}]}"#,
+        Ok(&[DEFAULT_PREDICATES, "priorities: MostRequestedPriority:3\n"])),
+    ("mandatory predicates are added", r#"{"predicates": [{"name": "GeneralPredicates"}]}"#,
+        Ok(&["predicates: CheckNodeUnschedulable, GeneralPredicates, PodToleratesNodeTaints\n", NO_WARNINGS])),
+    ("mandatory predicates listed explicitly appear once",
+        r#"{"predicates": [{"name": "PodToleratesNodeTaints"}, {"name": "CheckNodeUnschedulable"}]}"#,
+        Ok(&["predicates: CheckNodeUnschedulable, PodToleratesNodeTaints\n", NO_WARNINGS])),
+    ("every built-in predicate, listed backwards, runs in the fixed order", r#"{"predicates": [
+        {"name": "MatchInterPodAffinity"}, {"name": "EvenPodsSpread"}, {"name": "CheckNodeDiskPressure"},
+        {"name": "CheckNodePIDPressure"}, {"name": "CheckNodeMemoryPressure"}, {"name": "NoVolumeZoneConflict"},
+        {"name": "CheckVolumeBinding"}, {"name": "MaxCinderVolumeCount"}, {"name": "MaxAzureDiskVolumeCount"},
+        {"name": "MaxCSIVolumeCountPred"}, {"name": "MaxGCEPDVolumeCount"}, {"name": "MaxEBSVolumeCount"},
+        {"name": "CheckServiceAffinity"}, {"name": "CheckNodeLabelPresence"},
+        {"name": "PodToleratesNodeNoExecuteTaints"}, {"name": "PodToleratesNodeTaints"},
+        {"name": "NoDiskConflict"}, {"name": "CheckPodCIDRCapacity"}, {"name": "PodFitsResources"},
+        {"name": "MatchNamespaceNodeSelector"}, {"name": "MatchNodeSelector"}, {"name": "PodFitsHostPorts"},
+        {"name": "HostName"}, {"name": "GeneralPredicates"}, {"name": "CheckNodeUnschedulable"},
+        {"name": "CheckNodeCondition"}]}"#,
+        Ok(&["predicates: CheckNodeCondition, CheckNodeUnschedulable, GeneralPredicates, HostName, \
+              PodFitsHostPorts, MatchNodeSelector, \
+              MatchNamespaceNodeSelector=MatchNamespaceNodeSelector { default_node_selector: \"\" }, \
+              PodFitsResources, CheckPodCIDRCapacity, NoDiskConflict, PodToleratesNodeTaints, \
+              PodToleratesNodeNoExecuteTaints, \
+              CheckNodeLabelPresence=CheckNodeLabelPresence { labels: [], presence: true }, \
+              CheckServiceAffinity=CheckServiceAffinity { labels: [] }, MaxEBSVolumeCount, \
+              MaxGCEPDVolumeCount, MaxCSIVolumeCountPred, MaxAzureDiskVolumeCount, MaxCinderVolumeCount, \
+              CheckVolumeBinding, NoVolumeZoneConflict, CheckNodeMemoryPressure, CheckNodePIDPressure, \
+              CheckNodeDiskPressure, EvenPodsSpread, MatchInterPodAffinity\n",
+            "\"CheckNodeCondition\" is no longer registered by kube-scheduler v1.22",
+            "\"PodToleratesNodeNoExecuteTaints\" is no longer registered by kube-scheduler v1.22",
+            "\"CheckNodePIDPressure\" is no longer registered by kube-scheduler v1.22",
+            "\"CheckNodeLabelPresence\" has no effect without a labelsPresence argument",
+            "\"CheckServiceAffinity\" has no effect without a serviceAffinity argument",
+            "\"CheckPodCIDRCapacity\" is a Berth extension: kube-scheduler rejects",
+            "\"MatchNamespaceNodeSelector\" is a Berth extension"])),
+    ("PodFitsPorts is an alias of PodFitsHostPorts", r#"{"predicates": [{"name": "PodFitsPorts"}]}"#,
+        Ok(&["PodFitsPorts=PodFitsHostPorts,", "predicates[0]: \"PodFitsPorts\" is a deprecated alias of PodFitsHostPorts"])),
+    ("alias and target collapse into one predicate",
+        r#"{"predicates": [{"name": "PodFitsHostPorts"}, {"name": "PodFitsPorts"}]}"#,
+        Ok(&["predicates: CheckNodeUnschedulable, PodFitsHostPorts, PodToleratesNodeTaints\n",
+             "predicates[1]: \"PodFitsPorts\" repeats predicates[0] (same PodFitsHostPorts)"])),
+    ("exact duplicate predicate collapses with a warning",
+        r#"{"predicates": [{"name": "NoDiskConflict"}, {"name": "HostName"}, {"name": "NoDiskConflict"}]}"#,
+        Ok(&["predicates: CheckNodeUnschedulable, HostName, NoDiskConflict, PodToleratesNodeTaints\n",
+             "predicates[2]: \"NoDiskConflict\" repeats predicates[0]"])),
+    ("exact duplicate custom predicate collapses", r#"{"predicates": [
+        {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}},
+        {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}]}"#,
+        Ok(&["PodToleratesNodeTaints, Region=CheckServiceAffinity { labels: [\"region\"] }\n",
+             "predicates[1]: \"Region\" repeats predicates[0]"])),
+    ("ServiceSpreadingPriority behaves as SelectorSpreadPriority",
+        r#"{"priorities": [{"name": "ServiceSpreadingPriority", "weight": 1}]}"#,
+        Ok(&["priorities: ServiceSpreadingPriority:1\n", "priorities[0]: \"ServiceSpreadingPriority\" is a deprecated alias"])),
+    ("duplicate priority: the last weight wins, in the first position", r#"{"priorities": [
+        {"name": "SelectorSpreadPriority", "weight": 1}, {"name": "ImageLocalityPriority", "weight": 1},
+        {"name": "ServiceSpreadingPriority", "weight": 3}]}"#,
+        Ok(&["priorities: SelectorSpreadPriority:3, ImageLocalityPriority:1\n",
+             "priorities[2]: \"ServiceSpreadingPriority\" repeats priorities[0]",
+             "priorities[2]: the last weight, 3, wins"])),
+    ("duplicate priority with the same weight only warns about the repeat",
+        r#"{"priorities": [{"name": "NodeAffinityPriority", "weight": 2}, {"name": "NodeAffinityPriority", "weight": 2}]}"#,
+        Ok(&["priorities: NodeAffinityPriority:2\n", "repeats priorities[0] (same NodeAffinityPriority); it is configured once\n"])),
+    ("EqualPriority is accepted with a warning", r#"{"priorities": [{"name": "EqualPriority", "weight": 1}]}"#,
+        Ok(&["priorities: EqualPriority:1\n", "never changes the ranking; kube-scheduler v1.22 skips it"])),
+    ("RequestedToCapacityRatioPriority without argument uses the default shape",
+        r#"{"priorities": [{"name": "RequestedToCapacityRatioPriority", "weight": 2}]}"#,
+        Ok(&["RequestedToCapacityRatioPriority:2=RequestedToCapacityRatio { shape: [ShapePoint { utilization: 0, score: 10 }, \
+              ShapePoint { utilization: 100, score: 0 }], resources: [ResourceWeight { name: \"cpu\", weight: 1 }, \
+              ResourceWeight { name: \"memory\", weight: 1 }] }\n", "kube-scheduler v1.22 rejects it"])),
+    ("requestedToCapacityRatioArguments with a custom name and default resources", r#"{"priorities": [
+        {"name": "BinPack", "weight": 5, "argument": {"requestedToCapacityRatioArguments":
+            {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}]}"#,
+        Ok(&["BinPack:5=RequestedToCapacityRatio { shape: [ShapePoint { utilization: 0, score: 0 }, \
+              ShapePoint { utilization: 100, score: 10 }], resources: [ResourceWeight { name: \"cpu\", weight: 1 }, \
+              ResourceWeight { name: \"memory\", weight: 1 }] }\n", NO_WARNINGS])),
+    ("requestedToCapacityRatioArguments with resources", r#"{"priorities": [
+        {"name": "RequestedToCapacityRatioPriority", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+            {"shape": [{"utilization": 50, "score": 7}], "resources": [{"name": "example.com/gpu", "weight": 4}]}}}]}"#,
+        Ok(&["shape: [ShapePoint { utilization: 50, score: 7 }], resources: [ResourceWeight { name: \"example.com/gpu\", weight: 4 }]",
+             NO_WARNINGS])),
+    ("several labelsPresence predicates share a slot in file order", r#"{"predicates": [
+        {"name": "NoDiskConflict"},
+        {"name": "Zoned", "argument": {"labelsPresence": {"labels": ["zone"], "presence": true}}},
+        {"name": "NotRetiring", "argument": {"labelsPresence": {"labels": ["retiring", "draining"], "presence": false}}},
+        {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region", "rack"]}}}]}"#,
+        Ok(&["predicates: CheckNodeUnschedulable, NoDiskConflict, PodToleratesNodeTaints, \
+              Zoned=CheckNodeLabelPresence { labels: [\"zone\"], presence: true }, \
+              NotRetiring=CheckNodeLabelPresence { labels: [\"retiring\", \"draining\"], presence: false }, \
+              Region=CheckServiceAffinity { labels: [\"region\", \"rack\"] }\n", NO_WARNINGS])),
+    ("a predicate with a null argument has no argument", r#"{"predicates": [{"name": "HostName", "argument": null}]}"#,
+        Ok(&["predicates: CheckNodeUnschedulable, HostName, PodToleratesNodeTaints\n"])),
+    ("labelPreference priorities of one weight", r#"{"priorities": [
+        {"name": "Gpu", "weight": 2, "argument": {"labelPreference": {"label": "gpu", "presence": true}}},
+        {"name": "NoSpot", "weight": 2, "argument": {"labelPreference": {"label": "spot", "presence": false}}},
+        {"name": "Rack", "weight": 5, "argument": {"serviceAntiAffinity": {"label": "rack"}}}]}"#,
+        Ok(&["priorities: Gpu:2=NodeLabel { label: \"gpu\", presence: true }, \
+              NoSpot:2=NodeLabel { label: \"spot\", presence: false }, \
+              Rack:5=ServiceAntiAffinity { label: \"rack\" }\n", NO_WARNINGS])),
+    ("presence not set defaults to false with a warning", r#"{"predicates": [
+        {"name": "Zoned", "argument": {"labelsPresence": {"labels": ["zone"]}}}]}"#,
+        Ok(&["presence: false", "predicates[0].argument.labelsPresence: presence is not set and defaults to false"])),
+    ("namespaceNodeSelector argument", r#"{"predicates": [{"name": "MatchNamespaceNodeSelector",
+        "argument": {"namespaceNodeSelector": {"defaultNodeSelector": "region=east, tier=web"}}}]}"#,
+        Ok(&["MatchNamespaceNodeSelector=MatchNamespaceNodeSelector { default_node_selector: \"region=east, tier=web\" }",
+             "predicates[0].argument.namespaceNodeSelector: a Berth extension"])),
+    ("namespaceNodeSelector under a custom name runs in its slot", r#"{"predicates": [{"name": "PodFitsResources"},
+        {"name": "NsSelector", "argument": {"namespaceNodeSelector": {"defaultNodeSelector": ""}}}]}"#,
+        Ok(&["predicates: CheckNodeUnschedulable, \
+              NsSelector=MatchNamespaceNodeSelector { default_node_selector: \"\" }, PodFitsResources, PodToleratesNodeTaints\n"])),
+    ("a built-in name with its own kind of argument is accepted with a portability warning", r#"{"predicates": [
+        {"name": "CheckServiceAffinity", "argument": {"serviceAffinity": {"labels": ["region"]}}}]}"#,
+        Ok(&["CheckServiceAffinity=CheckServiceAffinity { labels: [\"region\"] }",
+             "kube-scheduler v1.22 ignores the argument of an entry named \"CheckServiceAffinity\""])),
+    ("hardPodAffinitySymmetricWeight and alwaysCheckAllPredicates",
+        r#"{"hardPodAffinitySymmetricWeight": 100, "alwaysCheckAllPredicates": true}"#,
+        Ok(&["hardPodAffinitySymmetricWeight: 100\n", "alwaysCheckAllPredicates: true\n", NO_WARNINGS])),
+    ("hardPodAffinitySymmetricWeight 0 means the default 1", r#"{"hardPodAffinitySymmetricWeight": 0}"#,
+        Ok(&["hardPodAffinitySymmetricWeight: 1\n", "hardPodAffinitySymmetricWeight: 0 means \"not set\""])),
+    ("weights beyond 32 bits work but warn", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": 3000000000}]}"#,
+        Ok(&["ImageLocalityPriority:3000000000", "priorities[0].weight: kube-scheduler v1.22 truncates weights to 32 bits"])),
+    ("labelPreference and serviceAntiAffinity weights are checked per kind", r#"{"priorities": [
+        {"name": "Gpu", "weight": 2, "argument": {"labelPreference": {"label": "gpu", "presence": true}}},
+        {"name": "Zone", "weight": 3, "argument": {"serviceAntiAffinity": {"label": "zone"}}}]}"#,
+        Ok(&["priorities: Gpu:2=", "Zone:3="])),
+    ("extender httpTimeout is integer nanoseconds; 0 and absent mean 5s", r#"{"extenders": [
+        {"urlPrefix": "http://a", "httpTimeout": 1500000000},
+        {"urlPrefix": "http://b", "httpTimeout": 0},
+        {"urlPrefix": "http://c"}]}"#,
+        Ok(&["extenders: http://a[1.5s], http://b[5s], http://c[5s]\n", NO_WARNINGS])),
+    ("extender keys match case-insensitively", r#"{"extenders": [{"URLPrefix": "http://a", "FilterVerb": "filter",
+        "PRIORITIZEVERB": "prioritize", "Weight": 1, "BindVerb": "bind", "enableHTTPS": true, "HTTPTimeout": 2000000000,
+        "NodeCacheCapable": true, "Ignorable": false,
+        "TLSConfig": {"Insecure": true, "ServerName": "ext", "CAData": "QUJD"},
+        "ManagedResources": [{"Name": "example.com/foo", "IgnoredByScheduler": true}]}]}"#,
+        Ok(&["extenders: http://a[2s]\n", NO_WARNINGS])),
+    ("ignorable extenders are called last", r#"{"extenders": [
+        {"urlPrefix": "http://a", "ignorable": true}, {"urlPrefix": "http://b"}, {"urlPrefix": "http://c", "ignorable": true}]}"#,
+        Ok(&["extenders: http://b[5s], http://a[5s,ignorable], http://c[5s,ignorable]\n",
+             "extenders: ignorable extenders are called after the others"])),
+
+    // ---- Malformed JSON and schema errors ------------------------------------------------
+    ("malformed JSON gives line and column", "{\n  \"predicates\": [\n    {\"name\": \"HostName\"},\n  ]\n}",
+        Err(&["policies/x.json: line 4, column 3: malformed JSON: trailing comma"])),
+    ("unterminated JSON", "{\"predicates\": [", Err(&["policies/x.json: line 1, column 16: malformed JSON: EOF while parsing a list"])),
+    ("empty file", " \n", Err(&["policies/x.json: line 1, column 1: malformed JSON: the file is empty"])),
+    ("trailing characters", "{} {}", Err(&["malformed JSON: trailing characters"])),
+    ("top level must be an object", "[]", Err(&["policies/x.json: top level: invalid type: sequence, expected a Policy object (line 1, column 1)"])),
+    ("unknown top-level field", r#"{"predicate": []}"#,
+        Err(&["policies/x.json: predicate: unknown field `predicate`, expected one of: kind, apiVersion, predicates, \
+               priorities, extenders, hardPodAffinitySymmetricWeight, alwaysCheckAllPredicates (line 1, column 12)"])),
+    ("keys are case-sensitive outside extenders", r#"{"Predicates": []}"#, Err(&["Predicates: unknown field `Predicates`"])),
+    ("unknown field in a priority (typo)", r#"{"priorities": [{"name": "ImageLocalityPriority", "wieght": 1}]}"#,
+        Err(&["policies/x.json: priorities[0].wieght: unknown field `wieght`, expected one of: name, weight, argument"])),
+    ("unknown argument kind of a predicate", r#"{"predicates": [{"name": "X1", "argument": {"labelPresence": {}}}]}"#,
+        Err(&["predicates[0].argument.labelPresence: unknown field `labelPresence`, expected one of: serviceAffinity, \
+               labelsPresence, namespaceNodeSelector"])),
+    ("unknown field deep in requestedToCapacityRatioArguments", r#"{"priorities": [{"name": "R1", "weight": 1,
+        "argument": {"requestedToCapacityRatioArguments": {"shape": [{"utilization": 0, "score": 1}, {"utilisation": 5}]}}}]}"#,
+        Err(&["priorities[0].argument.requestedToCapacityRatioArguments.shape[1].utilisation: unknown field `utilisation`, \
+               expected one of: utilization, score"])),
+    ("unknown field in labelPreference", r#"{"priorities": [{"name": "L1", "weight": 1,
+        "argument": {"labelPreference": {"label": "a", "presense": true}}}]}"#,
+        Err(&["priorities[0].argument.labelPreference.presense: unknown field `presense`, expected one of: label, presence"])),
+    ("unknown field in an extender", r#"{"extenders": [{"urlPrefix": "http://a", "urlprefx": "x"}]}"#,
+        Err(&["extenders[0].urlprefx: unknown field `urlprefx` (keys here ignore case), expected one of: urlPrefix, filterVerb"])),
+    ("unknown field in an extender's tlsConfig", r#"{"extenders": [{"urlPrefix": "http://a", "tlsConfig": {"insecur": true}}]}"#,
+        Err(&["extenders[0].tlsConfig.insecur: unknown field `insecur`"])),
+    ("unknown field in a managed resource", r#"{"extenders": [{"urlPrefix": "http://a", "managedResources": [{"name": "a.io/b", "ignored": true}]}]}"#,
+        Err(&["extenders[0].managedResources[0].ignored: unknown field `ignored`"])),
+    ("duplicate key in a priority", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": 1, "weight": 2}]}"#,
+        Err(&["policies/x.json: priorities[0].weight: duplicate field `weight`: each key may appear once"])),
+    ("duplicate top-level key", r#"{"predicates": [], "predicates": null}"#, Err(&["predicates: duplicate field `predicates`"])),
+    ("duplicate extender key differing in case", r#"{"extenders": [{"urlPrefix": "http://a", "URLPREFIX": "http://b"}]}"#,
+        Err(&["extenders[0].URLPREFIX: duplicate field `urlPrefix` (keys here ignore case)"])),
+    ("weight of the wrong type", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": "1"}]}"#,
+        Err(&["priorities[0].weight: invalid type: string \"1\", expected i64"])),
+    ("fractional weight", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": 1.5}]}"#,
+        Err(&["priorities[0].weight: invalid type: floating point `1.5`, expected i64"])),
+    ("presence of the wrong type", r#"{"priorities": [{"name": "L1", "weight": 1,
+        "argument": {"labelPreference": {"label": "a", "presence": "yes"}}}]}"#,
+        Err(&["priorities[0].argument.labelPreference.presence: invalid type: string \"yes\", expected a boolean"])),
+    ("an array where a priority object is expected", r#"{"priorities": [["ImageLocalityPriority", 1]]}"#,
+        Err(&["priorities[0]: invalid type: sequence, expected a priority object"])),
+    ("httpTimeout must be an integer", r#"{"extenders": [{"urlPrefix": "http://a", "httpTimeout": 1.5e9}]}"#,
+        Err(&["extenders[0].httpTimeout: invalid type: floating point"])),
+    ("hardPodAffinitySymmetricWeight must be an integer", r#"{"hardPodAffinitySymmetricWeight": true}"#,
+        Err(&["hardPodAffinitySymmetricWeight: invalid type: boolean `true`, expected i64"])),
+
+    // ---- Names --------------------------------------------------------------------------
+    ("kind must be Policy", r#"{"kind": "Polcy"}"#, Err(&["policies/x.json: kind: expected \"Policy\", got \"Polcy\""])),
+    ("a KubeSchedulerConfiguration gets a hint", r#"{"kind": "KubeSchedulerConfiguration"}"#,
+        Err(&["kind: expected \"Policy\"", "not a KubeSchedulerConfiguration"])),
+    ("apiVersion must be v1", r#"{"apiVersion": "kubescheduler.config.k8s.io/v1beta1"}"#,
+        Err(&["apiVersion: expected \"v1\" (or \"kubescheduler.config.k8s.io/v1\"), got \"kubescheduler.config.k8s.io/v1beta1\""])),
+    ("unknown predicate name lists the accepted ones", r#"{"predicates": [{"name": "FooBar"}]}"#,
+        Err(&["policies/x.json: predicates[0].name: predicate type not found for \"FooBar\"; expected one of: \
+               CheckNodeCondition, CheckNodeUnschedulable, GeneralPredicates,", "MatchInterPodAffinity; or any name with \
+               an argument (serviceAffinity, labelsPresence, namespaceNodeSelector)"])),
+    ("unknown priority name lists the accepted ones", r#"{"priorities": [{"name": "Spread", "weight": 1}]}"#,
+        Err(&["priorities[0].name: priority type not found for \"Spread\"; expected one of: LeastRequestedPriority,",
+              "or any name with an argument (serviceAntiAffinity, labelPreference, requestedToCapacityRatioArguments)"])),
+    ("plugin names are not priority names", r#"{"priorities": [{"name": "NodeLabel", "weight": 1}]}"#,
+        Err(&["priority type not found for \"NodeLabel\""])),
+    ("name with an underscore", r#"{"predicates": [{"name": "My_Region", "argument": {"serviceAffinity": {"labels": ["r"]}}}]}"#,
+        Err(&["predicates[0].name: invalid name \"My_Region\": a name has at least 2 characters"])),
+    ("name starting with a dash", r#"{"priorities": [{"name": "-Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "z"}}}]}"#,
+        Err(&["priorities[0].name: invalid name \"-Zone\""])),
+    ("name ending with a dash", r#"{"predicates": [{"name": "Zone-"}]}"#, Err(&["predicates[0].name: invalid name \"Zone-\""])),
+    ("single-character name", r#"{"predicates": [{"name": "Z", "argument": {"serviceAffinity": {"labels": ["r"]}}}]}"#,
+        Err(&["predicates[0].name: invalid name \"Z\""])),
+    ("empty name", r#"{"predicates": [{"name": ""}]}"#, Err(&["predicates[0].name: invalid name \"\""])),
+    ("name with a space", r#"{"predicates": [{"name": "My Region", "argument": {"serviceAffinity": {"labels": ["r"]}}}]}"#,
+        Err(&["invalid name \"My Region\""])),
+    ("missing name", r#"{"predicates": [{"argument": {"serviceAffinity": {"labels": ["r"]}}}]}"#,
+        Err(&["predicates[0].name: missing (or null); expected the predicate's name"])),
+    ("a built-in name with an argument of another kind", r#"{"predicates": [
+        {"name": "GeneralPredicates", "argument": {"serviceAffinity": {"labels": ["region"]}}}]}"#,
+        Err(&["predicates[0].name: \"GeneralPredicates\" is the built-in GeneralPredicates, but its argument makes it a \
+               CheckServiceAffinity; give the custom entry its own name"])),
+    ("a built-in priority name with an argument", r#"{"priorities": [
+        {"name": "NodeAffinityPriority", "weight": 1, "argument": {"labelPreference": {"label": "a", "presence": true}}}]}"#,
+        Err(&["priorities[0].name: \"NodeAffinityPriority\" is the built-in NodeAffinity, but its argument makes it a NodeLabel"])),
+    ("one name configured two ways", r#"{"predicates": [
+        {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}},
+        {"name": "Region", "argument": {"serviceAffinity": {"labels": ["zone"]}}}]}"#,
+        Err(&["predicates[1].name: \"Region\" is already configured differently at predicates[0]; give one of them another name"])),
+    ("one priority name configured two ways", r#"{"priorities": [
+        {"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
+        {"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "rack"}}}]}"#,
+        Err(&["priorities[1].name: \"Zone\" is already configured differently at priorities[0]"])),
+
+    // ---- Validation ----------------------------------------------------------------------
+    ("priority weight 0", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": 1}, {"name": "EvenPodsSpreadPriority", "weight": 0}]}"#,
+        Err(&["policies/x.json: priorities[1].weight: weight must be a positive integer, got 0"])),
+    ("negative priority weight", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": -2}]}"#,
+        Err(&["priorities[0].weight: weight must be a positive integer, got -2"])),
+    ("missing priority weight", r#"{"priorities": [{"name": "ImageLocalityPriority"}]}"#,
+        Err(&["priorities[0].weight: missing (or null); expected a positive integer"])),
+    ("weight at MaxWeight", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": 922337203685477580}]}"#,
+        Err(&["priorities[0].weight: weight 922337203685477580 is too large: it must be below 922337203685477580"])),
+    ("total score overflows", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": 50000000000000000},
+        {"name": "NodeAffinityPriority", "weight": 50000000000000000}]}"#,
+        Err(&["policies/x.json: priorities: the weights are too large", "overflows a 64-bit integer"])),
+    ("extender weights count toward the total score", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": 90000000000000000}],
+        "extenders": [{"urlPrefix": "http://a", "prioritizeVerb": "p", "weight": 90000000000000000}]}"#,
+        Err(&["extenders: the weights are too large"])),
+    ("empty predicate argument", r#"{"predicates": [{"name": "X1", "argument": {}}]}"#,
+        Err(&["predicates[0].argument: an argument must set exactly one of: serviceAffinity, labelsPresence, \
+               namespaceNodeSelector; it sets none"])),
+    ("two predicate arguments", r#"{"predicates": [{"name": "X1", "argument":
+        {"serviceAffinity": {"labels": ["a"]}, "labelsPresence": {"labels": ["b"], "presence": true}}}]}"#,
+        Err(&["predicates[0].argument: an argument must set exactly one of", "it sets 2: serviceAffinity, labelsPresence"])),
+    ("an argument set to null counts as not set", r#"{"predicates": [{"name": "X1", "argument": {"serviceAffinity": null}}]}"#,
+        Err(&["predicates[0].argument: an argument must set exactly one of", "it sets none"])),
+    ("two priority arguments", r#"{"priorities": [{"name": "X1", "weight": 1, "argument":
+        {"serviceAntiAffinity": {"label": "a"}, "labelPreference": {"label": "b", "presence": true}}}]}"#,
+        Err(&["priorities[0].argument: an argument must set exactly one of: serviceAntiAffinity, labelPreference, \
+               requestedToCapacityRatioArguments; it sets 2"])),
+    ("serviceAffinity without labels", r#"{"predicates": [{"name": "Region", "argument": {"serviceAffinity": {}}}]}"#,
+        Err(&["predicates[0].argument.serviceAffinity.labels: missing (or null); expected a list of node label keys"])),
+    ("serviceAntiAffinity without label", r#"{"priorities": [{"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {}}}]}"#,
+        Err(&["priorities[0].argument.serviceAntiAffinity.label: missing (or null)"])),
+    ("requestedToCapacityRatioArguments twice", r#"{"priorities": [
+        {"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": [{"utilization": 0, "score": 0}]}}},
+        {"name": "R2", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": [{"utilization": 0, "score": 0}]}}}]}"#,
+        Err(&["priorities[1]: RequestedToCapacityRatio may be configured once, and \"R1\" at priorities[0] already does"])),
+    ("labelPreference priorities with different weights", r#"{"priorities": [
+        {"name": "Gpu", "weight": 2, "argument": {"labelPreference": {"label": "gpu", "presence": true}}},
+        {"name": "Ssd", "weight": 3, "argument": {"labelPreference": {"label": "ssd", "presence": true}}}]}"#,
+        Err(&["priorities[1].weight: all labelPreference priorities must have the same weight: \"Ssd\" has 3 but \"Gpu\" at priorities[0] has 2"])),
+    ("serviceAntiAffinity priorities with different weights", r#"{"priorities": [
+        {"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
+        {"name": "Rack", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "rack"}}}]}"#,
+        Err(&["priorities[1].weight: all serviceAntiAffinity priorities must have the same weight"])),
+    ("labelsPresence predicates contradicting each other", r#"{"predicates": [
+        {"name": "HasGpu", "argument": {"labelsPresence": {"labels": ["gpu"], "presence": true}}},
+        {"name": "NoGpu", "argument": {"labelsPresence": {"labels": ["gpu"], "presence": false}}}]}"#,
+        Err(&["predicates[1].argument.labelsPresence.labels: label \"gpu\" must be absent for \"NoGpu\" but present for \
+               \"HasGpu\" at predicates[0].argument.labelsPresence.labels; no node can pass both"])),
+    ("labelPreference priorities contradicting each other", r#"{"priorities": [
+        {"name": "Gpu", "weight": 1, "argument": {"labelPreference": {"label": "gpu", "presence": true}}},
+        {"name": "NoGpu", "weight": 1, "argument": {"labelPreference": {"label": "gpu", "presence": false}}}]}"#,
+        Err(&["priorities[1].argument.labelPreference: label \"gpu\" is preferred absent for \"NoGpu\""])),
+    ("hardPodAffinitySymmetricWeight above 100", r#"{"hardPodAffinitySymmetricWeight": 101}"#,
+        Err(&["policies/x.json: hardPodAffinitySymmetricWeight: must be in 0..=100 (0 means the default, 1), got 101"])),
+    ("negative hardPodAffinitySymmetricWeight", r#"{"hardPodAffinitySymmetricWeight": -1}"#,
+        Err(&["hardPodAffinitySymmetricWeight: must be in 0..=100", "got -1"])),
+    ("huge hardPodAffinitySymmetricWeight", r#"{"hardPodAffinitySymmetricWeight": 4294967297}"#,
+        Err(&["hardPodAffinitySymmetricWeight: must be in 0..=100", "got 4294967297"])),
+    ("empty shape", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": []}}}]}"#,
+        Err(&["priorities[0].argument.requestedToCapacityRatioArguments.shape: at least one point must be specified"])),
+    ("missing shape", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {}}}]}"#,
+        Err(&["requestedToCapacityRatioArguments.shape: at least one point must be specified"])),
+    ("shape utilization must increase", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+        {"shape": [{"utilization": 10, "score": 1}, {"utilization": 50, "score": 2}, {"utilization": 50, "score": 3}]}}}]}"#,
+        Err(&["shape[2].utilization: utilization must increase strictly from point to point: 50 follows 50"])),
+    ("shape utilization above 100", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+        {"shape": [{"utilization": 101, "score": 1}]}}}]}"#,
+        Err(&["shape[0].utilization: must be in 0..=100, got 101"])),
+    ("negative shape utilization", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+        {"shape": [{"utilization": -1, "score": 1}]}}}]}"#,
+        Err(&["shape[0].utilization: must be in 0..=100, got -1"])),
+    ("shape score above 10", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+        {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 11}]}}}]}"#,
+        Err(&["shape[1].score: must be in 0..=10, got 11"])),
+    ("shape point without score", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+        {"shape": [{"utilization": 0}]}}}]}"#,
+        Err(&["shape[0].score: missing (or null); expected an integer in 0..=10"])),
+    ("resource weight 0", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+        {"shape": [{"utilization": 0, "score": 0}], "resources": [{"name": "cpu", "weight": 0}]}}}]}"#,
+        Err(&["resources[0].weight: resource weight must be >= 1, got 0"])),
+    ("resource without weight", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+        {"shape": [{"utilization": 0, "score": 0}], "resources": [{"name": "cpu"}]}}}]}"#,
+        Err(&["resources[0].weight: missing (or null); expected an integer >= 1"])),
+    ("resource listed twice", r#"{"priorities": [{"name": "R1", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+        {"shape": [{"utilization": 0, "score": 0}], "resources": [{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 2}]}}}]}"#,
+        Err(&["resources[1].name: resource \"cpu\" is listed more than once"])),
+    ("invalid namespaceNodeSelector", r#"{"predicates": [{"name": "MatchNamespaceNodeSelector",
+        "argument": {"namespaceNodeSelector": {"defaultNodeSelector": "region"}}}]}"#,
+        Err(&["predicates[0].argument.namespaceNodeSelector.defaultNodeSelector: invalid selector term \"region\""])),
+    ("namespaceNodeSelector with a bad label value", r#"{"predicates": [{"name": "MatchNamespaceNodeSelector",
+        "argument": {"namespaceNodeSelector": {"defaultNodeSelector": "region=east coast"}}}]}"#,
+        Err(&["defaultNodeSelector: label value \"east coast\" must consist of"])),
+    ("two extenders may not both bind", r#"{"extenders": [{"urlPrefix": "http://a", "bindVerb": "bind"},
+        {"urlPrefix": "http://b"}, {"urlPrefix": "http://c", "bindVerb": "bind"}]}"#,
+        Err(&["policies/x.json: extenders[2].bindVerb: only one extender may bind, and extenders[0] already has a bindVerb"])),
+    ("an empty bindVerb does not bind", r#"{"extenders": [{"urlPrefix": "http://a", "bindVerb": "bind"},
+        {"urlPrefix": "http://b", "bindVerb": ""}, {"urlPrefix": "http://c", "bindVerb": "bind", "weight": 1}]}"#,
+        Err(&["extenders[2].bindVerb: only one extender may bind"])),
+    ("a prioritizing extender needs a positive weight", r#"{"extenders": [{"urlPrefix": "http://a", "prioritizeVerb": "prioritize"}]}"#,
+        Err(&["extenders[0].weight: an extender with a prioritizeVerb must have a positive weight, got 0"])),
+    ("a prioritizing extender with a negative weight", r#"{"extenders": [{"urlPrefix": "http://a", "prioritizeVerb": "p", "weight": -1}]}"#,
+        Err(&["extenders[0].weight: an extender with a prioritizeVerb must have a positive weight, got -1"])),
+    ("an extender needs a urlPrefix", r#"{"extenders": [{"filterVerb": "filter"}]}"#,
+        Err(&["extenders[0].urlPrefix: missing (or null); expected the extender's URL prefix"])),
+    ("an empty urlPrefix", r#"{"extenders": [{"urlPrefix": ""}]}"#, Err(&["extenders[0].urlPrefix: must not be empty"])),
+    ("negative httpTimeout", r#"{"extenders": [{"urlPrefix": "http://a", "httpTimeout": -1}]}"#,
+        Err(&["extenders[0].httpTimeout: must be >= 0 (integer nanoseconds; 0 means the default 5s), got -1"])),
+    ("managed resource without a domain", r#"{"extenders": [{"urlPrefix": "http://a", "managedResources": [{"name": "foo"}]}]}"#,
+        Err(&["extenders[0].managedResources[0].name: \"foo\" is not an extended resource name"])),
+    ("managed resource in kubernetes.io", r#"{"extenders": [{"urlPrefix": "http://a", "managedResources": [{"name": "kubernetes.io/foo"}]}]}"#,
+        Err(&["managedResources[0].name: \"kubernetes.io/foo\" is not an extended resource name"])),
+    ("managed resource with an invalid name", r#"{"extenders": [{"urlPrefix": "http://a", "managedResources": [{"name": "Example.com/foo"}]}]}"#,
+        Err(&["managedResources[0].name: prefix part of \"Example.com/foo\" must be a lowercase DNS subdomain"])),
+    ("managed resource names are unique across extenders", r#"{"extenders": [
+        {"urlPrefix": "http://a", "managedResources": [{"name": "example.com/foo"}]},
+        {"urlPrefix": "http://b", "managedResources": [{"name": "example.com/bar"}, {"name": "example.com/foo"}]}]}"#,
+        Err(&["extenders[1].managedResources[1].name: duplicate extender managed resource name \"example.com/foo\" \
+               (first at extenders[0].managedResources[0].name)"])),
+    ("tlsConfig data must be base64", r#"{"extenders": [{"urlPrefix": "https://a", "tlsConfig": {"caData": "not base64!"}}]}"#,
+        Err(&["extenders[0].tlsConfig.caData: not valid base64"])),
+];
+
+#[test]
+fn table() {
+    let mut failures = Vec::new();
+    for (name, json, expect) in CASES {
+        match (parse(json, SOURCE), expect) {
+            (Result::Ok(policy), Ok(wanted)) => {
+                let got = summary(&policy);
+                for want in *wanted {
+                    if !got.contains(want) {
+                        failures.push(format!(
+                            "{name}: summary lacks {want:?}\n--- summary:\n{got}"
+                        ));
+                    }
+                }
+            }
+            (Result::Err(error), Err(wanted)) => {
+                let got = error.to_string();
+                for want in *wanted {
+                    if !got.contains(want) {
+                        failures.push(format!("{name}: error lacks {want:?}\n--- error:\n{got}"));
+                    }
+                }
+            }
+            (Result::Ok(policy), Err(_)) => {
+                failures.push(format!(
+                    "{name}: expected an error, got\n{}",
+                    summary(&policy)
+                ));
+            }
+            (Result::Err(error), Ok(_)) => {
+                failures.push(format!("{name}: unexpected error: {error}"))
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        CASES.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn error_display_is_exactly_file_path_message() {
+    let json = r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": 1}, {"name": "NodeAffinityPriority", "weight": 0}]}"#;
+    let error = parse(json, SOURCE).err().map(|e| e.to_string());
+    assert_eq!(
+        error.as_deref(),
+        Some("policies/x.json: priorities[1].weight: weight must be a positive integer, got 0")
+    );
+}

@@ -1,0 +1,257 @@
+//! `berth bench`: scheduling throughput on a seeded synthetic cluster, in process.
+//!
+//! The cluster mirrors upstream's scheduler_perf shapes: nodes spread over regions and zones,
+//! running pods from ReplicaSets behind Services, then pending pods from the same apps.
+//! Timings cover only the scheduling cycles and assignments, not building the cluster.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use berth_engine::model::{Container, Meta, Node, OwnerRef, Pod, PodSelector, SelectorKind};
+use berth_engine::testkit::{GI, MI, selector, term};
+use berth_engine::{Cluster, CycleConfig};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use crate::{Format, bundled};
+
+/// A benchmark workload.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// Pods with requests, Services and ReplicaSets, scheduled by the OpenShift policy.
+    Basic,
+    /// As basic, and every pod has required anti-affinity against its app on the hostname.
+    AntiAffinity,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Basic => "basic",
+            Workload::AntiAffinity => "anti-affinity",
+        }
+    }
+}
+
+/// Arguments of `berth bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The workload.
+    #[arg(long, value_enum, default_value_t = Workload::Basic)]
+    workload: Workload,
+    /// Number of nodes.
+    #[arg(long, default_value_t = 5000)]
+    nodes: usize,
+    /// Number of pods running before the benchmark starts.
+    #[arg(long, default_value_t = 1000)]
+    running: usize,
+    /// Number of pending pods to schedule.
+    #[arg(long, default_value_t = 10000)]
+    pods: usize,
+    /// Policy file (default: the bundled OpenShift policy).
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Seed of the synthetic cluster and of tie-breaking.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Percentage of nodes to find feasible before scoring (100 = score every feasible node).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100))]
+    percentage_of_nodes_to_score: u32,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    output: Format,
+}
+
+const REGIONS: usize = 3;
+const ZONES_PER_REGION: usize = 3;
+const PODS_PER_APP: usize = 20;
+
+/// Runs the benchmark and prints one result.
+pub fn run(args: &Args) -> Result<()> {
+    if args.nodes == 0 {
+        bail!("--nodes must be at least 1");
+    }
+    let policy = match &args.policy {
+        Some(p) => berth_policy::load(p)?,
+        None => berth_policy::parse(bundled::POLICY, bundled::POLICY_NAME)?,
+    };
+    let config = CycleConfig {
+        seed: args.seed,
+        percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
+        ..CycleConfig::default()
+    };
+    let mut scheduler = berth_engine::registry::scheduler_for(&policy, config)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    let apps = ((args.running + args.pods) / PODS_PER_APP).max(1);
+    let mut cluster = build_cluster(&mut rng, args, apps)?;
+    let pending: Vec<Pod> = (0..args.pods)
+        .map(|i| synthetic_pod(&mut rng, args.workload, &format!("pending-{i}"), apps, None))
+        .collect();
+
+    let mut latencies = Vec::with_capacity(pending.len());
+    let mut scheduled = 0usize;
+    let start = Instant::now();
+    for pod in pending {
+        let t = Instant::now();
+        let info = cluster.compile_pod(pod);
+        let decision = scheduler.schedule(&cluster, &info, false);
+        if let Some(node) = decision.node {
+            cluster.insert_pod(info, Some(node))?;
+            scheduled += 1;
+        }
+        latencies.push(t.elapsed().as_nanos() as u64);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    latencies.sort_unstable();
+    let pct = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+            .map_or(0.0, |ns| *ns as f64 / 1000.0)
+    };
+    let result = json!({
+        "workload": args.workload.name(),
+        "nodes": args.nodes,
+        "running": args.running,
+        "pods": args.pods,
+        "scheduled": scheduled,
+        "pods_per_sec": (args.pods as f64 / elapsed).round(),
+        "p50_us": (pct(0.50) * 10.0).round() / 10.0,
+        "p99_us": (pct(0.99) * 10.0).round() / 10.0,
+        "peak_rss_mib": peak_rss_mib(),
+    });
+    match args.output {
+        Format::Json => println!("{result}"),
+        Format::Table => {
+            for (k, v) in result.as_object().into_iter().flatten() {
+                println!("{k:>14}: {v}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn build_cluster(rng: &mut ChaCha8Rng, args: &Args, apps: usize) -> Result<Cluster> {
+    let mut cluster = Cluster::new();
+    for i in 0..args.nodes {
+        cluster.add_node(synthetic_node(rng, i))?;
+    }
+    for a in 0..apps {
+        let app = app_name(a);
+        for kind in [SelectorKind::Service, SelectorKind::ReplicaSet] {
+            cluster.add_selector_object(&PodSelector {
+                kind,
+                meta: Meta {
+                    name: app.clone(),
+                    namespace: "bench".into(),
+                    uid: format!("{app}-{kind:?}"),
+                    ..Meta::default()
+                },
+                selector: Some(selector(&[("app", &app)])),
+            });
+        }
+    }
+    for i in 0..args.running {
+        let node = format!("node-{}", rng.random_range(0..args.nodes));
+        let pod = synthetic_pod(rng, args.workload, &format!("running-{i}"), apps, Some(node));
+        cluster.add_pod(pod)?;
+    }
+    Ok(cluster)
+}
+
+fn app_name(a: usize) -> String {
+    format!("app-{a}")
+}
+
+fn synthetic_node(rng: &mut ChaCha8Rng, i: usize) -> Node {
+    let region = i % REGIONS;
+    let zone = (i / REGIONS) % ZONES_PER_REGION;
+    let (cores, mem_gi) = [(16, 64), (32, 128), (64, 256)][rng.random_range(0..3)];
+    let name = format!("node-{i}");
+    let zone_name = format!("region-{region}-zone-{zone}");
+    let region_name = format!("region-{region}");
+    let labels: BTreeMap<String, String> = [
+        ("kubernetes.io/hostname", name.as_str()),
+        ("topology.kubernetes.io/region", &region_name),
+        ("topology.kubernetes.io/zone", &zone_name),
+        ("region", &region_name),
+        ("zone", &zone_name),
+        ("node.kubernetes.io/instance-type", ["small", "medium", "large"][cores / 32]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut node = Node {
+        meta: Meta {
+            name,
+            labels,
+            ..Meta::default()
+        },
+        allocatable: vec![
+            ("cpu".into(), cores as i64 * 1000),
+            ("memory".into(), mem_gi * GI),
+            ("pods".into(), 110),
+        ],
+        ..Node::default()
+    };
+    node.conditions.ready = Some(true);
+    node
+}
+
+fn synthetic_pod(
+    rng: &mut ChaCha8Rng,
+    workload: Workload,
+    name: &str,
+    apps: usize,
+    node: Option<String>,
+) -> Pod {
+    let app = app_name(rng.random_range(0..apps));
+    let mut pod = Pod {
+        meta: Meta {
+            name: name.into(),
+            namespace: "bench".into(),
+            uid: name.into(),
+            labels: [("app".to_string(), app.clone())].into(),
+            owners: vec![OwnerRef {
+                kind: "ReplicaSet".into(),
+                name: app.clone(),
+                uid: format!("{app}-ReplicaSet"),
+                controller: true,
+            }],
+            ..Meta::default()
+        },
+        node_name: node,
+        scheduler_name: "berth".into(),
+        containers: vec![Container {
+            name: "main".into(),
+            image: format!("registry.example/{app}:1"),
+            requests: vec![
+                ("cpu".into(), rng.random_range(1..=10) * 100),
+                ("memory".into(), rng.random_range(1..=8) * 128 * MI),
+            ],
+            ports: Vec::new(),
+        }],
+        ..Pod::default()
+    };
+    if workload == Workload::AntiAffinity {
+        pod.affinity
+            .anti_required
+            .push(term("kubernetes.io/hostname", &[("app", &app)]));
+    }
+    pod
+}
+
+/// Peak resident memory of this process (VmHWM), in MiB; 0 where /proc is unavailable.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| (kb / 1024.0 * 10.0).round() / 10.0)
+}

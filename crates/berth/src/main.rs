@@ -1,0 +1,60 @@
+//! `berth`: a policy-driven Kubernetes scheduler. This binary is the IO edge: it reads files,
+//! prints results, and turns errors into messages and exit codes.
+
+mod bench;
+mod bundled;
+mod check;
+mod simulate;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "berth", version, about = "A policy-driven Kubernetes scheduler")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a Policy file and print the effective configuration.
+    Check {
+        /// The Policy file (JSON).
+        policy: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        output: Format,
+    },
+    /// Schedule the pending pods of a cluster snapshot and explain every decision.
+    Simulate(simulate::Args),
+    /// Measure scheduling throughput on a seeded synthetic cluster.
+    Bench(bench::Args),
+}
+
+/// Output format of a command.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Human-readable text.
+    Table,
+    /// One JSON object per line.
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check { policy, output } => check::run(&policy, output),
+        Command::Simulate(args) => simulate::run(&args),
+        Command::Bench(args) => bench::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! `berth simulate`: schedule a snapshot's pending pods and report every decision.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use berth_engine::simulation::{Outcome, queue_order, schedule_all};
+use berth_engine::{CycleConfig, Explanation};
+use serde_json::{Value, json};
+
+use crate::{Format, bundled};
+
+/// Arguments of `berth simulate`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Policy file (default: the bundled policies/openshift.json).
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Cluster file: a v1 List or multi-document YAML/JSON as kubectl prints it (default: the
+    /// bundled policies/example-cluster.yaml).
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    output: Format,
+    /// Show every node's filter outcome and every priority's scores.
+    #[arg(long)]
+    explain: bool,
+    /// Seed of the tie-breaking random generator.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Percentage of nodes to find feasible before scoring (0 = adaptive, as upstream; 100 = all).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    percentage_of_nodes_to_score: u32,
+    /// Only schedule pending pods whose spec.schedulerName is this (default: every pending pod).
+    #[arg(long)]
+    scheduler_name: Option<String>,
+}
+
+/// Runs the simulation and prints it.
+pub fn run(args: &Args) -> Result<()> {
+    let policy = match &args.policy {
+        Some(p) => berth_policy::load(p)?,
+        None => berth_policy::parse(bundled::POLICY, bundled::POLICY_NAME)?,
+    };
+    let objects = match &args.cluster {
+        Some(p) => berth_kube::load_cluster_file(p)?,
+        None => berth_kube::parse_cluster(bundled::CLUSTER, bundled::CLUSTER_NAME)?,
+    };
+    let source = args
+        .cluster
+        .as_ref()
+        .map_or(bundled::CLUSTER_NAME.to_string(), |p| p.display().to_string());
+    let snapshot = berth_kube::snapshot(&objects).with_context(|| format!("cluster file {source}"))?;
+    for w in policy.warnings.iter().chain(&objects.warnings).chain(&snapshot.warnings) {
+        eprintln!("warning: {w}");
+    }
+    if !policy.extenders.is_empty() {
+        eprintln!(
+            "warning: the policy names {} extender(s); berth simulate does not call extenders",
+            policy.extenders.len()
+        );
+    }
+    let config = CycleConfig {
+        seed: args.seed,
+        percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
+        ..CycleConfig::default()
+    };
+    let mut scheduler = berth_engine::registry::scheduler_for(&policy, config)?;
+    let mut cluster = snapshot.cluster;
+    let mut pending = snapshot.pending;
+    if let Some(name) = &args.scheduler_name {
+        pending.retain(|p| &p.scheduler_name == name);
+    }
+    queue_order(&mut pending);
+
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let (mut placed, mut failed) = (0usize, 0usize);
+    let mut write_error = None;
+    if args.output == Format::Table && !args.explain {
+        writeln!(out, "{:<40} {:<24} MESSAGE", "POD", "NODE")?;
+    }
+    schedule_all(&mut cluster, &mut scheduler, pending, args.explain, |o| {
+        if o.node.is_some() {
+            placed += 1;
+        } else {
+            failed += 1;
+        }
+        let written = match args.output {
+            Format::Json => writeln!(out, "{}", json_line(o)),
+            Format::Table => write_table(&mut out, o, args.explain),
+        };
+        if let Err(e) = written {
+            write_error.get_or_insert(e);
+        }
+    })?;
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    if args.output == Format::Table {
+        writeln!(out, "\n{} pods: {placed} scheduled, {failed} unschedulable", placed + failed)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn json_line(o: &Outcome) -> Value {
+    let mut v = json!({"pod": o.pod, "node": o.node, "message": o.message()});
+    if let Some(e) = &o.decision.explanation {
+        v["explain"] = explain_json(e);
+    }
+    v
+}
+
+fn explain_json(e: &Explanation) -> Value {
+    let nodes: Vec<Value> = e
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut v = json!({"node": n.node, "feasible": n.reasons.is_empty()});
+            if !n.reasons.is_empty() {
+                v["reasons"] = json!(n.reasons);
+            }
+            if let Some(total) = n.total {
+                let scores: Vec<Value> = e
+                    .score_rules
+                    .iter()
+                    .zip(&n.scores)
+                    .map(|((name, weight), s)| {
+                        json!({"priority": name, "weight": weight, "raw": s, "weighted": s * weight})
+                    })
+                    .collect();
+                v["scores"] = json!(scores);
+                v["total"] = json!(total);
+            }
+            v
+        })
+        .collect();
+    json!({"nodes": nodes, "not_evaluated": e.not_evaluated})
+}
+
+fn write_table(out: &mut impl Write, o: &Outcome, explain: bool) -> io::Result<()> {
+    let node = o.node.as_deref().unwrap_or("<none>");
+    let message = o.message().unwrap_or_default();
+    if !explain {
+        return writeln!(out, "{:<40} {:<24} {message}", o.pod, node);
+    }
+    writeln!(out, "{} -> {node}", o.pod)?;
+    if !message.is_empty() {
+        writeln!(out, "  {message}")?;
+    }
+    let Some(e) = &o.decision.explanation else {
+        return Ok(());
+    };
+    let width = e.nodes.iter().map(|n| n.node.len()).max().unwrap_or(4).max(4);
+    if !e.score_rules.is_empty() {
+        write!(out, "  {:<width$}  {:>8}", "NODE", "TOTAL")?;
+        for (name, weight) in &e.score_rules {
+            write!(out, "  {name}(x{weight})")?;
+        }
+        writeln!(out)?;
+    }
+    for n in &e.nodes {
+        match n.total {
+            Some(total) => {
+                let marker = if Some(n.node.as_str()) == o.node.as_deref() { "*" } else { " " };
+                write!(out, "{marker} {:<width$}  {total:>8}", n.node)?;
+                for ((name, weight), s) in e.score_rules.iter().zip(&n.scores) {
+                    let w = name.len() + weight.to_string().len() + 3;
+                    write!(out, "  {:>w$}", format!("{s}/{}", s * weight))?;
+                }
+                writeln!(out)?;
+            }
+            None if n.reasons.is_empty() => writeln!(out, "  {:<width$}  feasible", n.node)?,
+            None => writeln!(out, "  {:<width$}  {}", n.node, n.reasons.join("; "))?,
+        }
+    }
+    if e.not_evaluated > 0 {
+        writeln!(out, "  ({} nodes not evaluated: enough feasible nodes found)", e.not_evaluated)?;
+    }
+    writeln!(out)
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The one test command (README, CI): formatting, lints, and every test of the workspace.
+# Build output is cached outside the clone so repeat runs on the same machine are fast.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/berth/target}"
+export GOTOOLCHAIN=local
+
+echo "== cargo fmt"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked
