@@ -4,7 +4,8 @@
 //! - Per-node aggregates (requested resources, pod lists, used host ports, pod-IP use) always
 //!   equal the sum over the pods assigned to that node; they are updated on every assign and
 //!   remove, never recomputed by a scheduling cycle.
-//! - Indexes over assigned pods (by label, by affinity terms) are updated in the same places.
+//! - Indexes over assigned pods (by label, by affinity terms, pods with volumes) are updated
+//!   in the same places.
 //! - A scheduling cycle reads the cluster through `&Cluster` only; nothing is cloned per pod.
 
 use std::collections::HashMap;
@@ -14,8 +15,8 @@ use crate::model::{
     self, CsiNode, NodeConditions, PersistentVolume, PersistentVolumeClaim, SelectorKind,
     StorageClass, Taint,
 };
-use crate::podinfo::PodInfo;
-use crate::resources::{Resources, PODS};
+use crate::podinfo::{AffinityTerm, PodAffinity, PodInfo};
+use crate::resources::{PODS, Resources};
 
 /// Index of a node in the cluster. Stable while the node exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -80,7 +81,7 @@ pub struct NodeInfo {
     pub zone_key: Option<Sym>,
     /// Owners listed in the `scheduler.alpha.kubernetes.io/preferAvoidPods` annotation: (kind, uid).
     pub prefer_avoid: Vec<(Box<str>, Box<str>)>,
-    /// Normalised image name -> size in bytes.
+    /// Image name, as the kubelet reports it -> size in bytes.
     pub images: HashMap<Box<str>, i64>,
     /// The same images keyed by interned name, sorted by symbol, so a scorer can look an
     /// image up per node without hashing a string.
@@ -158,7 +159,9 @@ pub enum ClusterError {
         node: String,
     },
     /// A node's pod CIDR does not parse.
-    #[error("node {node}: spec.podCIDRs: invalid CIDR {cidr:?} (expected e.g. 10.244.1.0/24 or fd00::/64)")]
+    #[error(
+        "node {node}: spec.podCIDRs: invalid CIDR {cidr:?} (expected e.g. 10.244.1.0/24 or fd00::/64)"
+    )]
     BadCidr {
         /// The node.
         node: String,
@@ -194,6 +197,9 @@ pub struct Cluster {
     pub csi_nodes: HashMap<String, CsiNode>,
     label_index: HashMap<(Sym, Sym), Vec<PodId>>,
     pods_with_affinity: Vec<PodId>,
+    pods_with_volumes: Vec<PodId>,
+    anti_affinity_terms: TermIndex,
+    scoring_terms: TermIndex,
     image_node_counts: HashMap<Box<str>, u32>,
 }
 
@@ -234,6 +240,9 @@ impl Cluster {
             csi_nodes: HashMap::new(),
             label_index: HashMap::new(),
             pods_with_affinity: Vec::new(),
+            pods_with_volumes: Vec::new(),
+            anti_affinity_terms: TermIndex::default(),
+            scoring_terms: TermIndex::default(),
             image_node_counts: HashMap::new(),
         }
     }
@@ -262,7 +271,9 @@ impl Cluster {
             return self.add_node(node);
         };
         let fresh = self.build_node_info(id, node)?;
-        let old = self.nodes[id.0 as usize].as_mut().expect("indexed node exists");
+        let old = self.nodes[id.0 as usize]
+            .as_mut()
+            .expect("indexed node exists");
         for name in old.images.keys() {
             if let Some(c) = self.image_node_counts.get_mut(name) {
                 *c -= 1;
@@ -290,16 +301,16 @@ impl Cluster {
     /// Removes a node. Its pods stay in the cluster, unassigned from any node info, as the
     /// API server keeps them until the pod GC deletes them.
     pub fn remove_node(&mut self, name: &str) -> Option<model::Node> {
-        let id = self.node_by_name.remove(name)?;
+        let id = self.node_by_name(name)?;
+        // Unassign through the one path that keeps every aggregate and index consistent.
+        for pid in self.node(id).pods.clone() {
+            self.unassign(pid);
+        }
+        self.node_by_name.remove(name);
         let info = self.nodes[id.0 as usize].take()?;
         for img in info.images.keys() {
             if let Some(c) = self.image_node_counts.get_mut(img) {
                 *c -= 1;
-            }
-        }
-        for pid in &info.pods {
-            if let Some(p) = self.pods[pid.0 as usize].as_mut() {
-                p.node = None;
             }
         }
         self.rebuild_node_order();
@@ -309,7 +320,10 @@ impl Cluster {
     fn build_node_info(&mut self, id: NodeId, node: model::Node) -> Result<NodeInfo, ClusterError> {
         let labels = Labels::intern(
             &mut self.interner,
-            node.meta.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            node.meta
+                .labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
         );
         let allocatable = Resources::from_list(&node.allocatable);
         let allowed_pods = node
@@ -325,10 +339,12 @@ impl Cluster {
             .get(PREFER_AVOID_PODS_ANNOTATION)
             .map(|a| parse_prefer_avoid(a))
             .unwrap_or_default();
-        let mut images = HashMap::new();
+        // Node image names are used as the kubelet reports them (with tags or digests); only
+        // the pod's image references are normalised, as upstream does.
+        let mut images: HashMap<Box<str>, i64> = HashMap::new();
         for img in &node.images {
             for n in &img.names {
-                images.insert(normalize_image_name(n).into(), img.size_bytes);
+                images.insert(n.as_str().into(), img.size_bytes);
             }
         }
         let mut image_syms: Vec<(Sym, i64)> = images
@@ -357,19 +373,22 @@ impl Cluster {
         })
     }
 
-    /// Upstream's zone key: region and zone joined, from the GA or beta labels; None if neither.
+    /// Upstream's zone key (`GetZoneKey`): region and zone joined, each taken from the beta
+    /// label first, then the GA one; None when both are empty.
     fn zone_key_of(&mut self, labels: &Labels) -> Option<Sym> {
         let k = self.keys;
-        let zone = labels.get(k.zone).or_else(|| labels.get(k.zone_beta));
-        let region = labels.get(k.region).or_else(|| labels.get(k.region_beta));
-        if zone.is_none() && region.is_none() {
+        let value = |beta: Sym, ga: Sym| {
+            labels
+                .get(beta)
+                .or_else(|| labels.get(ga))
+                .map_or("", |v| self.interner.resolve(v))
+        };
+        let zone = value(k.zone_beta, k.zone);
+        let region = value(k.region_beta, k.region);
+        if zone.is_empty() && region.is_empty() {
             return None;
         }
-        let text = format!(
-            "{}:\u{0}:{}",
-            region.map_or("", |r| self.interner.resolve(r)),
-            zone.map_or("", |z| self.interner.resolve(z))
-        );
+        let text = format!("{region}:\u{0}:{zone}");
         Some(self.interner.intern(&text))
     }
 
@@ -443,10 +462,13 @@ impl Cluster {
     pub fn add_pod(&mut self, pod: model::Pod) -> Result<PodId, ClusterError> {
         let info = self.compile_pod(pod);
         let node = match &info.pod.node_name {
-            Some(n) => Some(self.node_by_name(n).ok_or_else(|| ClusterError::UnknownNode {
-                pod: info.pod.key(),
-                node: n.clone(),
-            })?),
+            Some(n) => Some(
+                self.node_by_name(n)
+                    .ok_or_else(|| ClusterError::UnknownNode {
+                        pod: info.pod.key(),
+                        node: n.clone(),
+                    })?,
+            ),
             None => None,
         };
         self.insert_pod(info, node)
@@ -458,7 +480,10 @@ impl Cluster {
         mut info: PodInfo,
         node: Option<NodeId>,
     ) -> Result<PodId, ClusterError> {
-        let key = (info.namespace, Box::<str>::from(info.pod.meta.name.as_str()));
+        let key = (
+            info.namespace,
+            Box::<str>::from(info.pod.meta.name.as_str()),
+        );
         if self.pod_by_key.contains_key(&key) {
             return Err(ClusterError::DuplicatePod(info.pod.key()));
         }
@@ -488,8 +513,11 @@ impl Cluster {
         let pod = self.pods[id.0 as usize].as_mut().expect("live pod id");
         debug_assert!(pod.node.is_none());
         pod.node = Some(node_id);
-        let node = self.nodes[node_id.0 as usize].as_mut().expect("live node id");
-        node.name().clone_into(pod.pod.node_name.get_or_insert_default());
+        let node = self.nodes[node_id.0 as usize]
+            .as_mut()
+            .expect("live node id");
+        node.name()
+            .clone_into(pod.pod.node_name.get_or_insert_default());
         node.requested.add(&pod.request);
         node.nonzero_milli_cpu += pod.nonzero_milli_cpu;
         node.nonzero_memory += pod.nonzero_memory;
@@ -501,6 +529,16 @@ impl Cluster {
         if pod.affinity.has_pod_terms() {
             node.pods_with_affinity.push(id);
             self.pods_with_affinity.push(id);
+            index_terms(
+                &mut self.anti_affinity_terms,
+                &mut self.scoring_terms,
+                id,
+                &pod.affinity,
+                true,
+            );
+        }
+        if uses_volumes(pod) {
+            self.pods_with_volumes.push(id);
         }
         for (k, v) in pod.labels.iter() {
             self.label_index.entry((k, v)).or_default().push(id);
@@ -532,6 +570,16 @@ impl Cluster {
         }
         if pod.affinity.has_pod_terms() {
             remove_item(&mut self.pods_with_affinity, id);
+            index_terms(
+                &mut self.anti_affinity_terms,
+                &mut self.scoring_terms,
+                id,
+                &pod.affinity,
+                false,
+            );
+        }
+        if uses_volumes(pod) {
+            remove_item(&mut self.pods_with_volumes, id);
         }
         for (k, v) in pod.labels.iter() {
             if let Some(list) = self.label_index.get_mut(&(k, v)) {
@@ -575,6 +623,32 @@ impl Cluster {
         &self.pods_with_affinity
     }
 
+    /// Assigned pods with a volume other than `VolumeSource::Other` (disks, claims): the only
+    /// pods the volume rules need to look at.
+    pub fn pods_with_volumes(&self) -> &[PodId] {
+        &self.pods_with_volumes
+    }
+
+    /// Required anti-affinity terms of assigned pods, indexed by the labels they select.
+    pub fn required_anti_affinity_terms(&self) -> &TermIndex {
+        &self.anti_affinity_terms
+    }
+
+    /// Required affinity and preferred affinity / anti-affinity terms of assigned pods,
+    /// indexed by the labels they select: the terms that score the pods they select.
+    pub fn scoring_affinity_terms(&self) -> &TermIndex {
+        &self.scoring_terms
+    }
+
+    /// The term a [`TermRef`] from one of the term indexes points to.
+    pub fn term(&self, r: TermRef) -> Option<&AffinityTerm> {
+        self.pods[r.pod.0 as usize]
+            .as_ref()?
+            .affinity
+            .terms(r.kind)
+            .get(r.index as usize)
+    }
+
     /// Assigned pods that could match `selector`: a superset, narrowed by the label index
     /// when the selector has an `In` requirement, so callers must still test each pod.
     pub fn candidates_for(&self, selector: &Selector) -> Candidates<'_> {
@@ -598,7 +672,9 @@ impl Cluster {
     ) -> impl Iterator<Item = PodId> + 'a {
         self.candidates_for(selector).into_iter().filter(move |id| {
             let p = self.pod(*id);
-            p.node.is_some() && namespaces.contains(p.namespace, self) && selector.matches(&p.labels)
+            p.node.is_some()
+                && namespaces.contains(p.namespace, self)
+                && selector.matches(&p.labels)
         })
     }
 
@@ -606,10 +682,9 @@ impl Cluster {
 
     /// Adds or replaces a namespace.
     pub fn upsert_namespace(&mut self, ns: &model::Namespace) {
-        let node_selector = crate::rules::namespace_node_selector::namespace_annotation(
-            &ns.meta.annotations,
-        )
-        .map(str::to_string);
+        let node_selector =
+            crate::rules::namespace_node_selector::namespace_annotation(&ns.meta.annotations)
+                .map(str::to_string);
         let name = self.interner.intern(&ns.meta.name);
         let labels = Labels::intern(
             &mut self.interner,
@@ -709,6 +784,123 @@ impl<'a> IntoIterator for Candidates<'a> {
     }
 }
 
+/// Which of a pod's affinity term lists a [`TermRef`] points into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TermKind {
+    /// Required pod affinity.
+    Required,
+    /// Preferred pod affinity.
+    Preferred,
+    /// Required pod anti-affinity.
+    AntiRequired,
+    /// Preferred pod anti-affinity.
+    AntiPreferred,
+}
+
+/// One affinity term of an assigned pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TermRef {
+    /// The pod owning the term.
+    pub pod: PodId,
+    /// The list the term is in.
+    pub kind: TermKind,
+    /// Its position in that list.
+    pub index: u32,
+}
+
+/// Affinity terms of assigned pods, indexed by a label every pod they select must carry (the
+/// key and values of the selector's first `In` requirement), so that finding the terms that
+/// may select a pod costs one lookup per label of that pod instead of a scan of every term.
+/// Terms without an `In` requirement sit in a short unindexed list; terms without a selector
+/// select nothing and are left out.
+#[derive(Debug, Default)]
+pub struct TermIndex {
+    by_label: HashMap<(Sym, Sym), Vec<TermRef>>,
+    unindexed: Vec<TermRef>,
+}
+
+impl TermIndex {
+    fn update(&mut self, r: TermRef, term: &AffinityTerm, add: bool) {
+        let Some(selector) = &term.selector else {
+            return;
+        };
+        let Some((key, values)) = selector.index_keys() else {
+            if add {
+                self.unindexed.push(r);
+            } else {
+                remove_item(&mut self.unindexed, r);
+            }
+            return;
+        };
+        for (i, v) in values.iter().enumerate() {
+            // A value listed twice must not yield the term twice.
+            if values[..i].contains(v) {
+                continue;
+            }
+            if add {
+                self.by_label.entry((key, *v)).or_default().push(r);
+            } else if let Some(list) = self.by_label.get_mut(&(key, *v)) {
+                remove_item(list, r);
+                if list.is_empty() {
+                    self.by_label.remove(&(key, *v));
+                }
+            }
+        }
+    }
+
+    /// The terms that may select a pod with these labels: a superset (each term appears at
+    /// most once), so callers still test each term.
+    pub fn candidates<'a>(&'a self, labels: &'a Labels) -> impl Iterator<Item = TermRef> + 'a {
+        labels
+            .iter()
+            .filter_map(|kv| self.by_label.get(&kv))
+            .flatten()
+            .chain(&self.unindexed)
+            .copied()
+    }
+
+    /// Whether the index holds no term.
+    pub fn is_empty(&self) -> bool {
+        self.by_label.is_empty() && self.unindexed.is_empty()
+    }
+}
+
+/// Adds (or removes) a pod's terms to (or from) the term indexes: required anti-affinity
+/// terms to `anti`, the terms that score other pods to `scoring`.
+fn index_terms(
+    anti: &mut TermIndex,
+    scoring: &mut TermIndex,
+    pod: PodId,
+    affinity: &PodAffinity,
+    add: bool,
+) {
+    use TermKind::*;
+    for kind in [AntiRequired, Required, Preferred, AntiPreferred] {
+        let index = if kind == AntiRequired {
+            &mut *anti
+        } else {
+            &mut *scoring
+        };
+        for (i, term) in affinity.terms(kind).iter().enumerate() {
+            let r = TermRef {
+                pod,
+                kind,
+                index: i as u32,
+            };
+            index.update(r, term, add);
+        }
+    }
+}
+
+/// Whether a pod belongs in the `pods_with_volumes` index. Volumes are immutable, so assign
+/// and unassign agree on the answer.
+fn uses_volumes(pod: &PodInfo) -> bool {
+    pod.pod
+        .volumes
+        .iter()
+        .any(|v| v.source != model::VolumeSource::Other)
+}
+
 fn remove_item<T: PartialEq>(v: &mut Vec<T>, item: T) {
     if let Some(i) = v.iter().position(|x| *x == item) {
         v.swap_remove(i);
@@ -729,7 +921,11 @@ fn pod_ip_capacity(node: &model::Node) -> Result<Option<u64>, ClusterError> {
             cidr: cidr.clone(),
         })?;
         let host_bits = u32::from(net.max_prefix_len() - net.prefix_len());
-        let size = if host_bits >= 63 { CAP } else { (1u64 << host_bits).min(CAP) };
+        let size = if host_bits >= 63 {
+            CAP
+        } else {
+            (1u64 << host_bits).min(CAP)
+        };
         total = total.saturating_add(size.saturating_sub(3));
     }
     Ok(Some(total.min(CAP)))

@@ -242,7 +242,9 @@ impl Selector {
     /// never match here; use [`Selector::matches_with_numbers`] for those.
     #[inline]
     pub fn matches(&self, labels: &Labels) -> bool {
-        self.reqs.iter().all(|r| r.test.holds(labels.get(r.key), None))
+        self.reqs
+            .iter()
+            .all(|r| r.test.holds(labels.get(r.key), None))
     }
 
     /// Like [`Selector::matches`], also evaluating Gt/Lt by parsing the label value as an integer.

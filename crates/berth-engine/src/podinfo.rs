@@ -1,12 +1,10 @@
 //! A pod compiled for scheduling: interned labels, compiled selectors and affinity terms,
 //! and its resource requests computed once.
 
-use crate::cluster::{Cluster, HostPort, NamespaceFilter, NodeId};
+use crate::cluster::{Cluster, HostPort, NamespaceFilter, NodeId, TermKind};
 use crate::labels::{Interner, LabelSelector, Labels, Operator, Requirement, Selector, Sym};
-use crate::model::{self, NodeSelectorTerm, PodAffinityTerm};
-use crate::resources::{
-    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, Resources, CPU,
-};
+use crate::model::{self, NodeSelectorTerm, PodAffinityTerm, WhenUnsatisfiable};
+use crate::resources::{CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, Resources};
 
 /// A compiled node selector term: label requirements plus `metadata.name` field requirements.
 #[derive(Debug, Clone, Default)]
@@ -108,6 +106,23 @@ impl AffinityTerm {
             s.matches(&pod.labels) && self.namespaces.contains(pod.namespace, cluster)
         })
     }
+
+    /// Whether `pod`, whose namespace carries `namespace_labels`, is one of the pods this term
+    /// is about: upstream's `AffinityTerm.Matches(pod, nsLabels)`, used for an existing pod's
+    /// term against the pod being scheduled. Unlike [`AffinityTerm::matches`], a namespace
+    /// without a Namespace object counts as having no labels, as upstream's snapshot does.
+    #[inline]
+    pub fn matches_in(&self, pod: &PodInfo, namespace_labels: &Labels) -> bool {
+        self.selector.as_ref().is_some_and(|s| {
+            s.matches(&pod.labels)
+                && (self.namespaces.names.contains(&pod.namespace)
+                    || self
+                        .namespaces
+                        .selector
+                        .as_ref()
+                        .is_some_and(|ns| ns.matches(namespace_labels)))
+        })
+    }
 }
 
 /// A pod's compiled inter-pod affinity.
@@ -131,6 +146,29 @@ impl PodAffinity {
             && self.anti_required.is_empty()
             && self.anti_preferred.is_empty())
     }
+
+    /// One of the four term lists.
+    pub fn terms(&self, kind: TermKind) -> &[AffinityTerm] {
+        match kind {
+            TermKind::Required => &self.required,
+            TermKind::Preferred => &self.preferred,
+            TermKind::AntiRequired => &self.anti_required,
+            TermKind::AntiPreferred => &self.anti_preferred,
+        }
+    }
+}
+
+/// A compiled topology spread constraint.
+#[derive(Debug, Clone)]
+pub struct SpreadConstraint {
+    /// The largest allowed difference in matching pods between two domains.
+    pub max_skew: i32,
+    /// The topology key.
+    pub topology_key: Sym,
+    /// A filter (DoNotSchedule) or a score (ScheduleAnyway).
+    pub when_unsatisfiable: WhenUnsatisfiable,
+    /// The pods counted; None counts none (upstream's nil selector).
+    pub selector: Option<Selector>,
 }
 
 /// A pod ready for the rules.
@@ -166,6 +204,8 @@ pub struct PodInfo {
     pub node_preferred: Vec<(i32, NodeTerm)>,
     /// Inter-pod affinity.
     pub affinity: PodAffinity,
+    /// `spec.topologySpreadConstraints`, compiled.
+    pub spread_constraints: Vec<SpreadConstraint>,
 }
 
 impl PodInfo {
@@ -174,7 +214,10 @@ impl PodInfo {
         let namespace = interner.intern(&pod.meta.namespace);
         let labels = Labels::intern(
             interner,
-            pod.meta.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            pod.meta
+                .labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
         );
         let request = filter_request(&pod);
         let (nonzero_milli_cpu, nonzero_memory) = scoring_request(&pod);
@@ -190,20 +233,30 @@ impl PodInfo {
             .flat_map(|c| &c.ports)
             .filter(|p| p.host_port > 0)
             .map(|p| HostPort {
-                ip: if p.host_ip.is_empty() { "0.0.0.0" } else { &p.host_ip }.into(),
-                protocol: if p.protocol.is_empty() { "TCP" } else { &p.protocol }.into(),
+                ip: if p.host_ip.is_empty() {
+                    "0.0.0.0"
+                } else {
+                    &p.host_ip
+                }
+                .into(),
+                protocol: if p.protocol.is_empty() {
+                    "TCP"
+                } else {
+                    &p.protocol
+                }
+                .into(),
                 port: p.host_port,
             })
             .collect();
-        let node_selector = Selector::compile(
-            interner,
-            &LabelSelector::from_map(pod.node_selector.iter()),
-        );
+        let node_selector =
+            Selector::compile(interner, &LabelSelector::from_map(pod.node_selector.iter()));
         let a = &pod.affinity;
-        let node_required = a
-            .node_required
-            .as_ref()
-            .map(|terms| terms.iter().map(|t| NodeTerm::compile(interner, t)).collect());
+        let node_required = a.node_required.as_ref().map(|terms| {
+            terms
+                .iter()
+                .map(|t| NodeTerm::compile(interner, t))
+                .collect()
+        });
         let node_preferred = a
             .node_preferred
             .iter()
@@ -222,6 +275,19 @@ impl PodInfo {
                 &mut a.anti_preferred.iter().map(|t| (&t.term, t.weight)),
             ),
         };
+        let spread_constraints = pod
+            .topology_spread_constraints
+            .iter()
+            .map(|c| SpreadConstraint {
+                max_skew: c.max_skew,
+                topology_key: interner.intern(&c.topology_key),
+                when_unsatisfiable: c.when_unsatisfiable,
+                selector: c
+                    .label_selector
+                    .as_ref()
+                    .map(|s| Selector::compile(interner, s)),
+            })
+            .collect();
         PodInfo {
             namespace,
             labels,
@@ -236,6 +302,7 @@ impl PodInfo {
             node_required,
             node_preferred,
             affinity,
+            spread_constraints,
             pod,
         }
     }
@@ -286,7 +353,11 @@ fn scoring_request(pod: &model::Pod) -> (i64, i64) {
             .map_or(default, |(_, v)| *v)
     };
     let per_resource = |name: &str, default: i64| {
-        let sum: i64 = pod.containers.iter().map(|c| nonzero(c, name, default)).sum();
+        let sum: i64 = pod
+            .containers
+            .iter()
+            .map(|c| nonzero(c, name, default))
+            .sum();
         let init = pod
             .init_containers
             .iter()

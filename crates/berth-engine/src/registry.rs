@@ -21,7 +21,10 @@ pub enum RegistryError {
 }
 
 /// Builds a scheduler for a policy.
-pub fn scheduler_for(policy: &EffectivePolicy, config: CycleConfig) -> Result<Scheduler, RegistryError> {
+pub fn scheduler_for(
+    policy: &EffectivePolicy,
+    config: CycleConfig,
+) -> Result<Scheduler, RegistryError> {
     let ignored: Vec<String> = policy
         .extenders
         .iter()
@@ -35,7 +38,12 @@ pub fn scheduler_for(policy: &EffectivePolicy, config: CycleConfig) -> Result<Sc
         .map(|p| {
             Ok(NamedFilter {
                 name: p.name.clone(),
-                rule: filter_for(&p.name, &p.kind, &ignored, policy.always_check_all_predicates)?,
+                rule: filter_for(
+                    &p.name,
+                    &p.kind,
+                    &ignored,
+                    policy.always_check_all_predicates,
+                )?,
             })
         })
         .collect::<Result<Vec<_>, RegistryError>>()?;
@@ -116,13 +124,11 @@ fn score_for(kind: &PriorityKind, hard_pod_affinity_weight: i32) -> Arc<dyn crat
     match kind {
         P::LeastRequested => Arc::new(least_requested::LeastRequested),
         P::MostRequested => Arc::new(most_requested::MostRequested),
-        P::BalancedResourceAllocation => {
-            Arc::new(balanced_allocation::BalancedResourceAllocation)
-        }
+        P::BalancedResourceAllocation => Arc::new(balanced_allocation::BalancedResourceAllocation),
         P::SelectorSpread => Arc::new(selector_spread::SelectorSpread),
-        P::InterPodAffinity => Arc::new(inter_pod_affinity_priority::InterPodAffinityPriority::new(
-            hard_pod_affinity_weight,
-        )),
+        P::InterPodAffinity => Arc::new(
+            inter_pod_affinity_priority::InterPodAffinityPriority::new(hard_pod_affinity_weight),
+        ),
         P::NodeAffinity => Arc::new(node_affinity_priority::NodeAffinityPriority),
         P::TaintToleration => Arc::new(taint_toleration_priority::TaintTolerationPriority),
         P::ImageLocality => Arc::new(image_locality::ImageLocality),
@@ -131,12 +137,13 @@ fn score_for(kind: &PriorityKind, hard_pod_affinity_weight: i32) -> Arc<dyn crat
         P::RequestedToCapacityRatio { shape, resources } => Arc::new(
             requested_to_capacity_ratio::RequestedToCapacityRatio::new(shape, resources),
         ),
-        P::ServiceAntiAffinity { label } => {
-            Arc::new(service_anti_affinity::ServiceAntiAffinity::new(label.clone()))
-        }
-        P::NodeLabel { label, presence } => Arc::new(
-            node_label_priority::NodeLabelPriority::new(label.clone(), *presence),
+        P::ServiceAntiAffinity { label } => Arc::new(
+            service_anti_affinity::ServiceAntiAffinity::new(label.clone()),
         ),
+        P::NodeLabel { label, presence } => Arc::new(node_label_priority::NodeLabelPriority::new(
+            label.clone(),
+            *presence,
+        )),
         P::EvenPodsSpread => Arc::new(pod_topology_spread::EvenPodsSpreadPriority),
     }
 }

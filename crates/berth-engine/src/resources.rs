@@ -122,14 +122,28 @@ mod tests {
 
     #[test]
     fn add_sub_max() {
-        let mut a = Resources::from_list(&list(&[("cpu", 100), ("example.com/gpu", 1), ("pods", 3)]));
-        let b = Resources::from_list(&list(&[("cpu", 50), ("memory", 10), ("example.com/gpu", 2)]));
+        let mut a =
+            Resources::from_list(&list(&[("cpu", 100), ("example.com/gpu", 1), ("pods", 3)]));
+        let b = Resources::from_list(&list(&[
+            ("cpu", 50),
+            ("memory", 10),
+            ("example.com/gpu", 2),
+        ]));
         a.add(&b);
-        assert_eq!((a.milli_cpu, a.memory, a.scalar("example.com/gpu")), (150, 10, 3));
+        assert_eq!(
+            (a.milli_cpu, a.memory, a.scalar("example.com/gpu")),
+            (150, 10, 3)
+        );
         a.sub(&b);
-        assert_eq!((a.milli_cpu, a.memory, a.scalar("example.com/gpu")), (100, 0, 1));
+        assert_eq!(
+            (a.milli_cpu, a.memory, a.scalar("example.com/gpu")),
+            (100, 0, 1)
+        );
         a.max_with(&b);
-        assert_eq!((a.milli_cpu, a.memory, a.scalar("example.com/gpu")), (100, 10, 2));
+        assert_eq!(
+            (a.milli_cpu, a.memory, a.scalar("example.com/gpu")),
+            (100, 10, 2)
+        );
         assert_eq!(a.get("pods"), 0);
         assert!(Resources::default().is_zero());
     }

@@ -139,11 +139,7 @@ type Verdict = (NodeId, Option<Vec<Reason>>);
 
 impl Scheduler {
     /// A scheduler over these rules (filters in evaluation order, scores with weights).
-    pub fn new(
-        filters: Vec<NamedFilter>,
-        scores: Vec<WeightedScore>,
-        config: CycleConfig,
-    ) -> Self {
+    pub fn new(filters: Vec<NamedFilter>, scores: Vec<WeightedScore>, config: CycleConfig) -> Self {
         Scheduler {
             filters,
             scores,

@@ -8,8 +8,9 @@ use crate::cluster::{Cluster, NodeId};
 use crate::framework::{CycleContext, FilterPrep, FilterRule, ScorePrep, ScoreRule};
 use crate::labels::{LabelSelector, Operator, Requirement};
 use crate::model::{
-    Container, ContainerPort, Meta, Node, NodeSelectorTerm, OwnerRef, Pod, PodAffinityTerm,
-    Taint, TaintEffect, Toleration, TolerationOperator, Volume, VolumeSource,
+    Container, ContainerPort, CsiNode, Meta, Node, NodeSelectorTerm, OwnerRef, PersistentVolume,
+    PersistentVolumeClaim, Pod, PodAffinityTerm, PvSource, StorageClass, Taint, TaintEffect,
+    Toleration, TolerationOperator, Volume, VolumeBindingMode, VolumeSource,
     WeightedPodAffinityTerm,
 };
 
@@ -102,6 +103,11 @@ impl NodeBuilder {
     /// An annotation.
     pub fn annotation(mut self, k: &str, v: &str) -> Self {
         self.0.meta.annotations.insert(k.into(), v.into());
+        self
+    }
+    /// Removes a label (e.g. the default `kubernetes.io/hostname`).
+    pub fn unlabel(mut self, k: &str) -> Self {
+        self.0.meta.labels.remove(k);
         self
     }
     /// A taint.
@@ -260,6 +266,15 @@ impl PodBuilder {
         });
         self
     }
+    /// A volume using the claim `claim` (the volume is named after it).
+    pub fn claim(self, claim: &str) -> Self {
+        self.volume(
+            claim,
+            VolumeSource::Pvc {
+                claim_name: claim.into(),
+            },
+        )
+    }
     /// `hostNetwork: true`.
     pub fn host_network(mut self) -> Self {
         self.0.host_network = true;
@@ -292,12 +307,18 @@ impl PodBuilder {
     }
     /// A required pod affinity term over `labels` in the pod's namespace.
     pub fn affinity(mut self, topology_key: &str, labels: &[(&str, &str)]) -> Self {
-        self.0.affinity.pod_required.push(term(topology_key, labels));
+        self.0
+            .affinity
+            .pod_required
+            .push(term(topology_key, labels));
         self
     }
     /// A required pod anti-affinity term over `labels` in the pod's namespace.
     pub fn anti_affinity(mut self, topology_key: &str, labels: &[(&str, &str)]) -> Self {
-        self.0.affinity.anti_required.push(term(topology_key, labels));
+        self.0
+            .affinity
+            .anti_required
+            .push(term(topology_key, labels));
         self
     }
     /// A preferred pod affinity term.
@@ -310,10 +331,31 @@ impl PodBuilder {
     }
     /// A preferred pod anti-affinity term.
     pub fn prefer_anti(mut self, weight: i32, key: &str, labels: &[(&str, &str)]) -> Self {
-        self.0.affinity.anti_preferred.push(WeightedPodAffinityTerm {
-            weight,
-            term: term(key, labels),
-        });
+        self.0
+            .affinity
+            .anti_preferred
+            .push(WeightedPodAffinityTerm {
+                weight,
+                term: term(key, labels),
+            });
+        self
+    }
+    /// A topology spread constraint.
+    pub fn spread(
+        mut self,
+        max_skew: i32,
+        topology_key: &str,
+        when_unsatisfiable: crate::model::WhenUnsatisfiable,
+        label_selector: Option<LabelSelector>,
+    ) -> Self {
+        self.0
+            .topology_spread_constraints
+            .push(crate::model::TopologySpreadConstraint {
+                max_skew,
+                topology_key: topology_key.into(),
+                when_unsatisfiable,
+                label_selector,
+            });
         self
     }
     /// Edits anything else.
@@ -333,6 +375,23 @@ pub fn term(topology_key: &str, labels: &[(&str, &str)]) -> PodAffinityTerm {
         label_selector: Some(selector(labels)),
         topology_key: topology_key.into(),
         ..PodAffinityTerm::default()
+    }
+}
+
+/// A selector requiring each key to be present (any value).
+pub fn exists(keys: &[&str]) -> LabelSelector {
+    LabelSelector {
+        requirements: keys.iter().map(|k| req(k, Operator::Exists, &[])).collect(),
+    }
+}
+
+/// A namespace with labels.
+pub fn namespace(name: &str, labels: &[(&str, &str)]) -> crate::model::Namespace {
+    crate::model::Namespace {
+        meta: Meta {
+            labels: self::labels(labels),
+            ..meta(name, "")
+        },
     }
 }
 
@@ -357,7 +416,11 @@ pub fn cluster(nodes: Vec<Node>, pods: Vec<Pod>) -> Cluster {
 }
 
 /// Runs one filter for `pod` on every node: (node name, reasons), reasons empty if it passes.
-pub fn run_filter(rule: &dyn FilterRule, cluster: &mut Cluster, pod: Pod) -> Vec<(String, Vec<String>)> {
+pub fn run_filter(
+    rule: &dyn FilterRule,
+    cluster: &mut Cluster,
+    pod: Pod,
+) -> Vec<(String, Vec<String>)> {
     let info = cluster.compile_pod(pod);
     let ctx = CycleContext {
         cluster,
@@ -413,7 +476,10 @@ pub fn run_score_on(
     let scores = match rule.prepare(ctx) {
         ScorePrep::Constant(v) => vec![v; feasible.len()],
         ScorePrep::PerNode(s) => {
-            let mut raw: Vec<i64> = feasible.iter().map(|id| s.score(cluster.node(*id))).collect();
+            let mut raw: Vec<i64> = feasible
+                .iter()
+                .map(|id| s.score(cluster.node(*id)))
+                .collect();
             s.normalize(feasible, &mut raw);
             raw
         }
@@ -431,4 +497,187 @@ pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+// ---- storage ----
+
+/// Starts an Available PersistentVolume of `capacity` bytes, ReadWriteOnce, with no class,
+/// no node affinity and a source no limit counts.
+pub fn pv(name: &str, capacity: i64) -> PvBuilder {
+    PvBuilder(PersistentVolume {
+        meta: meta(name, ""),
+        capacity,
+        storage_class_name: String::new(),
+        access_modes: vec!["ReadWriteOnce".into()],
+        node_affinity: None,
+        claim_ref: None,
+        source: PvSource::Other,
+        phase: "Available".into(),
+    })
+}
+
+/// Builds a [`PersistentVolume`].
+pub struct PvBuilder(PersistentVolume);
+
+impl PvBuilder {
+    /// `storageClassName`.
+    pub fn class(mut self, class: &str) -> Self {
+        self.0.storage_class_name = class.into();
+        self
+    }
+    /// A label.
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        self.0.meta.labels.insert(k.into(), v.into());
+        self
+    }
+    /// Access modes.
+    pub fn access_modes(mut self, modes: &[&str]) -> Self {
+        self.0.access_modes = modes.iter().map(|m| m.to_string()).collect();
+        self
+    }
+    /// Required node affinity terms (ORed).
+    pub fn node_affinity(mut self, terms: Vec<NodeSelectorTerm>) -> Self {
+        self.0.node_affinity = Some(terms);
+        self
+    }
+    /// Pins the volume to the node whose hostname label is `host` (a local volume).
+    pub fn on_host(self, host: &str) -> Self {
+        self.node_affinity(vec![node_term(vec![req(
+            "kubernetes.io/hostname",
+            Operator::In,
+            &[host],
+        )])])
+    }
+    /// Points the volume at a claim in `default` and marks it Bound.
+    pub fn claimed_by(mut self, claim: &str) -> Self {
+        self.0.claim_ref = Some(("default".into(), claim.into()));
+        self.0.phase = "Bound".into();
+        self
+    }
+    /// `status.phase`.
+    pub fn phase(mut self, phase: &str) -> Self {
+        self.0.phase = phase.into();
+        self
+    }
+    /// The volume source.
+    pub fn source(mut self, source: PvSource) -> Self {
+        self.0.source = source;
+        self
+    }
+    /// Marks it being deleted.
+    pub fn deleting(mut self) -> Self {
+        self.0.meta.deleting = true;
+        self
+    }
+    /// The volume.
+    pub fn build(self) -> PersistentVolume {
+        self.0
+    }
+}
+
+/// Starts a claim in namespace `default` for `request` bytes, ReadWriteOnce, without class
+/// and unbound.
+pub fn pvc(name: &str, request: i64) -> PvcBuilder {
+    PvcBuilder(PersistentVolumeClaim {
+        meta: meta(name, "default"),
+        volume_name: String::new(),
+        storage_class_name: None,
+        access_modes: vec!["ReadWriteOnce".into()],
+        request,
+        selector: None,
+    })
+}
+
+/// Builds a [`PersistentVolumeClaim`].
+pub struct PvcBuilder(PersistentVolumeClaim);
+
+impl PvcBuilder {
+    /// The namespace.
+    pub fn ns(mut self, ns: &str) -> Self {
+        self.0.meta.namespace = ns.into();
+        self
+    }
+    /// `storageClassName`.
+    pub fn class(mut self, class: &str) -> Self {
+        self.0.storage_class_name = Some(class.into());
+        self
+    }
+    /// Access modes.
+    pub fn access_modes(mut self, modes: &[&str]) -> Self {
+        self.0.access_modes = modes.iter().map(|m| m.to_string()).collect();
+        self
+    }
+    /// A selector over volume labels.
+    pub fn selector(mut self, selector: LabelSelector) -> Self {
+        self.0.selector = Some(selector);
+        self
+    }
+    /// Names a volume without the PV controller having completed the binding (pre-bound).
+    pub fn prebound(mut self, volume: &str) -> Self {
+        self.0.volume_name = volume.into();
+        self
+    }
+    /// Bound to `volume`, binding completed.
+    pub fn bound(self, volume: &str) -> Self {
+        self.prebound(volume)
+            .annotation(crate::rules::volume_util::BIND_COMPLETED_ANNOTATION, "yes")
+    }
+    /// An annotation.
+    pub fn annotation(mut self, k: &str, v: &str) -> Self {
+        self.0.meta.annotations.insert(k.into(), v.into());
+        self
+    }
+    /// Marks it being deleted.
+    pub fn deleting(mut self) -> Self {
+        self.0.meta.deleting = true;
+        self
+    }
+    /// The claim.
+    pub fn build(self) -> PersistentVolumeClaim {
+        self.0
+    }
+}
+
+/// A StorageClass with no allowed-topology restriction.
+pub fn storage_class(name: &str, provisioner: &str, mode: VolumeBindingMode) -> StorageClass {
+    StorageClass {
+        meta: meta(name, ""),
+        provisioner: provisioner.into(),
+        volume_binding_mode: mode,
+        allowed_topologies: Vec::new(),
+    }
+}
+
+/// A CSINode: (driver, allocatable volume count) pairs.
+pub fn csi_node(name: &str, drivers: &[(&str, Option<i64>)]) -> CsiNode {
+    CsiNode {
+        meta: meta(name, ""),
+        drivers: drivers.iter().map(|(d, n)| (d.to_string(), *n)).collect(),
+    }
+}
+
+/// Adds volumes, claims and classes to a cluster.
+pub fn add_storage(
+    cluster: &mut Cluster,
+    volumes: Vec<PersistentVolume>,
+    claims: Vec<PersistentVolumeClaim>,
+    classes: Vec<StorageClass>,
+) {
+    for v in volumes {
+        cluster.persistent_volumes.insert(v.meta.name.clone(), v);
+    }
+    for c in claims {
+        let key = (c.meta.namespace.clone(), c.meta.name.clone());
+        cluster.persistent_volume_claims.insert(key, c);
+    }
+    for c in classes {
+        cluster.storage_classes.insert(c.meta.name.clone(), c);
+    }
+}
+
+/// Adds CSINodes to a cluster.
+pub fn add_csi_nodes(cluster: &mut Cluster, csi_nodes: Vec<CsiNode>) {
+    for n in csi_nodes {
+        cluster.csi_nodes.insert(n.meta.name.clone(), n);
+    }
 }

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::convert::is_plain_key;
 use crate::error::{ClusterFileError, Format, Location, ObjectRef, Site};
 use crate::quantity::{self, QuantityError};
 use crate::strict_value::StrictValue;
@@ -519,11 +520,7 @@ fn check_quantities(
 
 /// `prefix.key`, or `prefix["key"]` when the key would be ambiguous after a dot.
 fn field_path(prefix: &str, key: &str) -> String {
-    if !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if is_plain_key(key) {
         format!("{prefix}.{key}")
     } else {
         format!("{prefix}[{key:?}]")

@@ -7,11 +7,16 @@
 //! apiVersion and kind into [`ClusterObjects`], skipping kinds the scheduler does not
 //! use with a warning, and rejects input the scheduler could not rely on with a
 //! [`ClusterFileError`] that names the file, location, object and field.
+//!
+//! [`convert`] turns those objects into the engine's model, one object at a time (for a
+//! watch-based daemon) or as a whole [`Snapshot`] ready to schedule.
 
 mod cluster_file;
+pub mod convert;
 mod error;
 pub mod quantity;
 mod strict_value;
 
 pub use cluster_file::{ClusterObjects, load_cluster_file, parse_cluster};
+pub use convert::{ConvertError, PriorityResolver, Snapshot, snapshot};
 pub use error::{ClusterFileError, Format, Location, ObjectRef, Site};

@@ -155,7 +155,13 @@ fn build_cluster(rng: &mut ChaCha8Rng, args: &Args, apps: usize) -> Result<Clust
     }
     for i in 0..args.running {
         let node = format!("node-{}", rng.random_range(0..args.nodes));
-        let pod = synthetic_pod(rng, args.workload, &format!("running-{i}"), apps, Some(node));
+        let pod = synthetic_pod(
+            rng,
+            args.workload,
+            &format!("running-{i}"),
+            apps,
+            Some(node),
+        );
         cluster.add_pod(pod)?;
     }
     Ok(cluster)
@@ -178,7 +184,10 @@ fn synthetic_node(rng: &mut ChaCha8Rng, i: usize) -> Node {
         ("topology.kubernetes.io/zone", &zone_name),
         ("region", &region_name),
         ("zone", &zone_name),
-        ("node.kubernetes.io/instance-type", ["small", "medium", "large"][cores / 32]),
+        (
+            "node.kubernetes.io/instance-type",
+            ["small", "medium", "large"][cores / 32],
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

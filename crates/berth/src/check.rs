@@ -10,9 +10,6 @@ use crate::Format;
 pub fn run(path: &Path, format: Format) -> Result<()> {
     let policy = berth_policy::load(path)?;
     berth_engine::registry::scheduler_for(&policy, Default::default())?;
-    for w in &policy.warnings {
-        eprintln!("warning: {w}");
-    }
     match format {
         Format::Table => print!("{}", policy.describe()),
         Format::Json => println!("{}", serde_json::to_string_pretty(&policy)?),

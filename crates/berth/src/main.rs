@@ -12,7 +12,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
-#[command(name = "berth", version, about = "A policy-driven Kubernetes scheduler")]
+#[command(
+    name = "berth",
+    version,
+    about = "A policy-driven Kubernetes scheduler"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -50,9 +50,12 @@ pub fn run(args: &Args) -> Result<()> {
     let source = args
         .cluster
         .as_ref()
-        .map_or(bundled::CLUSTER_NAME.to_string(), |p| p.display().to_string());
-    let snapshot = berth_kube::snapshot(&objects).with_context(|| format!("cluster file {source}"))?;
-    for w in policy.warnings.iter().chain(&objects.warnings).chain(&snapshot.warnings) {
+        .map_or(bundled::CLUSTER_NAME.to_string(), |p| {
+            p.display().to_string()
+        });
+    let snapshot =
+        berth_kube::snapshot(&objects).with_context(|| format!("cluster file {source}"))?;
+    for w in policy.warnings.iter().chain(&snapshot.warnings) {
         eprintln!("warning: {w}");
     }
     if !policy.extenders.is_empty() {
@@ -99,7 +102,11 @@ pub fn run(args: &Args) -> Result<()> {
         return Err(e.into());
     }
     if args.output == Format::Table {
-        writeln!(out, "\n{} pods: {placed} scheduled, {failed} unschedulable", placed + failed)?;
+        writeln!(
+            out,
+            "\n{} pods: {placed} scheduled, {failed} unschedulable",
+            placed + failed
+        )?;
     }
     out.flush()?;
     Ok(())
@@ -153,7 +160,13 @@ fn write_table(out: &mut impl Write, o: &Outcome, explain: bool) -> io::Result<(
     let Some(e) = &o.decision.explanation else {
         return Ok(());
     };
-    let width = e.nodes.iter().map(|n| n.node.len()).max().unwrap_or(4).max(4);
+    let width = e
+        .nodes
+        .iter()
+        .map(|n| n.node.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     if !e.score_rules.is_empty() {
         write!(out, "  {:<width$}  {:>8}", "NODE", "TOTAL")?;
         for (name, weight) in &e.score_rules {
@@ -164,7 +177,11 @@ fn write_table(out: &mut impl Write, o: &Outcome, explain: bool) -> io::Result<(
     for n in &e.nodes {
         match n.total {
             Some(total) => {
-                let marker = if Some(n.node.as_str()) == o.node.as_deref() { "*" } else { " " };
+                let marker = if Some(n.node.as_str()) == o.node.as_deref() {
+                    "*"
+                } else {
+                    " "
+                };
                 write!(out, "{marker} {:<width$}  {total:>8}", n.node)?;
                 for ((name, weight), s) in e.score_rules.iter().zip(&n.scores) {
                     let w = name.len() + weight.to_string().len() + 3;
@@ -177,7 +194,11 @@ fn write_table(out: &mut impl Write, o: &Outcome, explain: bool) -> io::Result<(
         }
     }
     if e.not_evaluated > 0 {
-        writeln!(out, "  ({} nodes not evaluated: enough feasible nodes found)", e.not_evaluated)?;
+        writeln!(
+            out,
+            "  ({} nodes not evaluated: enough feasible nodes found)",
+            e.not_evaluated
+        )?;
     }
     writeln!(out)
 }

@@ -44,17 +44,56 @@ mod tests {
     #[test]
     fn table() {
         let cases = vec![
-            ("perfectly balanced", node("n").cpu(4000).mem(4000).build(), pod("p").req(2000, 2000).build(), 100),
-            ("cpu 3/4, memory 1/4: std 1/4", node("n").cpu(4000).mem(4000).build(), pod("p").req(3000, 1000).build(), 75),
-            ("cpu 0.6, memory 0.5", node("n").cpu(10000).mem(20000).build(), pod("p").req(6000, 10000).build(), 95),
-            ("truncates toward zero", node("n").cpu(3000).mem(3000).build(), pod("p").req(1000, 2000).build(), 83),
-            ("fractions over 1 clamp", node("n").cpu(1000).mem(1000).build(), pod("p").req(3000, 1000).build(), 100),
-            ("cpu 1, memory 0", node("n").cpu(1000).mem(1000).build(), pod("p").req(1000, 0).build(), 50),
-            ("a zero-capacity resource is left out", node("n").cpu(0).mem(1000).build(), pod("p").req(0, 700).build(), 100),
+            (
+                "perfectly balanced",
+                node("n").cpu(4000).mem(4000).build(),
+                pod("p").req(2000, 2000).build(),
+                100,
+            ),
+            (
+                "cpu 3/4, memory 1/4: std 1/4",
+                node("n").cpu(4000).mem(4000).build(),
+                pod("p").req(3000, 1000).build(),
+                75,
+            ),
+            (
+                "cpu 0.6, memory 0.5",
+                node("n").cpu(10000).mem(20000).build(),
+                pod("p").req(6000, 10000).build(),
+                95,
+            ),
+            (
+                "truncates toward zero",
+                node("n").cpu(3000).mem(3000).build(),
+                pod("p").req(1000, 2000).build(),
+                83,
+            ),
+            (
+                "fractions over 1 clamp",
+                node("n").cpu(1000).mem(1000).build(),
+                pod("p").req(3000, 1000).build(),
+                100,
+            ),
+            (
+                "cpu 1, memory 0",
+                node("n").cpu(1000).mem(1000).build(),
+                pod("p").req(1000, 0).build(),
+                50,
+            ),
+            (
+                "a zero-capacity resource is left out",
+                node("n").cpu(0).mem(1000).build(),
+                pod("p").req(0, 700).build(),
+                100,
+            ),
         ];
         for (name, n, p, want) in cases {
             let mut cl = cluster(vec![n], vec![]);
-            assert_eq!(run_score(&BalancedResourceAllocation, &mut cl, p)[0].1, want, "{name}");
+            assert_eq!(
+                run_score(&BalancedResourceAllocation, &mut cl, p)[0].1,
+                want,
+                "{name}"
+            );
         }
     }
 }

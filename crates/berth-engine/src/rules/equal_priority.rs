@@ -19,7 +19,10 @@ mod tests {
     #[test]
     fn every_node_scores_one() {
         let mut cl = cluster(vec![node("a").build(), node("b").cpu(0).build()], vec![]);
-        let got: Vec<i64> = run_score(&EqualPriority, &mut cl, pod("p").build()).into_iter().map(|(_, s)| s).collect();
+        let got: Vec<i64> = run_score(&EqualPriority, &mut cl, pod("p").build())
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect();
         assert_eq!(got, vec![1, 1]);
     }
 }

@@ -47,7 +47,8 @@ impl NodeCheck for Check<'_> {
 
 impl FilterRule for GeneralPredicates {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        let mut parts: Vec<Box<dyn NodeCheck + 'a>> = vec![Box::new(self.resources.checker(ctx.pod))];
+        let mut parts: Vec<Box<dyn NodeCheck + 'a>> =
+            vec![Box::new(self.resources.checker(ctx.pod))];
         if let Some(c) = HostName::checker(&ctx) {
             parts.push(Box::new(c));
         }
@@ -82,15 +83,38 @@ mod tests {
         };
         let cases = vec![
             ("fits", false, pod("p").req(100, 0).build(), vec![]),
-            ("v1.22: only the first failing part reports", false, everything_wrong(), vec![resources_fit::REASON_CPU]),
+            (
+                "v1.22: only the first failing part reports",
+                false,
+                everything_wrong(),
+                vec![resources_fit::REASON_CPU],
+            ),
             (
                 "alwaysCheckAllPredicates: every failing part reports",
                 true,
                 everything_wrong(),
-                vec![resources_fit::REASON_CPU, node_name::REASON, host_ports::REASON, node_selector::REASON],
+                vec![
+                    resources_fit::REASON_CPU,
+                    node_name::REASON,
+                    host_ports::REASON,
+                    node_selector::REASON,
+                ],
             ),
-            ("ports before selector", false, pod("p").host_port("", "TCP", 80).node_selector("zone", "z9").build(), vec![host_ports::REASON]),
-            ("only the selector fails", false, pod("p").node_selector("zone", "z9").build(), vec![node_selector::REASON]),
+            (
+                "ports before selector",
+                false,
+                pod("p")
+                    .host_port("", "TCP", 80)
+                    .node_selector("zone", "z9")
+                    .build(),
+                vec![host_ports::REASON],
+            ),
+            (
+                "only the selector fails",
+                false,
+                pod("p").node_selector("zone", "z9").build(),
+                vec![node_selector::REASON],
+            ),
         ];
         for (name, check_all, p, want) in cases {
             let mut cl = cluster(

@@ -50,17 +50,63 @@ mod tests {
 
     #[test]
     fn table() {
-        let running = |ip: &str, proto: &str, port| pod("r").host_port(ip, proto, port).on("n").build();
+        let running =
+            |ip: &str, proto: &str, port| pod("r").host_port(ip, proto, port).on("n").build();
         let cases = vec![
-            ("no ports wanted", running("", "", 80), pod("p").build(), true),
-            ("same port, both wildcard", running("", "TCP", 80), pod("p").host_port("", "TCP", 80).build(), false),
-            ("different port", running("", "TCP", 80), pod("p").host_port("", "TCP", 81).build(), true),
-            ("different protocol", running("", "TCP", 53), pod("p").host_port("", "UDP", 53).build(), true),
-            ("empty protocol means TCP", running("", "", 80), pod("p").host_port("", "TCP", 80).build(), false),
-            ("existing 0.0.0.0 clashes with a specific IP", running("0.0.0.0", "TCP", 80), pod("p").host_port("10.0.0.1", "TCP", 80).build(), false),
-            ("wanted 0.0.0.0 clashes with a specific IP", running("10.0.0.1", "TCP", 80), pod("p").host_port("0.0.0.0", "TCP", 80).build(), false),
-            ("different specific IPs coexist", running("10.0.0.1", "TCP", 80), pod("p").host_port("10.0.0.2", "TCP", 80).build(), true),
-            ("same specific IP clashes", running("10.0.0.1", "TCP", 80), pod("p").host_port("10.0.0.1", "TCP", 80).build(), false),
+            (
+                "no ports wanted",
+                running("", "", 80),
+                pod("p").build(),
+                true,
+            ),
+            (
+                "same port, both wildcard",
+                running("", "TCP", 80),
+                pod("p").host_port("", "TCP", 80).build(),
+                false,
+            ),
+            (
+                "different port",
+                running("", "TCP", 80),
+                pod("p").host_port("", "TCP", 81).build(),
+                true,
+            ),
+            (
+                "different protocol",
+                running("", "TCP", 53),
+                pod("p").host_port("", "UDP", 53).build(),
+                true,
+            ),
+            (
+                "empty protocol means TCP",
+                running("", "", 80),
+                pod("p").host_port("", "TCP", 80).build(),
+                false,
+            ),
+            (
+                "existing 0.0.0.0 clashes with a specific IP",
+                running("0.0.0.0", "TCP", 80),
+                pod("p").host_port("10.0.0.1", "TCP", 80).build(),
+                false,
+            ),
+            (
+                "wanted 0.0.0.0 clashes with a specific IP",
+                running("10.0.0.1", "TCP", 80),
+                pod("p").host_port("0.0.0.0", "TCP", 80).build(),
+                false,
+            ),
+            (
+                "different specific IPs coexist",
+                running("10.0.0.1", "TCP", 80),
+                pod("p").host_port("10.0.0.2", "TCP", 80).build(),
+                true,
+            ),
+            (
+                "same specific IP clashes",
+                running("10.0.0.1", "TCP", 80),
+                pod("p").host_port("10.0.0.1", "TCP", 80).build(),
+                false,
+            ),
         ];
         for (name, r, p, fits) in cases {
             let mut cl = cluster(vec![node("n").build()], vec![r]);
@@ -72,9 +118,16 @@ mod tests {
 
     #[test]
     fn ports_are_released_when_the_pod_goes() {
-        let mut cl = cluster(vec![node("n").build()], vec![pod("r").host_port("", "TCP", 80).on("n").build()]);
+        let mut cl = cluster(
+            vec![node("n").build()],
+            vec![pod("r").host_port("", "TCP", 80).on("n").build()],
+        );
         cl.remove_pod("default", "r");
-        let got = run_filter(&PodFitsHostPorts, &mut cl, pod("p").host_port("", "TCP", 80).build());
+        let got = run_filter(
+            &PodFitsHostPorts,
+            &mut cl,
+            pod("p").host_port("", "TCP", 80).build(),
+        );
         assert!(got[0].1.is_empty());
     }
 }

@@ -1,5 +1,206 @@
-//! PLACEHOLDER: replaced by the helper that owns this rule.
-use crate::framework::{CycleContext, FilterPrep, FilterRule};
-pub struct CheckNodeLabelPresence;
-impl CheckNodeLabelPresence { pub fn new(_: Vec<String>, _: bool) -> Self { CheckNodeLabelPresence } }
-impl FilterRule for CheckNodeLabelPresence { fn prepare<'a>(&'a self, _: CycleContext<'a>) -> FilterPrep<'a> { todo!("placeholder") } }
+//! CheckNodeLabelPresence (v1.22 NodeLabel filter, policy argument `labelsPresence`): with
+//! `presence: true` a node must carry every listed label key, with `presence: false` none of
+//! them. Values are not looked at.
+
+use crate::cluster::NodeInfo;
+use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::labels::Sym;
+
+/// The node has a label it must not have, or lacks one it must have.
+pub const REASON: &str = "node(s) didn't have the requested labels";
+
+/// The rule.
+pub struct CheckNodeLabelPresence {
+    labels: Vec<String>,
+    presence: bool,
+}
+
+impl CheckNodeLabelPresence {
+    /// A rule over these label keys; `presence` says whether they must all exist or all be absent.
+    pub fn new(labels: Vec<String>, presence: bool) -> Self {
+        CheckNodeLabelPresence { labels, presence }
+    }
+}
+
+struct Check {
+    /// The keys that some object in the cluster uses; a key never interned is on no node.
+    keys: Vec<Sym>,
+    presence: bool,
+    /// A required key no node can carry: every node fails.
+    always_fails: bool,
+}
+
+impl NodeCheck for Check {
+    #[inline]
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        let ok = !self.always_fails
+            && self
+                .keys
+                .iter()
+                .all(|k| node.labels.has(*k) == self.presence);
+        if !ok {
+            reasons.push(REASON.into());
+        }
+        ok
+    }
+}
+
+impl FilterRule for CheckNodeLabelPresence {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
+        if self.labels.is_empty() {
+            return FilterPrep::Skip;
+        }
+        let interner = &ctx.cluster.interner;
+        let mut keys = Vec::with_capacity(self.labels.len());
+        let mut always_fails = false;
+        for label in &self.labels {
+            match interner.get(label) {
+                Some(k) => keys.push(k),
+                // An unknown key is absent from every node: it fails a presence check and
+                // satisfies an absence check.
+                None => always_fails |= self.presence,
+            }
+        }
+        if keys.is_empty() && !always_fails {
+            return FilterPrep::Skip;
+        }
+        FilterPrep::Check(Box::new(Check {
+            keys,
+            presence: self.presence,
+            always_fails,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+
+    /// Upstream's TestNodeLabelFilter node carries `foo` and `bar`. Its cases with only
+    /// present or only absent labels map to one rule; the mixed ones to two rules in a row.
+    #[test]
+    fn upstream_table() {
+        let cases: &[(&str, &[&str], &[&str], bool)] = &[
+            ("present label does not match", &["baz"], &[], false),
+            ("absent label does not match", &[], &["baz"], true),
+            (
+                "one of two present labels matches",
+                &["foo", "baz"],
+                &[],
+                false,
+            ),
+            (
+                "one of two absent labels matches",
+                &[],
+                &["foo", "baz"],
+                false,
+            ),
+            ("all present labels match", &["foo", "bar"], &[], true),
+            ("all absent labels match", &[], &["foo", "bar"], false),
+            (
+                "both present and absent label matches",
+                &["foo"],
+                &["bar"],
+                false,
+            ),
+            (
+                "neither present nor absent label matches",
+                &["foz"],
+                &["baz"],
+                false,
+            ),
+            (
+                "present label matches and absent label doesn't match",
+                &["foo"],
+                &["baz"],
+                true,
+            ),
+            (
+                "present label doesn't match and absent label matches",
+                &["foz"],
+                &["bar"],
+                false,
+            ),
+            ("no label", &[], &[], true),
+        ];
+        for (name, present, absent, want_pass) in cases {
+            let to_vec = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+            let rules = [
+                CheckNodeLabelPresence::new(to_vec(present), true),
+                CheckNodeLabelPresence::new(to_vec(absent), false),
+            ];
+            let mut cl = cluster(
+                vec![
+                    node("n")
+                        .label("foo", "any value")
+                        .label("bar", "any value")
+                        .build(),
+                ],
+                vec![],
+            );
+            let mut pass = true;
+            for rule in &rules {
+                let got = run_filter(rule, &mut cl, pod("p").build());
+                let reasons = &got[0].1;
+                assert!(
+                    reasons.is_empty() || reasons == &vec![REASON.to_string()],
+                    "{name}: {reasons:?}"
+                );
+                pass &= reasons.is_empty();
+            }
+            assert_eq!(pass, *want_pass, "{name}");
+        }
+    }
+
+    #[test]
+    fn edge_cases() {
+        let nodes = || {
+            vec![
+                node("a")
+                    .label("retiring", "2024-01-01")
+                    .label("zone", "")
+                    .build(),
+                node("b").label("zone", "z1").build(),
+                node("c").build(),
+            ]
+        };
+        let cases: Vec<(&str, Vec<&str>, bool, Vec<&str>)> = vec![
+            (
+                "an empty value still counts as present",
+                vec!["zone"],
+                true,
+                vec!["a", "b"],
+            ),
+            (
+                "absence excludes any value",
+                vec!["retiring"],
+                false,
+                vec!["b", "c"],
+            ),
+            (
+                "a key no object uses fails presence everywhere",
+                vec!["never-seen"],
+                true,
+                vec![],
+            ),
+            (
+                "a key no object uses passes absence everywhere",
+                vec!["never-seen"],
+                false,
+                vec!["a", "b", "c"],
+            ),
+            ("a value is not a key", vec!["z1"], true, vec![]),
+            ("empty list passes", vec![], true, vec!["a", "b", "c"]),
+        ];
+        for (name, labels, presence, want) in cases {
+            let rule = CheckNodeLabelPresence::new(
+                labels.iter().map(|s| s.to_string()).collect(),
+                presence,
+            );
+            let mut cl = cluster(nodes(), vec![]);
+            let got = run_filter(&rule, &mut cl, pod("p").build());
+            assert_eq!(passing(&got), want, "{name}");
+        }
+    }
+}

@@ -24,7 +24,10 @@ struct Score {
 impl NodeScore for Score {
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
-        mean_score(cpu_memory(node, self.cpu, self.memory), least_requested_score)
+        mean_score(
+            cpu_memory(node, self.cpu, self.memory),
+            least_requested_score,
+        )
     }
 }
 
@@ -44,8 +47,20 @@ mod tests {
     fn table() {
         // Upstream's own example: node 4000m/10000 and 6000m/10000 with a pod of 3000m/5000.
         let cases = vec![
-            ("empty node, best-effort pod counts 100m/200Mi", node("n").cpu(1000).mem(1000 * MI).build(), vec![], pod("p").build(), (90 + 80) / 2),
-            ("half used", node("n").cpu(4000).mem(10000).build(), vec![], pod("p").req(2000, 5000).build(), 50),
+            (
+                "empty node, best-effort pod counts 100m/200Mi",
+                node("n").cpu(1000).mem(1000 * MI).build(),
+                vec![],
+                pod("p").build(),
+                (90 + 80) / 2,
+            ),
+            (
+                "half used",
+                node("n").cpu(4000).mem(10000).build(),
+                vec![],
+                pod("p").req(2000, 5000).build(),
+                50,
+            ),
             (
                 "running pods count",
                 node("n").cpu(4000).mem(10000).build(),
@@ -53,8 +68,20 @@ mod tests {
                 pod("p").req(1000, 2500).build(),
                 50,
             ),
-            ("zero capacity everywhere scores 0", node("n").cpu(0).mem(0).build(), vec![], pod("p").req(0, 0).build(), 0),
-            ("a zero-capacity resource is left out of the mean", node("n").cpu(0).mem(1000).build(), vec![], pod("p").req(0, 500).build(), 50),
+            (
+                "zero capacity everywhere scores 0",
+                node("n").cpu(0).mem(0).build(),
+                vec![],
+                pod("p").req(0, 0).build(),
+                0,
+            ),
+            (
+                "a zero-capacity resource is left out of the mean",
+                node("n").cpu(0).mem(1000).build(),
+                vec![],
+                pod("p").req(0, 500).build(),
+                50,
+            ),
             (
                 "cpu overhead counts in whole cores for the incoming pod (v1.22 quirk)",
                 node("n").cpu(1000).mem(1000).build(),
@@ -62,8 +89,20 @@ mod tests {
                 pod("p").req(0, 0).overhead("cpu", 250).build(),
                 (99 + 100) / 2,
             ),
-            ("overcommitted scores 0", node("n").cpu(1000).mem(1000).build(), vec![], pod("p").req(2000, 2000).build(), 0),
-            ("explicit zero request stays zero", node("n").cpu(1000).mem(1000).build(), vec![], pod("p").req(0, 0).build(), 100),
+            (
+                "overcommitted scores 0",
+                node("n").cpu(1000).mem(1000).build(),
+                vec![],
+                pod("p").req(2000, 2000).build(),
+                0,
+            ),
+            (
+                "explicit zero request stays zero",
+                node("n").cpu(1000).mem(1000).build(),
+                vec![],
+                pod("p").req(0, 0).build(),
+                100,
+            ),
         ];
         for (name, n, running, p, want) in cases {
             let mut cl = cluster(vec![n], running);

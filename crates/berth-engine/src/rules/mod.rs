@@ -33,4 +33,5 @@ pub mod taint_toleration_priority;
 pub mod taints;
 pub mod volume_binding;
 pub mod volume_limits;
+pub mod volume_util;
 pub mod volume_zone;

@@ -30,7 +30,9 @@ pub fn parse_node_selector(text: &str) -> Result<Vec<(String, String)>, String> 
 }
 
 /// The node selector annotation of a namespace, if it has one (OpenShift's first).
-pub fn namespace_annotation(annotations: &std::collections::BTreeMap<String, String>) -> Option<&str> {
+pub fn namespace_annotation(
+    annotations: &std::collections::BTreeMap<String, String>,
+) -> Option<&str> {
     annotations
         .get(OPENSHIFT_ANNOTATION)
         .or_else(|| annotations.get(KUBERNETES_ANNOTATION))
@@ -111,7 +113,10 @@ mod tests {
     fn nodes() -> Vec<crate::model::Node> {
         vec![
             node("infra").label("region", "infra").build(),
-            node("app").label("region", "primary").label("env", "prod").build(),
+            node("app")
+                .label("region", "primary")
+                .label("env", "prod")
+                .build(),
             node("bare").build(),
         ]
     }
@@ -125,30 +130,85 @@ mod tests {
         c
     }
 
+    /// (name, namespace annotations, policy default, nodes that pass)
+    type Case = (
+        &'static str,
+        &'static [(&'static str, &'static str)],
+        &'static str,
+        Vec<&'static str>,
+    );
+
     #[test]
     fn table() {
-        let cases: Vec<(&str, &[(&str, &str)], &str, Vec<&str>)> = vec![
-            ("no annotation, no default", &[], "", vec!["infra", "app", "bare"]),
-            ("no annotation: default applies", &[], "region=infra", vec!["infra"]),
-            ("openshift annotation", &[(OPENSHIFT_ANNOTATION, "region=primary")], "region=infra", vec!["app"]),
-            ("kubernetes annotation", &[(KUBERNETES_ANNOTATION, "env=prod")], "", vec!["app"]),
+        let cases: Vec<Case> = vec![
+            (
+                "no annotation, no default",
+                &[],
+                "",
+                vec!["infra", "app", "bare"],
+            ),
+            (
+                "no annotation: default applies",
+                &[],
+                "region=infra",
+                vec!["infra"],
+            ),
+            (
+                "openshift annotation",
+                &[(OPENSHIFT_ANNOTATION, "region=primary")],
+                "region=infra",
+                vec!["app"],
+            ),
+            (
+                "kubernetes annotation",
+                &[(KUBERNETES_ANNOTATION, "env=prod")],
+                "",
+                vec!["app"],
+            ),
             (
                 "openshift annotation wins over kubernetes one",
-                &[(OPENSHIFT_ANNOTATION, "region=infra"), (KUBERNETES_ANNOTATION, "env=prod")],
+                &[
+                    (OPENSHIFT_ANNOTATION, "region=infra"),
+                    (KUBERNETES_ANNOTATION, "env=prod"),
+                ],
                 "",
                 vec!["infra"],
             ),
-            ("empty annotation lifts the default", &[(OPENSHIFT_ANNOTATION, "")], "region=infra", vec!["infra", "app", "bare"]),
-            ("several pairs are ANDed", &[(OPENSHIFT_ANNOTATION, "region=primary, env=prod")], "", vec!["app"]),
-            ("a value no node has", &[(OPENSHIFT_ANNOTATION, "region=nowhere")], "", vec![]),
-            ("a key no node has", &[(OPENSHIFT_ANNOTATION, "unknown-key=x")], "", vec![]),
+            (
+                "empty annotation lifts the default",
+                &[(OPENSHIFT_ANNOTATION, "")],
+                "region=infra",
+                vec!["infra", "app", "bare"],
+            ),
+            (
+                "several pairs are ANDed",
+                &[(OPENSHIFT_ANNOTATION, "region=primary, env=prod")],
+                "",
+                vec!["app"],
+            ),
+            (
+                "a value no node has",
+                &[(OPENSHIFT_ANNOTATION, "region=nowhere")],
+                "",
+                vec![],
+            ),
+            (
+                "a key no node has",
+                &[(OPENSHIFT_ANNOTATION, "unknown-key=x")],
+                "",
+                vec![],
+            ),
         ];
         for (name, ann, default, want) in cases {
             let mut c = with_ns(ann);
             let rule = MatchNamespaceNodeSelector::new(default).unwrap();
             let got = run_filter(&rule, &mut c, pod("p").ns("team").build());
             assert_eq!(passing(&got), want, "{name}");
-            assert!(got.iter().all(|(_, r)| r.is_empty() || r == &vec![REASON.to_string()]), "{name}");
+            assert!(
+                got.iter()
+                    .all(|(_, r)| r.is_empty() || r == &vec![REASON.to_string()]),
+                "{name}"
+            );
         }
     }
 
@@ -158,7 +218,15 @@ mod tests {
         assert!(parse_node_selector("a=b=c").is_err());
         assert_eq!(parse_node_selector(" a=b , c=d ").unwrap().len(), 2);
         let mut c = with_ns(&[(OPENSHIFT_ANNOTATION, "oops")]);
-        let got = run_filter(&MatchNamespaceNodeSelector::new("").unwrap(), &mut c, pod("p").ns("team").build());
-        assert!(got[0].1[0].contains("namespace team: invalid node selector item"), "{:?}", got[0].1);
+        let got = run_filter(
+            &MatchNamespaceNodeSelector::new("").unwrap(),
+            &mut c,
+            pod("p").ns("team").build(),
+        );
+        assert!(
+            got[0].1[0].contains("namespace team: invalid node selector item"),
+            "{:?}",
+            got[0].1
+        );
     }
 }

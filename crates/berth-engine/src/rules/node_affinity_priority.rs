@@ -67,11 +67,20 @@ mod tests {
                     .build(),
                 vec![100, 25, 0],
             ),
-            ("matches nothing", pod("p").prefer_node(5, node_term(vec![req("zone", In, &["z9"])])).build(), vec![0, 0, 0]),
+            (
+                "matches nothing",
+                pod("p")
+                    .prefer_node(5, node_term(vec![req("zone", In, &["z9"])]))
+                    .build(),
+                vec![0, 0, 0],
+            ),
         ];
         for (name, p, want) in cases {
             let mut cl = cluster(nodes(), vec![]);
-            let got: Vec<i64> = run_score(&NodeAffinityPriority, &mut cl, p).into_iter().map(|(_, s)| s).collect();
+            let got: Vec<i64> = run_score(&NodeAffinityPriority, &mut cl, p)
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect();
             assert_eq!(got, want, "{name}");
         }
     }

@@ -51,18 +51,37 @@ mod tests {
     fn table() {
         let cases = vec![
             ("ready", node("n").build(), vec![]),
-            ("not ready", node("n").conditions(|c| c.ready = Some(false)).build(), vec![REASON_NOT_READY]),
-            ("no Ready condition", node("n").conditions(|c| c.ready = None).build(), vec![REASON_NOT_READY]),
-            ("out of disk", node("n").conditions(|c| c.out_of_disk = true).build(), vec![REASON_OUT_OF_DISK]),
+            (
+                "not ready",
+                node("n").conditions(|c| c.ready = Some(false)).build(),
+                vec![REASON_NOT_READY],
+            ),
+            (
+                "no Ready condition",
+                node("n").conditions(|c| c.ready = None).build(),
+                vec![REASON_NOT_READY],
+            ),
+            (
+                "out of disk",
+                node("n").conditions(|c| c.out_of_disk = true).build(),
+                vec![REASON_OUT_OF_DISK],
+            ),
             (
                 "network unavailable and cordoned: every reason",
-                node("n").conditions(|c| c.network_unavailable = true).unschedulable().build(),
+                node("n")
+                    .conditions(|c| c.network_unavailable = true)
+                    .unschedulable()
+                    .build(),
                 vec![REASON_NETWORK_UNAVAILABLE, REASON_UNSCHEDULABLE],
             ),
         ];
         for (name, n, want) in cases {
             let mut cl = cluster(vec![n], vec![]);
-            assert_eq!(run_filter(&CheckNodeCondition, &mut cl, pod("p").build())[0].1, want, "{name}");
+            assert_eq!(
+                run_filter(&CheckNodeCondition, &mut cl, pod("p").build())[0].1,
+                want,
+                "{name}"
+            );
         }
     }
 }

@@ -51,8 +51,16 @@ mod tests {
     fn table() {
         let cases = vec![
             ("no node name", pod("p").build(), vec!["a", "b"]),
-            ("names node b", pod("p").with(|p| p.node_name = Some("b".into())).build(), vec!["b"]),
-            ("names a missing node", pod("p").with(|p| p.node_name = Some("z".into())).build(), vec![]),
+            (
+                "names node b",
+                pod("p").with(|p| p.node_name = Some("b".into())).build(),
+                vec!["b"],
+            ),
+            (
+                "names a missing node",
+                pod("p").with(|p| p.node_name = Some("z".into())).build(),
+                vec![],
+            ),
         ];
         for (name, p, want) in cases {
             let mut cl = cluster(vec![node("a").build(), node("b").build()], vec![]);

@@ -70,9 +70,27 @@ mod tests {
     fn table() {
         let mem = || node("n").conditions(|c| c.memory_pressure = true).build();
         let cases = vec![
-            ("memory: best-effort pod refused", NodePressure::memory(), mem(), pod("p").build(), vec![REASON_MEMORY]),
-            ("memory: burstable pod admitted", NodePressure::memory(), mem(), pod("p").req(100, 0).build(), vec![]),
-            ("memory: no pressure", NodePressure::memory(), node("n").build(), pod("p").build(), vec![]),
+            (
+                "memory: best-effort pod refused",
+                NodePressure::memory(),
+                mem(),
+                pod("p").build(),
+                vec![REASON_MEMORY],
+            ),
+            (
+                "memory: burstable pod admitted",
+                NodePressure::memory(),
+                mem(),
+                pod("p").req(100, 0).build(),
+                vec![],
+            ),
+            (
+                "memory: no pressure",
+                NodePressure::memory(),
+                node("n").build(),
+                pod("p").build(),
+                vec![],
+            ),
             (
                 "disk: any pod refused",
                 NodePressure::disk(),
@@ -87,7 +105,13 @@ mod tests {
                 pod("p").build(),
                 vec![REASON_PID],
             ),
-            ("disk rule ignores memory pressure", NodePressure::disk(), mem(), pod("p").build(), vec![]),
+            (
+                "disk rule ignores memory pressure",
+                NodePressure::disk(),
+                mem(),
+                pod("p").build(),
+                vec![],
+            ),
         ];
         for (name, rule, n, p, want) in cases {
             let mut cl = cluster(vec![n], vec![]);

@@ -23,9 +23,9 @@ impl NodeCheck for SelectorCheck<'_> {
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let ok = self.selector.matches(&node.labels)
-            && self
-                .required
-                .is_none_or(|terms| any_term_matches(terms, &node.labels, node.name(), self.interner));
+            && self.required.is_none_or(|terms| {
+                any_term_matches(terms, &node.labels, node.name(), self.interner)
+            });
         if !ok {
             reasons.push(REASON.into());
         }
@@ -66,7 +66,11 @@ mod tests {
 
     fn nodes() -> Vec<crate::model::Node> {
         vec![
-            node("a").label("zone", "z1").label("disk", "ssd").label("cores", "8").build(),
+            node("a")
+                .label("zone", "z1")
+                .label("disk", "ssd")
+                .label("cores", "8")
+                .build(),
             node("b").label("zone", "z2").build(),
             node("c").build(),
         ]
@@ -80,37 +84,103 @@ mod tests {
         };
         let cases: Vec<(&str, crate::model::Pod, Vec<&str>)> = vec![
             ("nothing asked", pod("p").build(), vec!["a", "b", "c"]),
-            ("node selector", pod("p").node_selector("zone", "z1").build(), vec!["a"]),
-            ("node selector on a missing label", pod("p").node_selector("gpu", "yes").build(), vec![]),
+            (
+                "node selector",
+                pod("p").node_selector("zone", "z1").build(),
+                vec!["a"],
+            ),
+            (
+                "node selector on a missing label",
+                pod("p").node_selector("gpu", "yes").build(),
+                vec![],
+            ),
             (
                 "selector and affinity both apply",
-                pod("p").node_selector("zone", "z1").node_affinity(vec![node_term(vec![req("disk", In, &["hdd"])])]).build(),
+                pod("p")
+                    .node_selector("zone", "z1")
+                    .node_affinity(vec![node_term(vec![req("disk", In, &["hdd"])])])
+                    .build(),
                 vec![],
             ),
             (
                 "terms are ORed",
-                pod("p").node_affinity(vec![node_term(vec![req("zone", In, &["z1"])]), node_term(vec![req("zone", In, &["z2"])])]).build(),
+                pod("p")
+                    .node_affinity(vec![
+                        node_term(vec![req("zone", In, &["z1"])]),
+                        node_term(vec![req("zone", In, &["z2"])]),
+                    ])
+                    .build(),
                 vec!["a", "b"],
             ),
             (
                 "expressions within a term are ANDed",
-                pod("p").node_affinity(vec![node_term(vec![req("zone", In, &["z1", "z2"]), req("disk", Exists, &[])])]).build(),
+                pod("p")
+                    .node_affinity(vec![node_term(vec![
+                        req("zone", In, &["z1", "z2"]),
+                        req("disk", Exists, &[]),
+                    ])])
+                    .build(),
                 vec!["a"],
             ),
-            ("NotIn matches nodes without the label", pod("p").node_affinity(vec![node_term(vec![req("zone", NotIn, &["z1"])])]).build(), vec!["b", "c"]),
-            ("DoesNotExist", pod("p").node_affinity(vec![node_term(vec![req("zone", DoesNotExist, &[])])]).build(), vec!["c"]),
-            ("Gt compares integers", pod("p").node_affinity(vec![node_term(vec![req("cores", Gt, &["4"])])]).build(), vec!["a"]),
-            ("Lt compares integers", pod("p").node_affinity(vec![node_term(vec![req("cores", Lt, &["4"])])]).build(), vec![]),
-            ("Gt with a non-integer bound matches nothing", pod("p").node_affinity(vec![node_term(vec![req("cores", Gt, &["x"])])]).build(), vec![]),
-            ("matchFields on metadata.name", pod("p").node_affinity(vec![by_name]).build(), vec!["b"]),
-            ("an empty term matches nothing", pod("p").node_affinity(vec![node_term(vec![])]).build(), vec![]),
-            ("no terms at all match nothing", pod("p").node_affinity(vec![]).build(), vec![]),
+            (
+                "NotIn matches nodes without the label",
+                pod("p")
+                    .node_affinity(vec![node_term(vec![req("zone", NotIn, &["z1"])])])
+                    .build(),
+                vec!["b", "c"],
+            ),
+            (
+                "DoesNotExist",
+                pod("p")
+                    .node_affinity(vec![node_term(vec![req("zone", DoesNotExist, &[])])])
+                    .build(),
+                vec!["c"],
+            ),
+            (
+                "Gt compares integers",
+                pod("p")
+                    .node_affinity(vec![node_term(vec![req("cores", Gt, &["4"])])])
+                    .build(),
+                vec!["a"],
+            ),
+            (
+                "Lt compares integers",
+                pod("p")
+                    .node_affinity(vec![node_term(vec![req("cores", Lt, &["4"])])])
+                    .build(),
+                vec![],
+            ),
+            (
+                "Gt with a non-integer bound matches nothing",
+                pod("p")
+                    .node_affinity(vec![node_term(vec![req("cores", Gt, &["x"])])])
+                    .build(),
+                vec![],
+            ),
+            (
+                "matchFields on metadata.name",
+                pod("p").node_affinity(vec![by_name]).build(),
+                vec!["b"],
+            ),
+            (
+                "an empty term matches nothing",
+                pod("p").node_affinity(vec![node_term(vec![])]).build(),
+                vec![],
+            ),
+            (
+                "no terms at all match nothing",
+                pod("p").node_affinity(vec![]).build(),
+                vec![],
+            ),
         ];
         for (name, p, want) in cases {
             let mut cl = cluster(nodes(), vec![]);
             let got = run_filter(&MatchNodeSelector, &mut cl, p);
             assert_eq!(passing(&got), want, "{name}");
-            assert!(got.iter().all(|(_, r)| r.is_empty() || r == &vec![REASON.to_string()]));
+            assert!(
+                got.iter()
+                    .all(|(_, r)| r.is_empty() || r == &vec![REASON.to_string()])
+            );
         }
     }
 }

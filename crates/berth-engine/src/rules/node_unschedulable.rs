@@ -50,13 +50,28 @@ mod tests {
     #[test]
     fn table() {
         let cases = vec![
-            ("schedulable node", node("n").build(), pod("p").build(), vec![]),
-            ("cordoned node", node("n").unschedulable().build(), pod("p").build(), vec![REASON]),
+            (
+                "schedulable node",
+                node("n").build(),
+                pod("p").build(),
+                vec![],
+            ),
+            (
+                "cordoned node",
+                node("n").unschedulable().build(),
+                pod("p").build(),
+                vec![REASON],
+            ),
             (
                 "pod tolerates the unschedulable taint",
                 node("n").unschedulable().build(),
                 pod("p")
-                    .tolerate(UNSCHEDULABLE_TAINT_KEY, Exists, "", Some(TaintEffect::NoSchedule))
+                    .tolerate(
+                        UNSCHEDULABLE_TAINT_KEY,
+                        Exists,
+                        "",
+                        Some(TaintEffect::NoSchedule),
+                    )
                     .build(),
                 vec![],
             ),
@@ -64,7 +79,12 @@ mod tests {
                 "toleration of another effect does not help",
                 node("n").unschedulable().build(),
                 pod("p")
-                    .tolerate(UNSCHEDULABLE_TAINT_KEY, Exists, "", Some(TaintEffect::NoExecute))
+                    .tolerate(
+                        UNSCHEDULABLE_TAINT_KEY,
+                        Exists,
+                        "",
+                        Some(TaintEffect::NoExecute),
+                    )
                     .build(),
                 vec![REASON],
             ),
@@ -77,13 +97,19 @@ mod tests {
             (
                 "equal toleration with a value does not match the empty taint value",
                 node("n").unschedulable().build(),
-                pod("p").tolerate(UNSCHEDULABLE_TAINT_KEY, Equal, "x", None).build(),
+                pod("p")
+                    .tolerate(UNSCHEDULABLE_TAINT_KEY, Equal, "x", None)
+                    .build(),
                 vec![REASON],
             ),
         ];
         for (name, n, p, want) in cases {
             let mut cl = cluster(vec![n], vec![]);
-            assert_eq!(run_filter(&NodeUnschedulable, &mut cl, p)[0].1, want, "{name}");
+            assert_eq!(
+                run_filter(&NodeUnschedulable, &mut cl, p)[0].1,
+                want,
+                "{name}"
+            );
         }
     }
 }

@@ -54,27 +54,88 @@ mod tests {
     #[test]
     fn table() {
         let cases = vec![
-            ("/30 has 1 usable address, free", "10.0.0.0/30", running(0, false), pod("p").build(), true),
-            ("/30 full after one pod", "10.0.0.0/30", running(1, false), pod("p").build(), false),
-            ("/29 has 5", "10.0.0.0/29", running(4, false), pod("p").build(), true),
-            ("/29 full at 5", "10.0.0.0/29", running(5, false), pod("p").build(), false),
-            ("hostNetwork pods use no address", "10.0.0.0/30", running(3, true), pod("p").build(), true),
-            ("a hostNetwork pod fits a full node", "10.0.0.0/30", running(1, false), pod("p").host_network().build(), true),
-            ("/32 has no usable address", "10.0.0.1/32", running(0, false), pod("p").build(), false),
-            ("IPv6 /64 is effectively unlimited", "fd00::/64", running(5, false), pod("p").build(), true),
-            ("IPv6 /126 has 1", "fd00::/126", running(1, false), pod("p").build(), false),
+            (
+                "/30 has 1 usable address, free",
+                "10.0.0.0/30",
+                running(0, false),
+                pod("p").build(),
+                true,
+            ),
+            (
+                "/30 full after one pod",
+                "10.0.0.0/30",
+                running(1, false),
+                pod("p").build(),
+                false,
+            ),
+            (
+                "/29 has 5",
+                "10.0.0.0/29",
+                running(4, false),
+                pod("p").build(),
+                true,
+            ),
+            (
+                "/29 full at 5",
+                "10.0.0.0/29",
+                running(5, false),
+                pod("p").build(),
+                false,
+            ),
+            (
+                "hostNetwork pods use no address",
+                "10.0.0.0/30",
+                running(3, true),
+                pod("p").build(),
+                true,
+            ),
+            (
+                "a hostNetwork pod fits a full node",
+                "10.0.0.0/30",
+                running(1, false),
+                pod("p").host_network().build(),
+                true,
+            ),
+            (
+                "/32 has no usable address",
+                "10.0.0.1/32",
+                running(0, false),
+                pod("p").build(),
+                false,
+            ),
+            (
+                "IPv6 /64 is effectively unlimited",
+                "fd00::/64",
+                running(5, false),
+                pod("p").build(),
+                true,
+            ),
+            (
+                "IPv6 /126 has 1",
+                "fd00::/126",
+                running(1, false),
+                pod("p").build(),
+                false,
+            ),
         ];
         for (name, cidr, r, p, fits) in cases {
             let mut cl = cluster(vec![node("n").cidr(cidr).build()], r);
             let want: Vec<String> = if fits { vec![] } else { vec![REASON.into()] };
-            assert_eq!(run_filter(&CheckPodCidrCapacity, &mut cl, p)[0].1, want, "{name}");
+            assert_eq!(
+                run_filter(&CheckPodCidrCapacity, &mut cl, p)[0].1,
+                want,
+                "{name}"
+            );
         }
     }
 
     #[test]
     fn dual_stack_adds_up_and_no_cidr_is_unlimited() {
         let mut cl = cluster(
-            vec![node("n").cidr("10.0.0.0/30").cidr("fd00::/126").build(), node("m").build()],
+            vec![
+                node("n").cidr("10.0.0.0/30").cidr("fd00::/126").build(),
+                node("m").build(),
+            ],
             running(1, false),
         );
         let got = run_filter(&CheckPodCidrCapacity, &mut cl, pod("p").build());
@@ -84,7 +145,12 @@ mod tests {
     #[test]
     fn bad_cidr_is_an_error() {
         let mut cl = crate::Cluster::new();
-        let err = cl.add_node(node("n").cidr("10.0.0.0/33").build()).unwrap_err();
-        assert!(err.to_string().contains("invalid CIDR \"10.0.0.0/33\""), "{err}");
+        let err = cl
+            .add_node(node("n").cidr("10.0.0.0/33").build())
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("invalid CIDR \"10.0.0.0/33\""),
+            "{err}"
+        );
     }
 }

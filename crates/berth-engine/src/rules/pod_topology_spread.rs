@@ -1,6 +1,839 @@
-//! PLACEHOLDER: replaced by the helper that owns this rule.
-use crate::framework::{CycleContext, FilterPrep, FilterRule, ScorePrep, ScoreRule};
+//! EvenPodsSpread and EvenPodsSpreadPriority (v1.22 PodTopologySpread filter and score) over
+//! the pod's own `spec.topologySpreadConstraints`.
+//!
+//! No cluster-level default constraints apply: v1.22's legacy registry configures the plugin
+//! with `DefaultingType: List` and no constraints for EvenPodsSpreadPriority when the
+//! DefaultPodTopologySpread gate is on, and the gate-off defaulting (the reference setup) is
+//! `List` as well, so a pod without constraints is never spread by this rule.
+//!
+//! Counting follows upstream: only pods in the pod's namespace that are not terminating and
+//! match the constraint's selector count, and only on nodes that match the pod's node selector
+//! and required node affinity and carry every constraint's topology key. Matching pods are
+//! found through the cluster's label index.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::cluster::{Cluster, NamespaceFilter, NodeId, NodeInfo};
+use crate::framework::{
+    CycleContext, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore, Reason, ScorePrep,
+    ScoreRule,
+};
+use crate::labels::Sym;
+use crate::model::WhenUnsatisfiable;
+use crate::podinfo::{PodInfo, SpreadConstraint, any_term_matches};
+
+/// Placing the pod on the node would exceed a constraint's maximum skew.
+pub const REASON: &str = "node(s) didn't match pod topology spread constraints";
+/// The node lacks a constraint's topology key.
+pub const REASON_MISSING_LABEL: &str =
+    "node(s) didn't match pod topology spread constraints (missing required label)";
+
+/// The filter (DoNotSchedule constraints).
 pub struct EvenPodsSpread;
-impl FilterRule for EvenPodsSpread { fn prepare<'a>(&'a self, _: CycleContext<'a>) -> FilterPrep<'a> { todo!("placeholder") } }
+
+/// The score (ScheduleAnyway constraints).
 pub struct EvenPodsSpreadPriority;
-impl ScoreRule for EvenPodsSpreadPriority { fn prepare<'a>(&'a self, _: CycleContext<'a>) -> ScorePrep<'a> { todo!("placeholder") } }
+
+/// The pod's constraints of one kind.
+fn constraints(pod: &PodInfo, kind: WhenUnsatisfiable) -> Vec<&SpreadConstraint> {
+    pod.spread_constraints
+        .iter()
+        .filter(|c| c.when_unsatisfiable == kind)
+        .collect()
+}
+
+/// Whether a node's pods count for spreading: it passes the pod's node selector and required
+/// node affinity, and carries every constraint's key.
+fn counts_for_spreading(
+    cluster: &Cluster,
+    pod: &PodInfo,
+    constraints: &[&SpreadConstraint],
+    node: &NodeInfo,
+) -> bool {
+    constraints.iter().all(|c| node.labels.has(c.topology_key))
+        && pod.node_selector.matches(&node.labels)
+        && pod.node_required.as_deref().is_none_or(|terms| {
+            any_term_matches(terms, &node.labels, node.name(), &cluster.interner)
+        })
+}
+
+/// For every node slot, whether its pods count for spreading.
+fn counting_nodes(
+    cluster: &Cluster,
+    pod: &PodInfo,
+    constraints: &[&SpreadConstraint],
+) -> Vec<bool> {
+    let mut counting = vec![false; cluster.node_slots()];
+    for id in cluster.node_order() {
+        counting[id.0 as usize] =
+            counts_for_spreading(cluster, pod, constraints, cluster.node(*id));
+    }
+    counting
+}
+
+/// The nodes of the running pods a constraint counts (one entry per pod): same namespace as
+/// the pod, not terminating, matched by the selector (none when there is no selector).
+fn counted_pods(cluster: &Cluster, pod: &PodInfo, c: &SpreadConstraint) -> Vec<NodeId> {
+    let Some(selector) = &c.selector else {
+        return Vec::new();
+    };
+    let namespace = NamespaceFilter::only(pod.namespace);
+    cluster
+        .matching_pods(&namespace, selector)
+        .filter_map(|id| {
+            let p = cluster.pod(id);
+            if p.terminating() { None } else { p.node }
+        })
+        .collect()
+}
+
+/// Matching pods per value of the constraint's key, over the counting nodes; every value of a
+/// counting node is present, possibly with 0.
+fn domain_counts(
+    cluster: &Cluster,
+    pod: &PodInfo,
+    c: &SpreadConstraint,
+    counting: &[bool],
+) -> HashMap<Sym, i64> {
+    let mut counts = HashMap::new();
+    for id in cluster.node_order() {
+        if counting[id.0 as usize]
+            && let Some(v) = cluster.node(*id).labels.get(c.topology_key)
+        {
+            counts.insert(v, 0);
+        }
+    }
+    for n in counted_pods(cluster, pod, c) {
+        if counting[n.0 as usize]
+            && let Some(v) = cluster.node(n).labels.get(c.topology_key)
+        {
+            *counts.entry(v).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// One DoNotSchedule constraint, prepared.
+struct FilterConstraint<'a> {
+    constraint: &'a SpreadConstraint,
+    /// Matching pods per domain of the counting nodes.
+    counts: HashMap<Sym, i64>,
+    /// The smallest count over those domains; upstream's MaxInt32 when there is none, which
+    /// lets every node with the key pass.
+    global_min: i64,
+    /// 1 if the pod matches the selector itself (placing it adds to the domain), else 0.
+    self_match: i64,
+}
+
+struct FilterCheck<'a> {
+    constraints: Vec<FilterConstraint<'a>>,
+}
+
+impl NodeCheck for FilterCheck<'_> {
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        for fc in &self.constraints {
+            let c = fc.constraint;
+            let Some(value) = node.labels.get(c.topology_key) else {
+                reasons.push(REASON_MISSING_LABEL.into());
+                return false;
+            };
+            let matching = fc.counts.get(&value).copied().unwrap_or(0);
+            if matching + fc.self_match - fc.global_min > i64::from(c.max_skew) {
+                reasons.push(REASON.into());
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl FilterRule for EvenPodsSpread {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
+        let (cluster, pod) = (ctx.cluster, ctx.pod);
+        let hard = constraints(pod, WhenUnsatisfiable::DoNotSchedule);
+        if hard.is_empty() {
+            return FilterPrep::Skip;
+        }
+        let counting = counting_nodes(cluster, pod, &hard);
+        let constraints = hard
+            .iter()
+            .map(|c| {
+                let counts = domain_counts(cluster, pod, c, &counting);
+                let global_min = counts
+                    .values()
+                    .copied()
+                    .min()
+                    .unwrap_or(i64::from(i32::MAX));
+                let self_match = c.selector.as_ref().is_some_and(|s| s.matches(&pod.labels));
+                FilterConstraint {
+                    constraint: c,
+                    counts,
+                    global_min,
+                    self_match: i64::from(self_match),
+                }
+            })
+            .collect();
+        FilterPrep::Check(Box::new(FilterCheck { constraints }))
+    }
+}
+
+/// Matching pods of one ScheduleAnyway constraint.
+enum Counts {
+    /// `kubernetes.io/hostname`: upstream counts the scored node's own pods, per node.
+    PerNode(Vec<i64>),
+    /// Other keys: per value, over the counting nodes.
+    PerDomain(HashMap<Sym, i64>),
+}
+
+struct SpreadScore<'a> {
+    cluster: &'a Cluster,
+    constraints: Vec<(&'a SpreadConstraint, Counts)>,
+    hostname: Sym,
+}
+
+impl NodeScore for SpreadScore<'_> {
+    /// The raw score weights each constraint by the number of its domains among the feasible
+    /// nodes, which only [`NodeScore::normalize`] sees; it is computed there.
+    fn score(&self, _node: &NodeInfo) -> i64 {
+        0
+    }
+
+    /// Upstream's Score and NormalizeScore over the feasible nodes. Nodes lacking a key are
+    /// ignored and score 0. A constraint's weight is ln(domains + 2), the domains being the
+    /// distinct values among the other feasible nodes (for the hostname key, their number);
+    /// raw = Σ count·weight + (maxSkew - 1), truncated (v1.22; rounding came in 1.24); then
+    /// 100·(max + min - raw)/max, or 100 for every node when max is 0.
+    fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
+        let infos: Vec<&NodeInfo> = nodes.iter().map(|id| self.cluster.node(*id)).collect();
+        let ignored: Vec<bool> = infos
+            .iter()
+            .map(|n| {
+                self.constraints
+                    .iter()
+                    .any(|(c, _)| !n.labels.has(c.topology_key))
+            })
+            .collect();
+        let scored = ignored.iter().filter(|i| !**i).count();
+        let weights: Vec<f64> = self
+            .constraints
+            .iter()
+            .map(|(c, _)| {
+                let size = if c.topology_key == self.hostname {
+                    scored
+                } else {
+                    infos
+                        .iter()
+                        .zip(&ignored)
+                        .filter(|(_, i)| !**i)
+                        .filter_map(|(n, _)| n.labels.get(c.topology_key))
+                        .collect::<HashSet<Sym>>()
+                        .len()
+                };
+                ((size + 2) as f64).ln()
+            })
+            .collect();
+        for (k, (id, node)) in nodes.iter().zip(&infos).enumerate() {
+            if ignored[k] {
+                continue;
+            }
+            let mut raw = 0f64;
+            for ((c, counts), w) in self.constraints.iter().zip(&weights) {
+                let count = match counts {
+                    Counts::PerNode(per_node) => per_node[id.0 as usize],
+                    Counts::PerDomain(per_domain) => node
+                        .labels
+                        .get(c.topology_key)
+                        .and_then(|v| per_domain.get(&v).copied())
+                        .unwrap_or(0),
+                };
+                raw += count as f64 * w + f64::from(c.max_skew - 1);
+            }
+            scores[k] = raw as i64;
+        }
+        let kept = || {
+            scores
+                .iter()
+                .zip(&ignored)
+                .filter(|(_, i)| !**i)
+                .map(|(s, _)| *s)
+        };
+        let min = kept().min().unwrap_or(i64::MAX);
+        let max = kept().max().unwrap_or(0).max(0);
+        for (s, ignored) in scores.iter_mut().zip(&ignored) {
+            *s = if *ignored {
+                0
+            } else if max == 0 {
+                MAX_NODE_SCORE
+            } else {
+                MAX_NODE_SCORE * (max + min - *s) / max
+            };
+        }
+    }
+}
+
+impl ScoreRule for EvenPodsSpreadPriority {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
+        let (cluster, pod) = (ctx.cluster, ctx.pod);
+        let soft = constraints(pod, WhenUnsatisfiable::ScheduleAnyway);
+        if soft.is_empty() {
+            // v1.22 still scores such a pod: Score gives every node 0 and NormalizeScore turns
+            // an all-zero maximum into MaxNodeScore, so every node gets 100. (Later releases
+            // skip the plugin instead.) The constant changes no decision.
+            return ScorePrep::Constant(MAX_NODE_SCORE);
+        }
+        let hostname = cluster.keys.hostname;
+        // Hostname constraints count per node without the scope check; skip the O(nodes)
+        // scope pass when they are all there is.
+        let counting = if soft.iter().all(|c| c.topology_key == hostname) {
+            Vec::new()
+        } else {
+            counting_nodes(cluster, pod, &soft)
+        };
+        let constraints = soft
+            .into_iter()
+            .map(|c| {
+                let counts = if c.topology_key == hostname {
+                    let mut per_node = vec![0; cluster.node_slots()];
+                    for n in counted_pods(cluster, pod, c) {
+                        per_node[n.0 as usize] += 1;
+                    }
+                    Counts::PerNode(per_node)
+                } else {
+                    Counts::PerDomain(domain_counts(cluster, pod, c, &counting))
+                };
+                (c, counts)
+            })
+            .collect();
+        ScorePrep::PerNode(Box::new(SpreadScore {
+            cluster,
+            constraints,
+            hostname,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labels::Operator::In;
+    use crate::model::{Node, Pod, WhenUnsatisfiable::*};
+    use crate::testkit::*;
+
+    /// Name, nodes, running pods, the pod, each node's reason ("" passes).
+    type FilterCase = (&'static str, Vec<Node>, Vec<Pod>, Pod, Vec<&'static str>);
+    /// Name, nodes, how many lead the feasible list, running pods, the pod, scores.
+    type ScoreCase = (&'static str, Vec<Node>, usize, Vec<Pod>, Pod, Vec<i64>);
+
+    const SKEW: &str = REASON;
+    const MISSING: &str = REASON_MISSING_LABEL;
+
+    /// A node with a zone and a `node` label, as upstream's tests build them.
+    fn zn(name: &str, zone: &str) -> Node {
+        node(name).label("zone", zone).label("node", name).build()
+    }
+
+    fn four_nodes() -> Vec<Node> {
+        vec![
+            zn("node-a", "zone1"),
+            zn("node-b", "zone1"),
+            zn("node-x", "zone2"),
+            zn("node-y", "zone2"),
+        ]
+    }
+
+    /// A pod labelled `foo` on a node.
+    fn foo_on(name: &str, node: &str) -> Pod {
+        pod(name).label("foo", "").on(node).build()
+    }
+
+    /// Matching pods spread as 2/1/0/3 over node-a, node-b, node-x, node-y.
+    fn spread_2_1_0_3() -> Vec<Pod> {
+        vec![
+            foo_on("p-a1", "node-a"),
+            foo_on("p-a2", "node-a"),
+            foo_on("p-b1", "node-b"),
+            foo_on("p-y1", "node-y"),
+            foo_on("p-y2", "node-y"),
+            foo_on("p-y3", "node-y"),
+        ]
+    }
+
+    fn hard(p: PodBuilder, max_skew: i32, key: &str) -> PodBuilder {
+        p.spread(max_skew, key, DoNotSchedule, Some(exists(&["foo"])))
+    }
+
+    fn filter(nodes: Vec<Node>, pods: Vec<Pod>, incoming: Pod) -> Vec<String> {
+        let mut cl = cluster(nodes, pods);
+        run_filter(&EvenPodsSpread, &mut cl, incoming)
+            .into_iter()
+            .map(|(_, r)| {
+                assert!(r.len() <= 1, "one reason at most: {r:?}");
+                r.into_iter().next().unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// Upstream's TestSingleConstraint and TestMultipleConstraints, restated (node order
+    /// node-a, node-b, node-x, node-y unless stated).
+    #[test]
+    fn filter_table() {
+        let p = || pod("p").label("foo", "");
+        let cases: Vec<FilterCase> = vec![
+            (
+                "no constraints",
+                four_nodes(),
+                spread_2_1_0_3(),
+                pod("p").build(),
+                vec!["", "", "", ""],
+            ),
+            (
+                "no existing pods",
+                four_nodes(),
+                vec![],
+                hard(p(), 1, "zone").build(),
+                vec!["", "", "", ""],
+            ),
+            (
+                "no existing pods, the pod does not match itself",
+                four_nodes(),
+                vec![],
+                p().spread(1, "zone", DoNotSchedule, Some(exists(&["bar"])))
+                    .build(),
+                vec!["", "", "", ""],
+            ),
+            (
+                "pods of other namespaces do not count",
+                four_nodes(),
+                vec![
+                    pod("p-a1").ns("ns1").label("foo", "").on("node-a").build(),
+                    pod("p-b1").ns("ns2").label("foo", "").on("node-a").build(),
+                    foo_on("p-x1", "node-x"),
+                    foo_on("p-y1", "node-y"),
+                ],
+                hard(p(), 1, "zone").build(),
+                vec!["", "", SKEW, SKEW],
+            ),
+            (
+                "zones 3/3: all fit",
+                four_nodes(),
+                spread_2_1_0_3(),
+                hard(p(), 1, "zone").build(),
+                vec!["", "", "", ""],
+            ),
+            (
+                "zones 1/2 because node-b lacks the zone label",
+                vec![
+                    zn("node-a", "zone1"),
+                    node("node-b")
+                        .label("zon", "zone1")
+                        .label("node", "node-b")
+                        .build(),
+                    zn("node-x", "zone2"),
+                    zn("node-y", "zone2"),
+                ],
+                vec![
+                    foo_on("p-a1", "node-a"),
+                    foo_on("p-b1", "node-b"),
+                    foo_on("p-x1", "node-x"),
+                    foo_on("p-y1", "node-y"),
+                ],
+                hard(p(), 1, "zone").build(),
+                vec!["", MISSING, SKEW, SKEW],
+            ),
+            (
+                "no node has the key",
+                vec![zn("node-a", "zone1"), zn("node-x", "zone2")],
+                vec![],
+                hard(p(), 1, "rack").build(),
+                vec![MISSING, MISSING],
+            ),
+            (
+                "nodes 2/1/0/3: only node-x fits",
+                four_nodes(),
+                spread_2_1_0_3(),
+                hard(p(), 1, "node").build(),
+                vec![SKEW, SKEW, "", SKEW],
+            ),
+            (
+                "nodes 2/1/0/3, maxSkew 2: node-b and node-x fit",
+                four_nodes(),
+                spread_2_1_0_3(),
+                hard(p(), 2, "node").build(),
+                vec![SKEW, "", "", SKEW],
+            ),
+            (
+                "nodes 2/1/0/3, the pod does not match itself",
+                four_nodes(),
+                spread_2_1_0_3(),
+                hard(pod("p").label("bar", ""), 1, "node").build(),
+                vec![SKEW, "", "", SKEW],
+            ),
+            (
+                // Only node-a and node-y count (2/~1~/~0~/3); node-b and node-x are left to
+                // the node affinity filter.
+                "node affinity limits the counted nodes",
+                four_nodes(),
+                spread_2_1_0_3(),
+                hard(p(), 1, "node")
+                    .node_affinity(vec![node_term(vec![req(
+                        "node",
+                        In,
+                        &["node-a", "node-y"],
+                    )])])
+                    .build(),
+                vec!["", "", "", SKEW],
+            ),
+            (
+                "terminating pods do not count",
+                vec![
+                    node("node-a").label("node", "node-a").build(),
+                    node("node-b").label("node", "node-b").build(),
+                ],
+                vec![
+                    pod("p-a")
+                        .label("foo", "")
+                        .on("node-a")
+                        .terminating()
+                        .build(),
+                    foo_on("p-b", "node-b"),
+                ],
+                hard(p(), 1, "node").build(),
+                vec!["", SKEW],
+            ),
+            (
+                "two constraints, zones 3/3 and nodes 2/1/0/3: node-x",
+                four_nodes(),
+                spread_2_1_0_3(),
+                hard(hard(p(), 1, "zone"), 1, "node").build(),
+                vec![SKEW, SKEW, "", SKEW],
+            ),
+            (
+                "two constraints, zones 3/4 and nodes 2/1/0/4: none",
+                four_nodes(),
+                [spread_2_1_0_3(), vec![foo_on("p-y4", "node-y")]].concat(),
+                hard(hard(p(), 1, "zone"), 1, "node").build(),
+                vec![SKEW, SKEW, SKEW, SKEW],
+            ),
+            (
+                "a nil selector counts nothing and the pod does not match it",
+                four_nodes(),
+                spread_2_1_0_3(),
+                p().spread(1, "node", DoNotSchedule, None).build(),
+                vec!["", "", "", ""],
+            ),
+            (
+                "no node counts (node selector matches none): the minimum is unbounded",
+                four_nodes(),
+                spread_2_1_0_3(),
+                hard(p(), 1, "node").node_selector("disk", "ssd").build(),
+                vec!["", "", "", ""],
+            ),
+            (
+                "the first failing constraint decides the reason; node-x lacks the rack key",
+                four_nodes()
+                    .into_iter()
+                    .map(|n| {
+                        let mut n = n;
+                        if n.meta.name != "node-x" {
+                            n.meta.labels.insert("rack".into(), "r1".into());
+                        }
+                        n
+                    })
+                    .collect(),
+                spread_2_1_0_3(),
+                hard(hard(p(), 1, "node"), 1, "rack").build(),
+                vec![SKEW, "", MISSING, SKEW],
+            ),
+            (
+                "when no node has every key nothing counts: only missing labels fail",
+                four_nodes(),
+                spread_2_1_0_3(),
+                hard(hard(p(), 1, "node"), 1, "rack").build(),
+                vec![MISSING, MISSING, MISSING, MISSING],
+            ),
+            (
+                "ScheduleAnyway constraints do not filter",
+                four_nodes(),
+                spread_2_1_0_3(),
+                p().spread(1, "rack", ScheduleAnyway, Some(exists(&["foo"])))
+                    .build(),
+                vec!["", "", "", ""],
+            ),
+        ];
+        for (name, nodes, pods, incoming, want) in cases {
+            assert_eq!(filter(nodes, pods, incoming), want, "{name}");
+        }
+    }
+
+    fn host(name: &str) -> Node {
+        node(name).build()
+    }
+
+    fn soft(p: PodBuilder, max_skew: i32, key: &str, label: &str) -> PodBuilder {
+        p.spread(max_skew, key, ScheduleAnyway, Some(exists(&[label])))
+    }
+
+    /// Scores with `feasible` the first n nodes (the rest failed the filters).
+    fn score(nodes: Vec<Node>, feasible: usize, pods: Vec<Pod>, incoming: Pod) -> Vec<i64> {
+        let mut cl = cluster(nodes, pods);
+        let ids: Vec<NodeId> = cl.node_order()[..feasible].to_vec();
+        run_score_on(&EvenPodsSpreadPriority, &mut cl, incoming, &ids)
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect()
+    }
+
+    fn foo_pods(spec: &[(&str, usize)]) -> Vec<Pod> {
+        spec.iter()
+            .flat_map(|(n, count)| (0..*count).map(move |i| foo_on(&format!("p-{n}-{i}"), n)))
+            .collect()
+    }
+
+    /// Upstream's TestPodTopologySpreadScore, restated. v1.22 truncates the raw score (the
+    /// rounding of PR #107384 came in 1.24), which these expectations pin.
+    #[test]
+    fn score_table() {
+        const H: &str = "kubernetes.io/hostname";
+        let p = || pod("p").label("foo", "");
+        let four = || {
+            vec![
+                host("node-a"),
+                host("node-b"),
+                host("node-c"),
+                host("node-d"),
+            ]
+        };
+        let cases: Vec<ScoreCase> = vec![
+            (
+                "no existing pods",
+                vec![host("node-a"), host("node-b")],
+                2,
+                vec![],
+                soft(p(), 1, H, "foo").build(),
+                vec![100, 100],
+            ),
+            (
+                "only one candidate node",
+                vec![host("node-a"), host("node-b")],
+                1,
+                foo_pods(&[("node-a", 2), ("node-b", 1)]),
+                soft(p(), 1, H, "foo").build(),
+                vec![100],
+            ),
+            (
+                "same number of matching pods everywhere",
+                vec![host("node-a"), host("node-b")],
+                2,
+                foo_pods(&[("node-a", 1), ("node-b", 1)]),
+                soft(p(), 1, H, "foo").build(),
+                vec![100, 100],
+            ),
+            (
+                "nodes 2/1/0/3",
+                four(),
+                4,
+                foo_pods(&[("node-a", 2), ("node-b", 1), ("node-d", 3)]),
+                soft(p(), 1, H, "foo").build(),
+                vec![40, 80, 100, 0],
+            ),
+            (
+                "nodes 2/1/0/3, maxSkew 2",
+                four(),
+                4,
+                foo_pods(&[("node-a", 2), ("node-b", 1), ("node-d", 3)]),
+                soft(p(), 2, H, "foo").build(),
+                vec![50, 83, 100, 16],
+            ),
+            (
+                "nodes 4/3/2/1, maxSkew 3",
+                four(),
+                4,
+                foo_pods(&[("node-a", 4), ("node-b", 3), ("node-c", 2), ("node-d", 1)]),
+                soft(p(), 3, H, "foo").build(),
+                vec![33, 55, 77, 100],
+            ),
+            (
+                "nodes 4/2/1/~3~",
+                vec![
+                    host("node-a"),
+                    host("node-b"),
+                    host("node-x"),
+                    host("node-y"),
+                ],
+                3,
+                foo_pods(&[("node-a", 4), ("node-b", 2), ("node-x", 1), ("node-y", 3)]),
+                soft(p(), 1, H, "foo").build(),
+                vec![16, 66, 100],
+            ),
+            (
+                "nodes 4/?2?/1/~3~: node-b lacks the key and is ignored",
+                vec![
+                    host("node-a"),
+                    node("node-b")
+                        .unlabel("kubernetes.io/hostname")
+                        .label("n", "node-b")
+                        .build(),
+                    host("node-x"),
+                    host("node-y"),
+                ],
+                3,
+                foo_pods(&[("node-a", 4), ("node-b", 2), ("node-x", 1), ("node-y", 3)]),
+                soft(p(), 1, H, "foo").build(),
+                vec![20, 0, 100],
+            ),
+            (
+                "zones 4+2 / 1+~3~",
+                vec![
+                    node("node-a").label("zone", "zone1").build(),
+                    node("node-b").label("zone", "zone1").build(),
+                    node("node-x").label("zone", "zone2").build(),
+                    node("node-y").label("zone", "zone2").build(),
+                ],
+                3,
+                foo_pods(&[("node-a", 4), ("node-b", 2), ("node-x", 1), ("node-y", 3)]),
+                soft(p(), 1, "zone", "foo").build(),
+                vec![62, 62, 100],
+            ),
+            (
+                "zone and node constraints, nodes 2/~1~/2/~4~",
+                vec![
+                    node("node-a").label("zone", "zone1").build(),
+                    node("node-x").label("zone", "zone2").build(),
+                    node("node-b").label("zone", "zone1").build(),
+                    node("node-y").label("zone", "zone2").build(),
+                ],
+                2,
+                foo_pods(&[("node-a", 2), ("node-b", 1), ("node-x", 2), ("node-y", 4)]),
+                soft(soft(p(), 1, "zone", "foo"), 1, H, "foo").build(),
+                vec![100, 54],
+            ),
+            (
+                "zone and node constraints with different selectors",
+                vec![
+                    node("node-a").label("zone", "zone1").build(),
+                    node("node-b").label("zone", "zone1").build(),
+                    node("node-x").label("zone", "zone2").build(),
+                    node("node-y").label("zone", "zone2").build(),
+                ],
+                4,
+                vec![
+                    foo_on("p-a1", "node-a"),
+                    pod("p-b1")
+                        .label("foo", "")
+                        .label("bar", "")
+                        .on("node-b")
+                        .build(),
+                    foo_on("p-y1", "node-y"),
+                    pod("p-y2").label("bar", "").on("node-y").build(),
+                ],
+                soft(soft(p().label("bar", ""), 1, "zone", "foo"), 1, H, "bar").build(),
+                vec![75, 25, 100, 50],
+            ),
+            (
+                "zone and node constraints with different selectors, some nodes empty",
+                vec![
+                    node("node-a").label("zone", "zone1").build(),
+                    node("node-b").label("zone", "zone1").build(),
+                    node("node-x").label("zone", "zone2").build(),
+                    node("node-y").label("zone", "zone2").build(),
+                ],
+                4,
+                vec![
+                    pod("p-b1").label("bar", "").on("node-b").build(),
+                    foo_on("p-x1", "node-x"),
+                    pod("p-y1")
+                        .label("foo", "")
+                        .label("bar", "")
+                        .on("node-y")
+                        .build(),
+                ],
+                soft(soft(p().label("bar", ""), 1, "zone", "foo"), 1, H, "bar").build(),
+                vec![100, 75, 50, 0],
+            ),
+            (
+                "zone and node constraints with different selectors, 3 of 4 candidates",
+                vec![
+                    node("node-a").label("zone", "zone1").build(),
+                    node("node-b").label("zone", "zone1").build(),
+                    node("node-x").label("zone", "zone2").build(),
+                    node("node-y").label("zone", "zone2").build(),
+                ],
+                3,
+                vec![
+                    foo_on("p-a1", "node-a"),
+                    pod("p-b1")
+                        .label("foo", "")
+                        .label("bar", "")
+                        .on("node-b")
+                        .build(),
+                    foo_on("p-y1", "node-y"),
+                    pod("p-y2").label("bar", "").on("node-y").build(),
+                ],
+                soft(soft(p().label("bar", ""), 1, "zone", "foo"), 1, H, "bar").build(),
+                vec![75, 25, 100],
+            ),
+            (
+                "pods of other namespaces do not count",
+                vec![host("node-a"), host("node-b")],
+                2,
+                vec![
+                    pod("p-a1").ns("ns1").label("foo", "").on("node-a").build(),
+                    foo_on("p-a2", "node-a"),
+                    foo_on("p-b1", "node-b"),
+                    foo_on("p-b2", "node-b"),
+                ],
+                soft(p(), 1, H, "foo").build(),
+                vec![100, 50],
+            ),
+            (
+                "terminating pods do not count",
+                vec![host("node-a"), host("node-b")],
+                2,
+                vec![
+                    pod("p-a")
+                        .label("foo", "")
+                        .on("node-a")
+                        .terminating()
+                        .build(),
+                    foo_on("p-b", "node-b"),
+                ],
+                soft(p(), 1, H, "foo").build(),
+                vec![100, 0],
+            ),
+            (
+                // v1.22 runs Score and NormalizeScore for such a pod too: every node scores 0,
+                // and an all-zero maximum normalises to 100.
+                "no ScheduleAnyway constraint: 100 everywhere",
+                four(),
+                4,
+                foo_pods(&[("node-a", 2)]),
+                p().spread(1, H, DoNotSchedule, Some(exists(&["foo"])))
+                    .build(),
+                vec![100, 100, 100, 100],
+            ),
+            (
+                "a zone's count leaves out nodes failing the pod's node affinity",
+                vec![
+                    node("node-a")
+                        .label("zone", "zone1")
+                        .label("disk", "ssd")
+                        .build(),
+                    node("node-b").label("zone", "zone1").build(),
+                    node("node-x")
+                        .label("zone", "zone2")
+                        .label("disk", "ssd")
+                        .build(),
+                ],
+                3,
+                foo_pods(&[("node-a", 1), ("node-b", 5), ("node-x", 2)]),
+                soft(p(), 1, "zone", "foo")
+                    .node_selector("disk", "ssd")
+                    .build(),
+                vec![100, 100, 50],
+            ),
+        ];
+        for (name, nodes, feasible, pods, incoming, want) in cases {
+            assert_eq!(score(nodes, feasible, pods, incoming), want, "{name}");
+        }
+    }
+}

@@ -50,20 +50,39 @@ mod tests {
     fn table() {
         let nodes = || {
             vec![
-                node("avoid").annotation(PREFER_AVOID_PODS_ANNOTATION, AVOID_RS).build(),
+                node("avoid")
+                    .annotation(PREFER_AVOID_PODS_ANNOTATION, AVOID_RS)
+                    .build(),
                 node("plain").build(),
-                node("garbage").annotation(PREFER_AVOID_PODS_ANNOTATION, "{not json").build(),
+                node("garbage")
+                    .annotation(PREFER_AVOID_PODS_ANNOTATION, "{not json")
+                    .build(),
             ]
         };
         let cases = vec![
-            ("owned by the listed ReplicaSet", pod("p").owner("ReplicaSet", "web", "rs-1").build(), vec![0, 100, 100]),
-            ("another ReplicaSet", pod("p").owner("ReplicaSet", "api", "rs-2").build(), vec![100, 100, 100]),
-            ("same uid but a StatefulSet is ignored", pod("p").owner("StatefulSet", "web", "rs-1").build(), vec![100, 100, 100]),
+            (
+                "owned by the listed ReplicaSet",
+                pod("p").owner("ReplicaSet", "web", "rs-1").build(),
+                vec![0, 100, 100],
+            ),
+            (
+                "another ReplicaSet",
+                pod("p").owner("ReplicaSet", "api", "rs-2").build(),
+                vec![100, 100, 100],
+            ),
+            (
+                "same uid but a StatefulSet is ignored",
+                pod("p").owner("StatefulSet", "web", "rs-1").build(),
+                vec![100, 100, 100],
+            ),
             ("no controller", pod("p").build(), vec![100, 100, 100]),
         ];
         for (name, p, want) in cases {
             let mut cl = cluster(nodes(), vec![]);
-            let got: Vec<i64> = run_score(&NodePreferAvoidPods, &mut cl, p).into_iter().map(|(_, s)| s).collect();
+            let got: Vec<i64> = run_score(&NodePreferAvoidPods, &mut cl, p)
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect();
             assert_eq!(got, want, "{name}");
         }
     }

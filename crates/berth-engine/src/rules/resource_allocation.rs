@@ -8,7 +8,11 @@ use crate::podinfo::PodInfo;
 /// Upstream drops a resource whose allocatable is 0 from the scorers' weighted means, so
 /// such entries are left out.
 #[inline]
-pub fn cpu_memory(node: &NodeInfo, pod_cpu: i64, pod_memory: i64) -> impl Iterator<Item = (i64, i64)> {
+pub fn cpu_memory(
+    node: &NodeInfo,
+    pod_cpu: i64,
+    pod_memory: i64,
+) -> impl Iterator<Item = (i64, i64)> {
     [
         (node.nonzero_milli_cpu + pod_cpu, node.allocatable.milli_cpu),
         (node.nonzero_memory + pod_memory, node.allocatable.memory),
@@ -26,6 +30,8 @@ pub fn pod_request(pod: &PodInfo) -> (i64, i64) {
 /// division); 0 when no resource has allocatable capacity.
 #[inline]
 pub fn mean_score(pairs: impl Iterator<Item = (i64, i64)>, score: impl Fn(i64, i64) -> i64) -> i64 {
-    let (sum, n) = pairs.fold((0, 0), |(s, n), (req, alloc)| (s + score(req, alloc), n + 1));
+    let (sum, n) = pairs.fold((0, 0), |(s, n), (req, alloc)| {
+        (s + score(req, alloc), n + 1)
+    });
     if n == 0 { 0 } else { sum / n }
 }

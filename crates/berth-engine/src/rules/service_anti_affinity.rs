@@ -1,5 +1,403 @@
-//! PLACEHOLDER: replaced by the helper that owns this rule.
-use crate::framework::{CycleContext, ScorePrep, ScoreRule};
-pub struct ServiceAntiAffinity;
-impl ServiceAntiAffinity { pub fn new(_: String) -> Self { ServiceAntiAffinity } }
-impl ScoreRule for ServiceAntiAffinity { fn prepare<'a>(&'a self, _: CycleContext<'a>) -> ScorePrep<'a> { todo!("placeholder") } }
+//! ServiceAntiAffinity (policy argument `serviceAntiAffinity{label}`, v1.22 ServiceAffinity
+//! score): spread a service's pods across the values of one node label.
+//!
+//! The raw score of a node is the number of non-terminating pods of the pod's namespace on it
+//! that match the selector of the first Service selecting the pod (first in the order the
+//! cluster received the Services; upstream takes the lister's order, which is unspecified).
+//! Without such a Service, or with an empty selector, every raw score is 0. Normalisation over
+//! the feasible nodes: with `N` the sum of raw scores over all of them and `c` the sum over
+//! those sharing this node's label value, a node scores `int(100 * (N - c) / N)` in float
+//! arithmetic (100 when `N` is 0); a node without the label scores 0.
+//!
+//! Upstream folds every `serviceAntiAffinity` entry into one plugin that averages the labels'
+//! scores; here each entry is its own rule, and the registry combines them.
+
+use std::collections::HashMap;
+
+use crate::cluster::{Cluster, NodeId, NodeInfo};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::labels::Sym;
+use crate::model::SelectorKind;
+use crate::rules::selector_spread::count_per_node;
+
+/// The rule.
+pub struct ServiceAntiAffinity {
+    label: String,
+}
+
+impl ServiceAntiAffinity {
+    /// A rule spreading service pods across the values of `label`.
+    pub fn new(label: String) -> Self {
+        ServiceAntiAffinity { label }
+    }
+}
+
+struct Score<'a> {
+    cluster: &'a Cluster,
+    key: Sym,
+    /// Matching pods per node (indexed by `NodeId.0`); None when nothing can match.
+    counts: Option<Vec<u32>>,
+}
+
+impl NodeScore for Score<'_> {
+    #[inline]
+    fn score(&self, node: &NodeInfo) -> i64 {
+        self.counts
+            .as_ref()
+            .and_then(|c| c.get(node.id.0 as usize))
+            .copied()
+            .map_or(0, i64::from)
+    }
+
+    fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
+        let total: i64 = scores.iter().sum();
+        let mut by_value: HashMap<Sym, i64> = HashMap::new();
+        for (id, s) in nodes.iter().zip(scores.iter()) {
+            if let Some(v) = self.cluster.node(*id).labels.get(self.key) {
+                *by_value.entry(v).or_default() += *s;
+            }
+        }
+        let max = MAX_NODE_SCORE as f64;
+        for (id, s) in nodes.iter().zip(scores.iter_mut()) {
+            *s = match self.cluster.node(*id).labels.get(self.key) {
+                None => 0,
+                Some(_) if total <= 0 => MAX_NODE_SCORE,
+                Some(v) => {
+                    let here = by_value.get(&v).copied().unwrap_or(0);
+                    (max * ((total - here) as f64 / total as f64)) as i64
+                }
+            };
+        }
+    }
+}
+
+impl ScoreRule for ServiceAntiAffinity {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
+        let cluster = ctx.cluster;
+        // A label no object uses is on no node: every node scores 0.
+        let Some(key) = cluster.interner.get(&self.label) else {
+            return ScorePrep::Constant(0);
+        };
+        let selector = cluster
+            .selecting(ctx.pod, Some(SelectorKind::Service))
+            .next()
+            .and_then(|s| s.selector.as_ref())
+            .filter(|s| !s.is_empty());
+        let counts = selector
+            .map(|s| count_per_node(cluster, ctx.pod.namespace, &[s]))
+            .filter(|(_, total)| *total > 0)
+            .map(|(counts, _)| counts);
+        ScorePrep::PerNode(Box::new(Score {
+            cluster,
+            key,
+            counts,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Meta, Pod, PodSelector};
+    use crate::testkit::*;
+
+    fn service(ns: &str, name: &str, sel: &[(&str, &str)]) -> PodSelector {
+        PodSelector {
+            kind: SelectorKind::Service,
+            meta: Meta {
+                name: name.into(),
+                namespace: ns.into(),
+                ..Meta::default()
+            },
+            selector: Some(selector(sel)),
+        }
+    }
+
+    const LABELS1: &[(&str, &str)] = &[("foo", "bar"), ("baz", "blah")];
+    const LABELS2: &[(&str, &str)] = &[("bar", "foo"), ("baz", "blah")];
+    const NAMES: [&str; 6] = [
+        "machine11",
+        "machine12",
+        "machine21",
+        "machine22",
+        "machine01",
+        "machine02",
+    ];
+
+    fn labelled(name: &str, labels: &[(&str, &str)]) -> PodBuilder {
+        labels.iter().fold(pod(name), |p, (k, v)| p.label(k, v))
+    }
+
+    /// Upstream's labeledNodes: zone1 and zone2 with two machines each, two unzoned machines.
+    /// With `racks`, the nodesWithZoneAndRackLabels variant.
+    fn nodes(racks: bool) -> Vec<crate::model::Node> {
+        let rack = |n: &str| match n {
+            "machine12" => Some("rack2"),
+            "machine11" | "machine21" | "machine22" => Some("rack1"),
+            _ => None,
+        };
+        NAMES
+            .iter()
+            .map(|n| {
+                let b = node(n);
+                let b = match &n[7..8] {
+                    "1" => b.label("zone", "zone1"),
+                    "2" => b.label("zone", "zone2"),
+                    _ => b.label("name", "value"),
+                };
+                match rack(n).filter(|_| racks) {
+                    Some(r) => b.label("rack", r).build(),
+                    None => b.build(),
+                }
+            })
+            .collect()
+    }
+
+    struct Case {
+        name: &'static str,
+        pod: Pod,
+        pods: Vec<Pod>,
+        services: Vec<PodSelector>,
+        want: [i64; 6],
+    }
+
+    fn run(label: &str, racks: bool, cases: Vec<Case>) {
+        for c in cases {
+            let mut cl = cluster(nodes(racks), c.pods);
+            for s in &c.services {
+                cl.add_selector_object(s);
+            }
+            let got = run_score(&ServiceAntiAffinity::new(label.into()), &mut cl, c.pod);
+            let want: Vec<(String, i64)> =
+                NAMES.iter().map(|n| n.to_string()).zip(c.want).collect();
+            let mut got_sorted = got.clone();
+            got_sorted.sort_by_key(|(n, _)| NAMES.iter().position(|m| m == n));
+            assert_eq!(got_sorted, want, "{}", c.name);
+        }
+    }
+
+    /// Upstream's TestServiceAffinityScore (single-label cases), restated. Scores are in the
+    /// order machine11, machine12, machine21, machine22, machine01, machine02.
+    #[test]
+    fn upstream_table() {
+        let on = |name: &str, labels: &[(&str, &str)], node: &str| {
+            labelled(name, labels).on(node).build()
+        };
+        let svc = |sel: &[(&str, &str)]| vec![service("default", "s", sel)];
+        let cases = vec![
+            Case {
+                name: "nothing scheduled",
+                pod: pod("p").build(),
+                pods: vec![],
+                services: vec![],
+                want: [100, 100, 100, 100, 0, 0],
+            },
+            Case {
+                name: "no services",
+                pod: labelled("p", LABELS1).build(),
+                pods: vec![pod("e").on("machine11").build()],
+                services: vec![],
+                want: [100, 100, 100, 100, 0, 0],
+            },
+            Case {
+                name: "different services",
+                pod: labelled("p", LABELS1).build(),
+                pods: vec![on("e", LABELS2, "machine11")],
+                services: svc(&[("key", "value")]),
+                want: [100, 100, 100, 100, 0, 0],
+            },
+            Case {
+                name: "three pods, one service pod",
+                pod: labelled("p", LABELS1).build(),
+                pods: vec![
+                    on("e1", LABELS2, "machine01"),
+                    on("e2", LABELS2, "machine11"),
+                    on("e3", LABELS1, "machine21"),
+                ],
+                services: svc(LABELS1),
+                want: [100, 100, 0, 0, 0, 0],
+            },
+            Case {
+                name: "three pods, two service pods on different machines",
+                pod: labelled("p", LABELS1).build(),
+                pods: vec![
+                    on("e1", LABELS2, "machine11"),
+                    on("e2", LABELS1, "machine11"),
+                    on("e3", LABELS1, "machine21"),
+                ],
+                services: svc(LABELS1),
+                want: [50, 50, 50, 50, 0, 0],
+            },
+            Case {
+                name: "three service label match pods in different namespaces",
+                pod: labelled("p", LABELS1).build(),
+                pods: vec![
+                    labelled("e1", LABELS1).ns("other").on("machine11").build(),
+                    on("e2", LABELS1, "machine11"),
+                    labelled("e3", LABELS1).ns("other").on("machine21").build(),
+                    labelled("e4", LABELS1).ns("ns1").on("machine21").build(),
+                ],
+                services: svc(LABELS1),
+                want: [0, 0, 100, 100, 0, 0],
+            },
+            Case {
+                name: "four pods, three service pods",
+                pod: labelled("p", LABELS1).build(),
+                pods: vec![
+                    on("e1", LABELS2, "machine11"),
+                    on("e2", LABELS1, "machine11"),
+                    on("e3", LABELS1, "machine21"),
+                    on("e4", LABELS1, "machine21"),
+                ],
+                services: svc(LABELS1),
+                want: [66, 66, 33, 33, 0, 0],
+            },
+            Case {
+                name: "service with partial pod label matches",
+                pod: labelled("p", LABELS1).build(),
+                pods: vec![
+                    on("e1", LABELS2, "machine11"),
+                    on("e2", LABELS1, "machine11"),
+                    on("e3", LABELS1, "machine21"),
+                ],
+                services: svc(&[("baz", "blah")]),
+                want: [33, 33, 66, 66, 0, 0],
+            },
+            Case {
+                name: "service pod on non-zoned node",
+                pod: labelled("p", LABELS1).build(),
+                pods: vec![
+                    on("e1", LABELS1, "machine01"),
+                    on("e2", LABELS1, "machine11"),
+                    on("e3", LABELS1, "machine21"),
+                    on("e4", LABELS1, "machine21"),
+                ],
+                services: svc(LABELS1),
+                want: [75, 75, 50, 50, 0, 0],
+            },
+        ];
+        run("zone", false, cases);
+    }
+
+    /// Upstream's two-label case ("three pods, two service pods, with rack label") expects
+    /// the average of the per-label scores, [25, 75, 25, 25, 0, 0]; here each label is its
+    /// own rule.
+    #[test]
+    fn upstream_two_label_case_per_label() {
+        let on = |name: &str, labels: &[(&str, &str)], node: &str| {
+            labelled(name, labels).on(node).build()
+        };
+        let case = || Case {
+            name: "three pods, two service pods, with rack label",
+            pod: labelled("p", LABELS1).build(),
+            pods: vec![
+                on("e1", LABELS2, "machine01"),
+                on("e2", LABELS1, "machine11"),
+                on("e3", LABELS1, "machine21"),
+            ],
+            services: vec![service("default", "s", LABELS1)],
+            want: [0; 6],
+        };
+        run(
+            "zone",
+            true,
+            vec![Case {
+                want: [50, 50, 50, 50, 0, 0],
+                ..case()
+            }],
+        );
+        run(
+            "rack",
+            true,
+            vec![Case {
+                want: [0, 100, 0, 0, 0, 0],
+                ..case()
+            }],
+        );
+    }
+
+    #[test]
+    fn edge_cases() {
+        let web: &[(&str, &str)] = &[("app", "web")];
+        let on = |name: &str, node: &str| labelled(name, web).on(node).build();
+        let cases = vec![
+            Case {
+                name: "terminating pods do not count",
+                pod: labelled("p", web).build(),
+                pods: vec![
+                    labelled("e1", web).terminating().on("machine11").build(),
+                    on("e2", "machine21"),
+                ],
+                services: vec![service("default", "s", web)],
+                want: [100, 100, 0, 0, 0, 0],
+            },
+            Case {
+                name: "the first service decides",
+                pod: labelled("p", web).label("tier", "front").build(),
+                pods: vec![
+                    on("e1", "machine11"),
+                    labelled("e2", &[("tier", "front")]).on("machine21").build(),
+                ],
+                services: vec![
+                    service("default", "s1", &[("tier", "front")]),
+                    service("default", "s2", web),
+                ],
+                want: [100, 100, 0, 0, 0, 0],
+            },
+            Case {
+                name: "a service in another namespace does not apply",
+                pod: labelled("p", web).build(),
+                pods: vec![on("e1", "machine11")],
+                services: vec![service("other", "s", web)],
+                want: [100, 100, 100, 100, 0, 0],
+            },
+            Case {
+                name: "a service with an empty selector counts nothing",
+                pod: labelled("p", web).build(),
+                pods: vec![on("e1", "machine11")],
+                services: vec![service("default", "s", &[])],
+                want: [100, 100, 100, 100, 0, 0],
+            },
+        ];
+        run("zone", false, cases);
+    }
+
+    #[test]
+    fn unknown_label_scores_zero() {
+        let mut cl = cluster(nodes(false), vec![]);
+        let got = run_score(
+            &ServiceAntiAffinity::new("never-seen".into()),
+            &mut cl,
+            pod("p").build(),
+        );
+        assert!(got.iter().all(|(_, s)| *s == 0));
+    }
+
+    /// Only the feasible nodes count towards N and the per-value sums.
+    #[test]
+    fn normalises_over_feasible_nodes() {
+        let web: &[(&str, &str)] = &[("app", "web")];
+        let mut cl = cluster(
+            nodes(false),
+            vec![
+                labelled("e1", web).on("machine11").build(),
+                labelled("e2", web).on("machine22").build(),
+            ],
+        );
+        cl.add_selector_object(&service("default", "s", web));
+        let feasible: Vec<NodeId> = ["machine12", "machine22"]
+            .iter()
+            .filter_map(|n| cl.node_by_name(n))
+            .collect();
+        let got = run_score_on(
+            &ServiceAntiAffinity::new("zone".into()),
+            &mut cl,
+            labelled("p", web).build(),
+            &feasible,
+        );
+        assert_eq!(
+            got,
+            vec![("machine12".to_string(), 100), ("machine22".to_string(), 0)]
+        );
+    }
+}

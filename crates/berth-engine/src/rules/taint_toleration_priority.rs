@@ -54,19 +54,43 @@ mod tests {
             vec![
                 node("clean").build(),
                 node("one").taint("a", "1", PreferNoSchedule).build(),
-                node("two").taint("a", "1", PreferNoSchedule).taint("b", "2", PreferNoSchedule).build(),
+                node("two")
+                    .taint("a", "1", PreferNoSchedule)
+                    .taint("b", "2", PreferNoSchedule)
+                    .build(),
                 node("hard").taint("c", "3", NoSchedule).build(),
             ]
         };
         let cases = vec![
-            ("fewer untolerated taints score higher", pod("p").build(), vec![100, 50, 0, 100]),
-            ("tolerated taints do not count", pod("p").tolerate("a", Exists, "", Some(PreferNoSchedule)).build(), vec![100, 100, 0, 100]),
-            ("a toleration with no effect counts", pod("p").tolerate("b", Exists, "", None).build(), vec![100, 0, 0, 100]),
-            ("a NoSchedule toleration does not count", pod("p").tolerate("a", Exists, "", Some(NoSchedule)).build(), vec![100, 50, 0, 100]),
+            (
+                "fewer untolerated taints score higher",
+                pod("p").build(),
+                vec![100, 50, 0, 100],
+            ),
+            (
+                "tolerated taints do not count",
+                pod("p")
+                    .tolerate("a", Exists, "", Some(PreferNoSchedule))
+                    .build(),
+                vec![100, 100, 0, 100],
+            ),
+            (
+                "a toleration with no effect counts",
+                pod("p").tolerate("b", Exists, "", None).build(),
+                vec![100, 0, 0, 100],
+            ),
+            (
+                "a NoSchedule toleration does not count",
+                pod("p").tolerate("a", Exists, "", Some(NoSchedule)).build(),
+                vec![100, 50, 0, 100],
+            ),
         ];
         for (name, p, want) in cases {
             let mut cl = cluster(nodes(), vec![]);
-            let got: Vec<i64> = run_score(&TaintTolerationPriority, &mut cl, p).into_iter().map(|(_, s)| s).collect();
+            let got: Vec<i64> = run_score(&TaintTolerationPriority, &mut cl, p)
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect();
             assert_eq!(got, want, "{name}");
         }
     }

@@ -75,7 +75,13 @@ mod tests {
     #[test]
     fn table() {
         let cases = vec![
-            ("no taints", PodToleratesNodeTaints::all(), node("n").build(), pod("p").build(), vec![]),
+            (
+                "no taints",
+                PodToleratesNodeTaints::all(),
+                node("n").build(),
+                pod("p").build(),
+                vec![],
+            ),
             (
                 "untolerated NoSchedule",
                 PodToleratesNodeTaints::all(),
@@ -101,7 +107,9 @@ mod tests {
                 "tolerated by key and value",
                 PodToleratesNodeTaints::all(),
                 node("n").taint("dedicated", "infra", NoSchedule).build(),
-                pod("p").tolerate("dedicated", Equal, "infra", Some(NoSchedule)).build(),
+                pod("p")
+                    .tolerate("dedicated", Equal, "infra", Some(NoSchedule))
+                    .build(),
                 vec![],
             ),
             (
@@ -114,14 +122,20 @@ mod tests {
             (
                 "exists with no effect tolerates both effects",
                 PodToleratesNodeTaints::all(),
-                node("n").taint("a", "1", NoSchedule).taint("a", "2", NoExecute).build(),
+                node("n")
+                    .taint("a", "1", NoSchedule)
+                    .taint("a", "2", NoExecute)
+                    .build(),
                 pod("p").tolerate("a", Exists, "", None).build(),
                 vec![],
             ),
             (
                 "first untolerated taint is reported",
                 PodToleratesNodeTaints::all(),
-                node("n").taint("a", "1", NoSchedule).taint("b", "2", NoSchedule).build(),
+                node("n")
+                    .taint("a", "1", NoSchedule)
+                    .taint("b", "2", NoSchedule)
+                    .build(),
                 pod("p").tolerate("a", Exists, "", None).build(),
                 vec![reason("b", "2")],
             ),

@@ -1,7 +1,1483 @@
-//! PLACEHOLDER: replaced by the helper that owns this rule.
-use crate::framework::{CycleContext, FilterPrep, FilterRule};
-pub struct MaxVolumeCount;
-impl MaxVolumeCount { pub fn ebs() -> Self { MaxVolumeCount } pub fn gce_pd() -> Self { MaxVolumeCount } pub fn azure_disk() -> Self { MaxVolumeCount } pub fn cinder() -> Self { MaxVolumeCount } }
-impl FilterRule for MaxVolumeCount { fn prepare<'a>(&'a self, _: CycleContext<'a>) -> FilterPrep<'a> { todo!("placeholder") } }
+//! MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount, MaxCinderVolumeCount
+//! (v1.22 EBSLimits, GCEPDLimits, AzureDiskLimits, CinderLimits) and MaxCSIVolumeCountPred
+//! (v1.22 NodeVolumeLimits): a node may attach only so many volumes.
+//!
+//! In-tree kinds (v1.22 `non_csi.go`): count the distinct volumes of the kind used by the
+//! node's pods, inline or through a claim's bound volume, add the pod's volumes not already
+//! there, and fail if the total exceeds the limit:
+//! - the node's allocatable `attachable-volumes-{aws-ebs,gce-pd,azure-disk,cinder}` if present;
+//! - else EBS 39, or 25 when the instance type label (GA or beta key) matches upstream's Nitro
+//!   pattern `^[cmr]5.*|t3|z1d`; GCE PD 16; Azure disk 16; Cinder 256. The scheduler's
+//!   `KUBE_MAX_PD_VOLS` environment override is not modelled.
+//! - A claim that is missing is not counted (v1.22 does not fail the new pod for it). An unbound
+//!   claim, or one whose volume is missing, counts as one volume of its own when its class
+//!   (`spec.storageClassName` only) has the kind's in-tree provisioner.
+//! - A node whose CSINode lists the plugin in `storage.alpha.kubernetes.io/migrated-plugins`
+//!   defers to the CSI rule, if the plugin's migration gate is on: of the four, only Cinder's
+//!   (`CSIMigrationOpenStack`) is on by default in v1.22.
+//!
+//! CSI (v1.22 `csi.go`): only claims count (inline CSI and in-tree volumes do not). A bound
+//! claim counts under its volume's CSI driver and handle; an unbound claim, or one whose
+//! volume is missing, counts under its class's provisioner as a volume of its own; a claim
+//! without class, with a missing class or a missing claim is not counted. In-tree volumes and
+//! provisioners count only when migrated on the node, which with v1.22's gates means Cinder
+//! (as driver `cinder.csi.openstack.org`). Per driver of the pod's new volumes, the limit is
+//! the CSINode driver's allocatable count, else the node's allocatable
+//! `attachable-volumes-csi-<driver>`; a driver with neither is unlimited. Upstream hashes
+//! that allocatable key for driver names of 40 characters or more; Berth does not, so such
+//! names only take their limit from the CSINode.
+
+use std::collections::HashMap;
+
+use crate::cluster::{Cluster, NodeId, NodeInfo};
+use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::labels::Sym;
+use crate::model::{PersistentVolumeClaim, PvSource, Volume, VolumeSource};
+use crate::rules::volume_util::{REASON_NO_CLAIM_NAME, claim_class, claim_names, find_claim};
+
+/// Too many volumes on the node.
+pub const REASON: &str = "node(s) exceed max volume count";
+
+/// EBS volumes a node attaches by default.
+pub const DEFAULT_MAX_EBS_VOLUMES: i64 = 39;
+/// EBS volumes a Nitro instance attaches by default.
+pub const DEFAULT_MAX_EBS_NITRO_VOLUMES: i64 = 25;
+/// GCE persistent disks a node attaches by default.
+pub const DEFAULT_MAX_GCE_PD_VOLUMES: i64 = 16;
+/// Azure disks a node attaches by default.
+pub const DEFAULT_MAX_AZURE_DISK_VOLUMES: i64 = 16;
+/// Cinder volumes a node attaches by default.
+pub const DEFAULT_MAX_CINDER_VOLUMES: i64 = 256;
+
+/// The CSINode annotation listing in-tree plugins migrated to CSI on the node.
+pub const MIGRATED_PLUGINS_ANNOTATION: &str = "storage.alpha.kubernetes.io/migrated-plugins";
+/// The Cinder in-tree plugin, the only one whose migration gate v1.22 turns on by default.
+const CINDER_PLUGIN: &str = "kubernetes.io/cinder";
+/// The CSI driver Cinder volumes migrate to.
+const CINDER_CSI_DRIVER: &str = "cinder.csi.openstack.org";
+/// In-tree provisioners with a CSI translation whose migration gate is off in v1.22: their
+/// claims are not counted by the CSI rule.
+const GATED_MIGRATABLE_PROVISIONERS: [&str; 5] = [
+    "kubernetes.io/aws-ebs",
+    "kubernetes.io/gce-pd",
+    "kubernetes.io/azure-disk",
+    "kubernetes.io/azure-file",
+    "kubernetes.io/vsphere-volume",
+];
+/// Prefix of the node allocatable key holding a CSI driver's limit.
+const CSI_LIMIT_PREFIX: &str = "attachable-volumes-csi-";
+/// Upstream hashes CSI limit keys this long or longer.
+const RESOURCE_NAME_LENGTH_LIMIT: usize = 63;
+
+/// A volume's identity when counting: a real ID, or a stand-in for a claim whose volume is
+/// not known (unbound, or bound to a missing volume). Upstream gives stand-ins a random
+/// prefix, so they never equal a real ID but equal each other for the same claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum VolKey<'a> {
+    Id(&'a str),
+    Claim(&'a str, &'a str),
+}
+
+/// An in-tree volume kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Ebs,
+    GcePd,
+    AzureDisk,
+    Cinder,
+}
+
+impl Kind {
+    fn inline_id(self, source: &VolumeSource) -> Option<&str> {
+        match (self, source) {
+            (Kind::Ebs, VolumeSource::AwsElasticBlockStore { volume_id }) => Some(volume_id),
+            (Kind::GcePd, VolumeSource::GcePersistentDisk { pd_name, .. }) => Some(pd_name),
+            (Kind::AzureDisk, VolumeSource::AzureDisk { disk_name }) => Some(disk_name),
+            (Kind::Cinder, VolumeSource::Cinder { volume_id }) => Some(volume_id),
+            _ => None,
+        }
+    }
+
+    fn volume_id(self, source: &PvSource) -> Option<&str> {
+        match (self, source) {
+            (Kind::Ebs, PvSource::AwsElasticBlockStore { volume_id }) => Some(volume_id),
+            (Kind::GcePd, PvSource::GcePersistentDisk { pd_name }) => Some(pd_name),
+            (Kind::AzureDisk, PvSource::AzureDisk { disk_name }) => Some(disk_name),
+            (Kind::Cinder, PvSource::Cinder { volume_id }) => Some(volume_id),
+            _ => None,
+        }
+    }
+
+    /// The in-tree plugin (and provisioner) name.
+    fn plugin(self) -> &'static str {
+        match self {
+            Kind::Ebs => "kubernetes.io/aws-ebs",
+            Kind::GcePd => "kubernetes.io/gce-pd",
+            Kind::AzureDisk => "kubernetes.io/azure-disk",
+            Kind::Cinder => CINDER_PLUGIN,
+        }
+    }
+
+    /// The node allocatable key overriding the default limit.
+    fn limit_key(self) -> &'static str {
+        match self {
+            Kind::Ebs => "attachable-volumes-aws-ebs",
+            Kind::GcePd => "attachable-volumes-gce-pd",
+            Kind::AzureDisk => "attachable-volumes-azure-disk",
+            Kind::Cinder => "attachable-volumes-cinder",
+        }
+    }
+
+    /// Whether v1.22's default feature gates let this plugin migrate to CSI.
+    fn migration_gate_on(self) -> bool {
+        self == Kind::Cinder
+    }
+
+    /// Appends the identities of the volumes of this kind among `volumes` of a pod in
+    /// `namespace`.
+    fn collect<'a>(
+        self,
+        cluster: &'a Cluster,
+        namespace: &'a str,
+        volumes: &'a [Volume],
+        out: &mut Vec<VolKey<'a>>,
+    ) {
+        for v in volumes {
+            if let Some(id) = self.inline_id(&v.source) {
+                out.push(VolKey::Id(id));
+                continue;
+            }
+            let VolumeSource::Pvc { claim_name } = &v.source else {
+                continue;
+            };
+            // A missing claim may belong to any kind: not counted.
+            let Some(claim) = find_claim(cluster, namespace, claim_name) else {
+                continue;
+            };
+            let stand_in = VolKey::Claim(namespace, claim_name);
+            let volume = (!claim.volume_name.is_empty())
+                .then(|| cluster.persistent_volumes.get(&claim.volume_name))
+                .flatten();
+            match volume {
+                Some(pv) => {
+                    if let Some(id) = self.volume_id(&pv.source) {
+                        out.push(VolKey::Id(id));
+                    }
+                }
+                // The pod may still use the volume the claim was bound to: count it if the
+                // claim's class provisions this kind.
+                None if self.provisions(cluster, claim) => out.push(stand_in),
+                None => {}
+            }
+        }
+    }
+
+    /// Upstream's `matchProvisioner`: the class named in `spec.storageClassName` exists and
+    /// has this kind's in-tree provisioner.
+    fn provisions(self, cluster: &Cluster, claim: &PersistentVolumeClaim) -> bool {
+        claim
+            .storage_class_name
+            .as_deref()
+            .and_then(|c| cluster.storage_classes.get(c))
+            .is_some_and(|sc| sc.provisioner == self.plugin())
+    }
+}
+
+/// MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount, MaxCinderVolumeCount.
+pub struct MaxVolumeCount {
+    kind: Kind,
+}
+
+impl MaxVolumeCount {
+    /// MaxEBSVolumeCount.
+    pub fn ebs() -> Self {
+        MaxVolumeCount { kind: Kind::Ebs }
+    }
+    /// MaxGCEPDVolumeCount.
+    pub fn gce_pd() -> Self {
+        MaxVolumeCount { kind: Kind::GcePd }
+    }
+    /// MaxAzureDiskVolumeCount.
+    pub fn azure_disk() -> Self {
+        MaxVolumeCount {
+            kind: Kind::AzureDisk,
+        }
+    }
+    /// MaxCinderVolumeCount.
+    pub fn cinder() -> Self {
+        MaxVolumeCount { kind: Kind::Cinder }
+    }
+}
+
+impl FilterRule for MaxVolumeCount {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
+        let (cluster, pod) = (ctx.cluster, ctx.pod);
+        if pod.pod.volumes.is_empty() {
+            return FilterPrep::Skip;
+        }
+        if claim_names(pod).any(str::is_empty) {
+            return FilterPrep::RejectAll(vec![REASON_NO_CLAIM_NAME.into()]);
+        }
+        let mut new = Vec::new();
+        self.kind
+            .collect(cluster, &pod.pod.meta.namespace, &pod.pod.volumes, &mut new);
+        new.sort_unstable();
+        new.dedup();
+        if new.is_empty() {
+            return FilterPrep::Skip;
+        }
+        // Distinct volumes per node, from the few pods that have volumes at all.
+        let mut attached: Vec<(NodeId, VolKey<'a>)> = Vec::new();
+        let mut keys = Vec::new();
+        for id in cluster.pods_with_volumes() {
+            let p = cluster.pod(*id);
+            let Some(node) = p.node else { continue };
+            keys.clear();
+            self.kind
+                .collect(cluster, &p.pod.meta.namespace, &p.pod.volumes, &mut keys);
+            attached.extend(keys.iter().map(|k| (node, *k)));
+        }
+        attached.sort_unstable();
+        attached.dedup();
+        let mut per_node: HashMap<NodeId, Attached> = HashMap::new();
+        for (node, key) in attached {
+            let a = per_node.entry(node).or_default();
+            a.volumes += 1;
+            if new.binary_search(&key).is_ok() {
+                a.of_new += 1;
+            }
+        }
+        FilterPrep::Check(Box::new(CountCheck {
+            kind: self.kind,
+            new: new.len() as i64,
+            per_node,
+            cluster,
+            instance_type_keys: [
+                cluster.interner.get("node.kubernetes.io/instance-type"),
+                cluster.interner.get("beta.kubernetes.io/instance-type"),
+            ],
+        }))
+    }
+}
+
+/// What a node already attaches, for one pod's check.
+#[derive(Debug, Clone, Copy, Default)]
+struct Attached {
+    /// Distinct volumes of the kind (or driver) on the node.
+    volumes: i64,
+    /// How many of them are among the pod's new volumes.
+    of_new: i64,
+}
+
+/// The prepared in-tree check.
+struct CountCheck<'a> {
+    kind: Kind,
+    /// Distinct volumes of the kind the pod uses.
+    new: i64,
+    per_node: HashMap<NodeId, Attached>,
+    cluster: &'a Cluster,
+    /// The GA and beta instance-type label keys, if any node carries them.
+    instance_type_keys: [Option<Sym>; 2],
+}
+
+impl CountCheck<'_> {
+    /// The node's limit: its allocatable key, else the kind's default.
+    fn limit(&self, node: &NodeInfo) -> i64 {
+        if let Some(n) = allocatable(node, self.kind.limit_key()) {
+            return n;
+        }
+        match self.kind {
+            Kind::Ebs => {
+                let instance_type = self
+                    .instance_type_keys
+                    .iter()
+                    .flatten()
+                    .find_map(|k| node.labels.get(*k))
+                    .map(|v| self.cluster.interner.resolve(v));
+                if instance_type.is_some_and(is_nitro) {
+                    DEFAULT_MAX_EBS_NITRO_VOLUMES
+                } else {
+                    DEFAULT_MAX_EBS_VOLUMES
+                }
+            }
+            Kind::GcePd => DEFAULT_MAX_GCE_PD_VOLUMES,
+            Kind::AzureDisk => DEFAULT_MAX_AZURE_DISK_VOLUMES,
+            Kind::Cinder => DEFAULT_MAX_CINDER_VOLUMES,
+        }
+    }
+}
+
+impl NodeCheck for CountCheck<'_> {
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        if self.kind.migration_gate_on() && migrated(self.cluster, node, self.kind.plugin()) {
+            return true;
+        }
+        let a = self.per_node.get(&node.id).copied().unwrap_or_default();
+        if a.volumes + self.new - a.of_new > self.limit(node) {
+            reasons.push(REASON.into());
+            return false;
+        }
+        true
+    }
+}
+
+/// Upstream's `EBSNitroLimitRegex` `^[cmr]5.*|t3|z1d`: an unanchored alternation, so "t3"
+/// and "z1d" match anywhere in the instance type.
+fn is_nitro(instance_type: &str) -> bool {
+    ["c5", "m5", "r5"]
+        .iter()
+        .any(|p| instance_type.starts_with(p))
+        || instance_type.contains("t3")
+        || instance_type.contains("z1d")
+}
+
+/// A node allocatable quantity, if the node lists it.
+fn allocatable(node: &NodeInfo, key: &str) -> Option<i64> {
+    let scalars = &node.allocatable.scalars;
+    scalars
+        .binary_search_by(|(n, _)| (**n).cmp(key))
+        .ok()
+        .map(|i| scalars[i].1)
+}
+
+/// Whether the node's CSINode says `plugin` was migrated to CSI there.
+fn migrated(cluster: &Cluster, node: &NodeInfo, plugin: &str) -> bool {
+    cluster
+        .csi_nodes
+        .get(node.name())
+        .and_then(|c| c.meta.annotations.get(MIGRATED_PLUGINS_ANNOTATION))
+        .is_some_and(|list| list.split(',').any(|p| p == plugin))
+}
+
+/// MaxCSIVolumeCountPred.
 pub struct MaxCsiVolumeCount;
-impl FilterRule for MaxCsiVolumeCount { fn prepare<'a>(&'a self, _: CycleContext<'a>) -> FilterPrep<'a> { todo!("placeholder") } }
+
+/// A claim's volume as the CSI rule counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct CsiVolume<'a> {
+    driver: &'a str,
+    key: VolKey<'a>,
+    /// A translated in-tree (Cinder) volume: counted only where Cinder is migrated.
+    migrated_only: bool,
+}
+
+/// The CSI view of a pod's claim, or None when the rule does not count it.
+fn csi_volume<'a>(
+    cluster: &'a Cluster,
+    namespace: &'a str,
+    claim_name: &'a str,
+) -> Option<CsiVolume<'a>> {
+    let claim = find_claim(cluster, namespace, claim_name)?;
+    let volume = (!claim.volume_name.is_empty())
+        .then(|| cluster.persistent_volumes.get(&claim.volume_name))
+        .flatten();
+    let Some(pv) = volume else {
+        return csi_volume_from_class(cluster, claim, VolKey::Claim(namespace, claim_name));
+    };
+    match &pv.source {
+        PvSource::Csi {
+            driver,
+            volume_handle,
+        } => Some(CsiVolume {
+            driver,
+            key: VolKey::Id(volume_handle),
+            migrated_only: false,
+        }),
+        PvSource::Cinder { volume_id } => Some(CsiVolume {
+            driver: CINDER_CSI_DRIVER,
+            key: VolKey::Id(volume_id),
+            migrated_only: true,
+        }),
+        // EBS, GCE PD and Azure disk migrate only with gates v1.22 leaves off.
+        _ => None,
+    }
+}
+
+/// Upstream's `getCSIDriverInfoFromSC`: an unbound claim counts under its class's provisioner.
+fn csi_volume_from_class<'a>(
+    cluster: &'a Cluster,
+    claim: &'a PersistentVolumeClaim,
+    key: VolKey<'a>,
+) -> Option<CsiVolume<'a>> {
+    let class_name = claim_class(claim);
+    if class_name.is_empty() {
+        return None;
+    }
+    let provisioner = cluster
+        .storage_classes
+        .get(class_name)?
+        .provisioner
+        .as_str();
+    if provisioner == CINDER_PLUGIN {
+        return Some(CsiVolume {
+            driver: CINDER_CSI_DRIVER,
+            key,
+            migrated_only: true,
+        });
+    }
+    if GATED_MIGRATABLE_PROVISIONERS.contains(&provisioner) {
+        return None;
+    }
+    Some(CsiVolume {
+        driver: provisioner,
+        key,
+        migrated_only: false,
+    })
+}
+
+/// Sorts and removes duplicates by (driver, key).
+fn distinct(mut v: Vec<CsiVolume<'_>>) -> Vec<CsiVolume<'_>> {
+    v.sort_unstable();
+    v.dedup_by(|a, b| a.driver == b.driver && a.key == b.key);
+    v
+}
+
+impl FilterRule for MaxCsiVolumeCount {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
+        let (cluster, pod) = (ctx.cluster, ctx.pod);
+        if pod.pod.volumes.is_empty() {
+            return FilterPrep::Skip;
+        }
+        if claim_names(pod).any(str::is_empty) {
+            return FilterPrep::RejectAll(vec![REASON_NO_CLAIM_NAME.into()]);
+        }
+        let namespace = pod.pod.meta.namespace.as_str();
+        let new: Vec<CsiVolume<'a>> = claim_names(pod)
+            .filter_map(|c| csi_volume(cluster, namespace, c))
+            .collect();
+        if new.is_empty() {
+            return FilterPrep::Skip;
+        }
+        // The pod's new volumes on a node where Cinder is migrated, and elsewhere.
+        let everywhere = distinct(new.iter().filter(|v| !v.migrated_only).copied().collect());
+        let migrated_nodes = distinct(new);
+        let mut drivers: Vec<&'a str> = migrated_nodes.iter().map(|v| v.driver).collect();
+        drivers.dedup();
+        let count = |set: &[CsiVolume<'_>]| -> Vec<i64> {
+            drivers
+                .iter()
+                .map(|d| set.iter().filter(|v| v.driver == *d).count() as i64)
+                .collect()
+        };
+        let new_plain = count(&everywhere);
+        let new_migrated = count(&migrated_nodes);
+        let cinder_matters = new_plain != new_migrated;
+
+        // Volumes of the pod's drivers already attached, per node.
+        let mut cinder_migrated: HashMap<NodeId, bool> = HashMap::new();
+        let mut is_migrated = |node: NodeId| {
+            *cinder_migrated
+                .entry(node)
+                .or_insert_with(|| migrated(cluster, cluster.node(node), CINDER_PLUGIN))
+        };
+        let mut attached: Vec<(NodeId, usize, VolKey<'a>)> = Vec::new();
+        for id in cluster.pods_with_volumes() {
+            let p = cluster.pod(*id);
+            let Some(node) = p.node else { continue };
+            for claim in claim_names(p) {
+                let Some(v) = csi_volume(cluster, &p.pod.meta.namespace, claim) else {
+                    continue;
+                };
+                let Ok(d) = drivers.binary_search(&v.driver) else {
+                    continue;
+                };
+                if v.migrated_only && !is_migrated(node) {
+                    continue;
+                }
+                attached.push((node, d, v.key));
+            }
+        }
+        attached.sort_unstable();
+        attached.dedup();
+        let mut per_node: HashMap<NodeId, Vec<Attached>> = HashMap::new();
+        for (node, d, key) in attached {
+            let set = if is_migrated(node) {
+                &migrated_nodes
+            } else {
+                &everywhere
+            };
+            let already_new = set.iter().any(|v| v.driver == drivers[d] && v.key == key);
+            let slots = per_node
+                .entry(node)
+                .or_insert_with(|| vec![Attached::default(); drivers.len()]);
+            slots[d].volumes += 1;
+            if already_new {
+                slots[d].of_new += 1;
+            }
+        }
+        let limit_keys = drivers
+            .iter()
+            .map(|d| {
+                (CSI_LIMIT_PREFIX.len() + d.len() < RESOURCE_NAME_LENGTH_LIMIT)
+                    .then(|| format!("{CSI_LIMIT_PREFIX}{d}"))
+            })
+            .collect();
+        FilterPrep::Check(Box::new(CsiCheck {
+            drivers,
+            limit_keys,
+            new_plain,
+            new_migrated,
+            cinder_matters,
+            per_node,
+            cluster,
+        }))
+    }
+}
+
+/// The prepared CSI check. Per-driver vectors are indexed like `drivers`.
+struct CsiCheck<'a> {
+    /// The drivers of the pod's new volumes, sorted.
+    drivers: Vec<&'a str>,
+    /// The node allocatable key of each driver's limit (None when upstream would hash it).
+    limit_keys: Vec<Option<String>>,
+    /// New volumes per driver on a node where Cinder is not migrated.
+    new_plain: Vec<i64>,
+    /// New volumes per driver on a node where Cinder is migrated.
+    new_migrated: Vec<i64>,
+    /// Whether the two differ, so that a node's Cinder migration must be looked up.
+    cinder_matters: bool,
+    per_node: HashMap<NodeId, Vec<Attached>>,
+    cluster: &'a Cluster,
+}
+
+impl CsiCheck<'_> {
+    /// The node's limit for driver `d`, if it has one.
+    fn limit(
+        &self,
+        node: &NodeInfo,
+        csi_limits: Option<&[(String, Option<i64>)]>,
+        d: usize,
+    ) -> Option<i64> {
+        let from_csi_node = csi_limits.and_then(|drivers| {
+            drivers
+                .iter()
+                .find(|(name, _)| name == self.drivers[d])
+                .and_then(|(_, n)| *n)
+        });
+        from_csi_node.or_else(|| {
+            self.limit_keys[d]
+                .as_deref()
+                .and_then(|k| allocatable(node, k))
+        })
+    }
+}
+
+impl NodeCheck for CsiCheck<'_> {
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        let new = if self.cinder_matters && migrated(self.cluster, node, CINDER_PLUGIN) {
+            &self.new_migrated
+        } else {
+            &self.new_plain
+        };
+        let attached = self.per_node.get(&node.id);
+        let csi_limits = self
+            .cluster
+            .csi_nodes
+            .get(node.name())
+            .map(|c| c.drivers.as_slice());
+        for (d, &count) in new.iter().enumerate() {
+            let a = attached.map_or_else(Attached::default, |slots| slots[d]);
+            let added = count - a.of_new;
+            if added <= 0 {
+                continue;
+            }
+            if self
+                .limit(node, csi_limits, d)
+                .is_some_and(|limit| a.volumes + added > limit)
+            {
+                reasons.push(REASON.into());
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Pod, VolumeBindingMode::*};
+    use crate::testkit::*;
+
+    fn ebs(id: &str) -> VolumeSource {
+        VolumeSource::AwsElasticBlockStore {
+            volume_id: id.into(),
+        }
+    }
+    fn with(name: &str, sources: &[VolumeSource]) -> PodBuilder {
+        sources
+            .iter()
+            .enumerate()
+            .fold(pod(name), |p, (i, s)| p.volume(&format!("v{i}"), s.clone()))
+    }
+    fn claims(name: &str, claims: &[&str]) -> PodBuilder {
+        claims.iter().fold(pod(name), |p, c| p.claim(c))
+    }
+
+    /// Upstream's TestEBSLimits fixtures (getFakePVCLister / getFakePVLister for "EBS").
+    fn ebs_storage(cl: &mut Cluster) {
+        add_storage(
+            cl,
+            vec![
+                pv("someEBSVol", GI)
+                    .source(PvSource::AwsElasticBlockStore {
+                        volume_id: "ebsVol".into(),
+                    })
+                    .build(),
+                pv("someNonEBSVol", GI).build(),
+            ],
+            vec![
+                pvc("someEBSVol", GI)
+                    .class("EBS")
+                    .bound("someEBSVol")
+                    .build(),
+                pvc("someNonEBSVol", GI)
+                    .class("EBS")
+                    .bound("someNonEBSVol")
+                    .build(),
+                pvc("pvcWithDeletedPV", GI)
+                    .class("EBS")
+                    .bound("pvcWithDeletedPV")
+                    .build(),
+                pvc("anotherPVCWithDeletedPV", GI)
+                    .class("EBS")
+                    .bound("anotherPVCWithDeletedPV")
+                    .build(),
+                pvc("unboundPVC", GI).class("EBS").build(),
+                pvc("anotherUnboundPVC", GI).class("EBS").build(),
+                pvc("unboundPVCWithDefaultSCPod", GI)
+                    .class("standard-sc")
+                    .build(),
+                pvc("unboundPVCWithInvalidSCPod", GI)
+                    .class("invalid-sc")
+                    .build(),
+            ],
+            vec![
+                storage_class("EBS", "kubernetes.io/aws-ebs", Immediate),
+                storage_class("standard-sc", "standard-provisioner", Immediate),
+            ],
+        );
+    }
+
+    /// Upstream's TestEBSLimits, case by case (v1.22: missing claims are simply not counted).
+    #[test]
+    fn ebs_table() {
+        let one_vol = || with("ovp", &[ebs("ovp")]);
+        let two_vol = || with("tvp", &[ebs("tvp1"), ebs("tvp2")]);
+        let split_vols = || with("svp", &[VolumeSource::Other, ebs("svp")]);
+        let non_applicable = || with("na", &[VolumeSource::Other]);
+        let empty = || pod("empty");
+        let one_pvc = || claims("one-pvc", &["someEBSVol"]);
+        let split_pvc = || claims("split-pvc", &["someNonEBSVol", "someEBSVol"]);
+        let deleted_pvc = || claims("deleted-pvc", &["deletedPVC"]);
+        let two_deleted_pvc = || claims("two-deleted-pvc", &["deletedPVC", "anotherDeletedPVC"]);
+        let deleted_pv = || claims("deleted-pv", &["pvcWithDeletedPV"]);
+        let another_deleted_pv = || claims("another-deleted-pv", &["anotherPVCWithDeletedPV"]);
+        let unbound = || claims("unbound", &["unboundPVC"]);
+        let another_unbound = || claims("another-unbound", &["anotherUnboundPVC"]);
+        type Case = (&'static str, PodBuilder, Vec<PodBuilder>, i64, bool);
+        let cases: Vec<Case> = vec![
+            (
+                "fits when node capacity >= new pod's EBS volumes",
+                one_vol(),
+                vec![two_vol(), one_vol()],
+                4,
+                true,
+            ),
+            (
+                "doesn't fit when node capacity < new pod's EBS volumes",
+                two_vol(),
+                vec![one_vol()],
+                2,
+                false,
+            ),
+            (
+                "new pod's count ignores non-EBS volumes",
+                split_vols(),
+                vec![two_vol()],
+                3,
+                true,
+            ),
+            (
+                "existing pods' counts ignore non-EBS volumes",
+                two_vol(),
+                vec![split_vols(), non_applicable(), empty()],
+                3,
+                true,
+            ),
+            (
+                "new pod's count considers PVCs backed by EBS volumes",
+                one_pvc(),
+                vec![split_vols(), non_applicable(), empty()],
+                3,
+                true,
+            ),
+            (
+                "new pod's count ignores PVCs not backed by EBS volumes",
+                split_pvc(),
+                vec![split_vols(), one_vol()],
+                3,
+                true,
+            ),
+            (
+                "existing pods' counts considers PVCs backed by EBS volumes",
+                two_vol(),
+                vec![one_vol(), one_pvc()],
+                3,
+                false,
+            ),
+            (
+                "already-mounted EBS volumes are always ok to allow",
+                two_vol(),
+                vec![one_vol(), two_vol(), one_pvc()],
+                4,
+                true,
+            ),
+            (
+                "the same EBS volumes are not counted multiple times",
+                split_vols(),
+                vec![one_vol(), one_vol(), one_pvc()],
+                3,
+                true,
+            ),
+            (
+                "missing PVC is not counted towards the PV limit (1)",
+                one_pvc(),
+                vec![one_vol(), deleted_pvc()],
+                1,
+                false,
+            ),
+            (
+                "missing PVC is not counted towards the PV limit (2)",
+                one_pvc(),
+                vec![one_vol(), deleted_pvc()],
+                2,
+                true,
+            ),
+            (
+                "two missing PVCs are not counted towards the PV limit twice",
+                one_pvc(),
+                vec![one_vol(), two_deleted_pvc()],
+                2,
+                true,
+            ),
+            (
+                "unbound PVC with invalid SC is not counted towards the PV limit",
+                claims("p", &["unboundPVCWithInvalidSCPod"]),
+                vec![one_vol()],
+                1,
+                true,
+            ),
+            (
+                "unbound PVC from different provisioner is not counted towards the PV limit",
+                claims("p", &["unboundPVCWithDefaultSCPod"]),
+                vec![one_vol()],
+                1,
+                true,
+            ),
+            (
+                "pod with missing PV is counted towards the PV limit (1)",
+                one_pvc(),
+                vec![one_vol(), deleted_pv()],
+                2,
+                false,
+            ),
+            (
+                "pod with missing PV is counted towards the PV limit (2)",
+                one_pvc(),
+                vec![one_vol(), deleted_pv()],
+                3,
+                true,
+            ),
+            (
+                "two pods missing the same PV are counted towards the PV limit only once",
+                deleted_pv(),
+                vec![one_vol(), deleted_pv()],
+                2,
+                true,
+            ),
+            (
+                "two pods missing different PVs are counted towards the PV limit twice",
+                another_deleted_pv(),
+                vec![one_vol(), deleted_pv()],
+                2,
+                false,
+            ),
+            (
+                "pod with unbound PVC is counted towards the PV limit (1)",
+                one_pvc(),
+                vec![one_vol(), unbound()],
+                2,
+                false,
+            ),
+            (
+                "pod with unbound PVC is counted towards the PV limit (2)",
+                one_pvc(),
+                vec![one_vol(), unbound()],
+                3,
+                true,
+            ),
+            (
+                "the same unbound PVC in multiple pods is counted towards the PV limit only once",
+                unbound(),
+                vec![one_vol(), unbound()],
+                2,
+                true,
+            ),
+            (
+                "two different unbound PVCs are counted towards the PV limit as two volumes",
+                another_unbound(),
+                vec![one_vol(), unbound()],
+                2,
+                false,
+            ),
+            (
+                "the new pod's missing claim is not counted either (v1.22)",
+                claims("p", &["deletedPVC", "someEBSVol"]),
+                vec![one_vol()],
+                2,
+                true,
+            ),
+        ];
+        for (name, new, existing, max, fits) in cases {
+            let existing: Vec<Pod> = existing
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    p.with(|p| p.meta.name = format!("existing-{i}"))
+                        .on("node")
+                        .build()
+                })
+                .collect();
+            let mut cl = cluster(
+                vec![
+                    node("node")
+                        .alloc("attachable-volumes-aws-ebs", max)
+                        .build(),
+                    node("idle").build(),
+                ],
+                existing,
+            );
+            ebs_storage(&mut cl);
+            let got = run_filter(&MaxVolumeCount::ebs(), &mut cl, new.build());
+            let want: Vec<String> = if fits { vec![] } else { vec![REASON.into()] };
+            assert_eq!(got[0].1, want, "{name}");
+            assert!(
+                got[1].1.is_empty(),
+                "{name}: an empty node with the default limit fits"
+            );
+        }
+    }
+
+    fn many(prefix: &str, n: usize, source: impl Fn(String) -> VolumeSource) -> PodBuilder {
+        let sources: Vec<VolumeSource> = (0..n).map(|i| source(format!("{prefix}{i}"))).collect();
+        with(prefix, &sources)
+    }
+
+    /// Default limits per kind, the Nitro instance types, and the allocatable override.
+    #[test]
+    fn limits() {
+        let gce = |id: String| VolumeSource::GcePersistentDisk {
+            pd_name: id,
+            read_only: false,
+        };
+        let azure = |id: String| VolumeSource::AzureDisk { disk_name: id };
+        let cinder = |id: String| VolumeSource::Cinder { volume_id: id };
+        type Case = (
+            &'static str,
+            MaxVolumeCount,
+            crate::model::Node,
+            usize,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "EBS default 39",
+                MaxVolumeCount::ebs(),
+                node("n").build(),
+                39,
+                true,
+            ),
+            (
+                "EBS default 39, exceeded",
+                MaxVolumeCount::ebs(),
+                node("n").build(),
+                40,
+                false,
+            ),
+            (
+                "EBS m5 is Nitro: 25",
+                MaxVolumeCount::ebs(),
+                node("n")
+                    .label("node.kubernetes.io/instance-type", "m5.large")
+                    .build(),
+                26,
+                false,
+            ),
+            (
+                "EBS c5 is Nitro: 25",
+                MaxVolumeCount::ebs(),
+                node("n")
+                    .label("beta.kubernetes.io/instance-type", "c5.xlarge")
+                    .build(),
+                25,
+                true,
+            ),
+            (
+                "EBS t3 anywhere is Nitro",
+                MaxVolumeCount::ebs(),
+                node("n")
+                    .label("node.kubernetes.io/instance-type", "xt3y")
+                    .build(),
+                26,
+                false,
+            ),
+            (
+                "EBS c4 is not Nitro",
+                MaxVolumeCount::ebs(),
+                node("n")
+                    .label("node.kubernetes.io/instance-type", "c4.large")
+                    .build(),
+                39,
+                true,
+            ),
+            (
+                "EBS allocatable overrides the instance type",
+                MaxVolumeCount::ebs(),
+                node("n")
+                    .label("node.kubernetes.io/instance-type", "m5.large")
+                    .alloc("attachable-volumes-aws-ebs", 30)
+                    .build(),
+                30,
+                true,
+            ),
+            (
+                "an allocatable limit of 0",
+                MaxVolumeCount::ebs(),
+                node("n").alloc("attachable-volumes-aws-ebs", 0).build(),
+                1,
+                false,
+            ),
+            (
+                "GCE PD default 16",
+                MaxVolumeCount::gce_pd(),
+                node("n").build(),
+                16,
+                true,
+            ),
+            (
+                "GCE PD default 16, exceeded",
+                MaxVolumeCount::gce_pd(),
+                node("n").build(),
+                17,
+                false,
+            ),
+            (
+                "GCE PD allocatable",
+                MaxVolumeCount::gce_pd(),
+                node("n").alloc("attachable-volumes-gce-pd", 20).build(),
+                17,
+                true,
+            ),
+            (
+                "Azure default 16",
+                MaxVolumeCount::azure_disk(),
+                node("n").build(),
+                17,
+                false,
+            ),
+            (
+                "Azure allocatable",
+                MaxVolumeCount::azure_disk(),
+                node("n").alloc("attachable-volumes-azure-disk", 2).build(),
+                3,
+                false,
+            ),
+            (
+                "Cinder default 256",
+                MaxVolumeCount::cinder(),
+                node("n").build(),
+                256,
+                true,
+            ),
+            (
+                "Cinder default 256, exceeded",
+                MaxVolumeCount::cinder(),
+                node("n").build(),
+                257,
+                false,
+            ),
+        ];
+        for (name, rule, n, count, fits) in cases {
+            let source = match rule.kind {
+                Kind::Ebs => many("v", count, ebs_owned),
+                Kind::GcePd => many("v", count, gce),
+                Kind::AzureDisk => many("v", count, azure),
+                Kind::Cinder => many("v", count, cinder),
+            };
+            let mut cl = cluster(vec![n], vec![]);
+            let got = run_filter(&rule, &mut cl, source.build());
+            assert_eq!(got[0].1.is_empty(), fits, "{name}");
+        }
+    }
+
+    fn ebs_owned(id: String) -> VolumeSource {
+        VolumeSource::AwsElasticBlockStore { volume_id: id }
+    }
+
+    /// Each kind counts its own inline and claimed volumes and nothing else.
+    #[test]
+    fn kinds_count_their_own_volumes() {
+        let mut cl = cluster(
+            vec![
+                node("n")
+                    .alloc("attachable-volumes-gce-pd", 2)
+                    .alloc("attachable-volumes-azure-disk", 2)
+                    .alloc("attachable-volumes-cinder", 2)
+                    .alloc("attachable-volumes-aws-ebs", 2)
+                    .build(),
+            ],
+            vec![
+                with(
+                    "gce-pod",
+                    &[VolumeSource::GcePersistentDisk {
+                        pd_name: "g1".into(),
+                        read_only: true,
+                    }],
+                )
+                .claim("azure-claim")
+                .claim("cinder-claim")
+                .on("n")
+                .build(),
+            ],
+        );
+        add_storage(
+            &mut cl,
+            vec![
+                pv("azure-pv", GI)
+                    .source(PvSource::AzureDisk {
+                        disk_name: "a1".into(),
+                    })
+                    .build(),
+                pv("cinder-pv", GI)
+                    .source(PvSource::Cinder {
+                        volume_id: "c1".into(),
+                    })
+                    .build(),
+                pv("gce-pv", GI)
+                    .source(PvSource::GcePersistentDisk {
+                        pd_name: "g2".into(),
+                    })
+                    .build(),
+            ],
+            vec![
+                pvc("azure-claim", GI).bound("azure-pv").build(),
+                pvc("cinder-claim", GI).bound("cinder-pv").build(),
+                pvc("gce-claim", GI).bound("gce-pv").build(),
+                pvc("cinder-unbound", GI).class("cinder").build(),
+            ],
+            vec![storage_class(
+                "cinder",
+                "kubernetes.io/cinder",
+                WaitForFirstConsumer,
+            )],
+        );
+        let new = || {
+            with(
+                "p",
+                &[VolumeSource::GcePersistentDisk {
+                    pd_name: "g1".into(),
+                    read_only: false,
+                }],
+            )
+            .claim("gce-claim")
+            .volume(
+                "a",
+                VolumeSource::AzureDisk {
+                    disk_name: "a2".into(),
+                },
+            )
+            .volume(
+                "c",
+                VolumeSource::Cinder {
+                    volume_id: "c1".into(),
+                },
+            )
+            .claim("cinder-unbound")
+        };
+        // GCE: g1 (already attached) + g2 = 2 ≤ 2. Azure: a1 + a2 = 2. Cinder: c1 (attached)
+        // + the unbound claim = 2. EBS: none.
+        for rule in [
+            MaxVolumeCount::gce_pd(),
+            MaxVolumeCount::azure_disk(),
+            MaxVolumeCount::cinder(),
+        ] {
+            assert!(
+                run_filter(&rule, &mut cl, new().build())[0].1.is_empty(),
+                "{:?}",
+                rule.kind
+            );
+        }
+        let one_more = new().volume(
+            "g3",
+            VolumeSource::GcePersistentDisk {
+                pd_name: "g3".into(),
+                read_only: false,
+            },
+        );
+        assert_eq!(
+            run_filter(&MaxVolumeCount::gce_pd(), &mut cl, one_more.build())[0].1,
+            vec![REASON]
+        );
+        let prep_skips = |rule: &MaxVolumeCount, p: Pod, cl: &mut Cluster| {
+            let info = cl.compile_pod(p);
+            matches!(
+                rule.prepare(CycleContext {
+                    cluster: cl,
+                    pod: &info
+                }),
+                FilterPrep::Skip
+            )
+        };
+        assert!(prep_skips(&MaxVolumeCount::ebs(), new().build(), &mut cl));
+        assert!(prep_skips(
+            &MaxVolumeCount::ebs(),
+            pod("none").build(),
+            &mut cl
+        ));
+    }
+
+    /// A node whose CSINode lists Cinder as migrated leaves Cinder volumes to the CSI rule;
+    /// the EBS gate is off in v1.22, so the same annotation does not exempt EBS.
+    #[test]
+    fn migrated_cinder_defers_to_csi() {
+        let mut cl = cluster(
+            vec![
+                node("migrated")
+                    .alloc("attachable-volumes-cinder", 0)
+                    .alloc("attachable-volumes-aws-ebs", 0)
+                    .build(),
+                node("plain")
+                    .alloc("attachable-volumes-cinder", 0)
+                    .alloc("attachable-volumes-aws-ebs", 0)
+                    .build(),
+            ],
+            vec![],
+        );
+        let mut csi = csi_node("migrated", &[]);
+        csi.meta.annotations.insert(
+            MIGRATED_PLUGINS_ANNOTATION.into(),
+            "kubernetes.io/aws-ebs,kubernetes.io/cinder".into(),
+        );
+        add_csi_nodes(&mut cl, vec![csi]);
+        let p = with(
+            "p",
+            &[VolumeSource::Cinder {
+                volume_id: "c".into(),
+            }],
+        )
+        .build();
+        assert_eq!(
+            passing(&run_filter(&MaxVolumeCount::cinder(), &mut cl, p)),
+            vec!["migrated"]
+        );
+        let p = with("p", &[ebs("e")]).build();
+        assert!(passing(&run_filter(&MaxVolumeCount::ebs(), &mut cl, p)).is_empty());
+    }
+
+    #[test]
+    fn a_claim_without_name_fails_everywhere() {
+        let mut cl = cluster(vec![node("n").build()], vec![]);
+        let p = pod("p").claim("").build();
+        assert_eq!(
+            run_filter(&MaxVolumeCount::ebs(), &mut cl, p.clone())[0].1,
+            vec![REASON_NO_CLAIM_NAME]
+        );
+        assert_eq!(
+            run_filter(&MaxCsiVolumeCount, &mut cl, p)[0].1,
+            vec![REASON_NO_CLAIM_NAME]
+        );
+    }
+
+    const EBS_CSI: &str = "ebs.csi.aws.com";
+    const GCE_CSI: &str = "pd.csi.storage.gke.io";
+
+    /// Upstream's TestCSILimits fixtures: claims `csi-<driver>-<n>` bound to CSI volumes of
+    /// that driver; `csi-4` unbound of class `csi-sc` (EBS CSI provisioner); `csi-5` unbound
+    /// without class; `csi-6` bound to a missing volume, class `csi-sc`.
+    fn csi_storage(cl: &mut Cluster) {
+        let mut volumes = Vec::new();
+        let mut claims = Vec::new();
+        for driver in [EBS_CSI, GCE_CSI] {
+            for i in 0..4 {
+                let name = format!("csi-{driver}-{i}");
+                volumes.push(
+                    pv(&name, GI)
+                        .source(PvSource::Csi {
+                            driver: driver.into(),
+                            volume_handle: format!("{driver}-vol-{i}"),
+                        })
+                        .build(),
+                );
+                claims.push(pvc(&name, GI).bound(&name).build());
+            }
+        }
+        volumes.push(
+            pv("csi-cinder", GI)
+                .source(PvSource::Cinder {
+                    volume_id: "cinder-1".into(),
+                })
+                .build(),
+        );
+        volumes.push(
+            pv("csi-in-tree-ebs", GI)
+                .source(PvSource::AwsElasticBlockStore {
+                    volume_id: "e".into(),
+                })
+                .build(),
+        );
+        claims.extend([
+            pvc("csi-4", GI).class("csi-sc").build(),
+            pvc("csi-5", GI).build(),
+            pvc("csi-6", GI)
+                .class("csi-sc")
+                .bound("missing-in-action")
+                .build(),
+            pvc("csi-cinder", GI).bound("csi-cinder").build(),
+            pvc("csi-cinder-unbound", GI).class("cinder").build(),
+            pvc("csi-in-tree-ebs", GI).bound("csi-in-tree-ebs").build(),
+            pvc("csi-in-tree-ebs-unbound", GI)
+                .class("in-tree-ebs")
+                .build(),
+        ]);
+        add_storage(
+            cl,
+            volumes,
+            claims,
+            vec![
+                storage_class("csi-sc", EBS_CSI, WaitForFirstConsumer),
+                storage_class("cinder", "kubernetes.io/cinder", WaitForFirstConsumer),
+                storage_class("in-tree-ebs", "kubernetes.io/aws-ebs", WaitForFirstConsumer),
+            ],
+        );
+    }
+
+    /// Upstream's TestCSILimits cases that hold in v1.22, plus the v1.22 migration gates.
+    #[test]
+    fn csi_table() {
+        let ebs_one = || claims("ebs-one", &["csi-ebs.csi.aws.com-0"]);
+        let ebs_two = || {
+            claims(
+                "ebs-two",
+                &["csi-ebs.csi.aws.com-1", "csi-ebs.csi.aws.com-2"],
+            )
+        };
+        let running = || claims("running", &["csi-ebs.csi.aws.com-3"]);
+        let pending = || claims("pending", &["csi-4"]);
+        let no_sc = || claims("no-sc", &["csi-5"]);
+        let missing_pv = || claims("missing-pv", &["csi-6"]);
+        let gce_two = || {
+            claims(
+                "gce-two",
+                &["csi-pd.csi.storage.gke.io-1", "csi-pd.csi.storage.gke.io-2"],
+            )
+        };
+        let limits = |n: i64| vec![(EBS_CSI, Some(n)), (GCE_CSI, Some(n))];
+        type Case = (
+            &'static str,
+            PodBuilder,
+            Vec<PodBuilder>,
+            Vec<(&'static str, Option<i64>)>,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "fits when node volume limit >= new pods CSI volume",
+                ebs_one(),
+                vec![running(), ebs_two()],
+                limits(4),
+                true,
+            ),
+            (
+                "doesn't when node volume limit <= pods CSI volume",
+                ebs_one(),
+                vec![running(), ebs_two()],
+                limits(2),
+                false,
+            ),
+            (
+                "should when driver does not support volume limits",
+                ebs_one(),
+                vec![running(), ebs_two()],
+                vec![(EBS_CSI, None)],
+                true,
+            ),
+            (
+                "count pending PVCs towards volume limit <= pods CSI volume",
+                ebs_one(),
+                vec![pending(), ebs_two()],
+                limits(2),
+                false,
+            ),
+            (
+                "count multiple pending pvcs towards volume limit >= pods CSI volume",
+                ebs_one(),
+                vec![pending(), claims("pending-2", &["csi-4"]), ebs_two()],
+                limits(4),
+                true,
+            ),
+            (
+                "should count PVCs with invalid PV name but valid SC",
+                ebs_one(),
+                vec![missing_pv(), ebs_two()],
+                limits(2),
+                false,
+            ),
+            (
+                "don't count pvcs with missing SC towards volume limit",
+                ebs_one(),
+                vec![running(), no_sc()],
+                limits(2),
+                true,
+            ),
+            (
+                "count pvcs with the same type towards volume limit",
+                ebs_one(),
+                vec![gce_two(), ebs_two()],
+                limits(2),
+                false,
+            ),
+            (
+                "don't count pvcs with different type towards volume limit",
+                gce_two(),
+                vec![ebs_two(), running()],
+                limits(2),
+                true,
+            ),
+            (
+                "the same volume in another pod is counted once",
+                ebs_one(),
+                vec![ebs_one(), running()],
+                limits(2),
+                true,
+            ),
+            (
+                "no CSINode entry: no limit",
+                ebs_one(),
+                vec![running(), ebs_two()],
+                vec![],
+                true,
+            ),
+            (
+                "v1.22: in-tree EBS claims are not counted (gate off)",
+                claims("p", &["csi-in-tree-ebs", "csi-in-tree-ebs-unbound"]),
+                vec![],
+                vec![("ebs.csi.aws.com", Some(0))],
+                true,
+            ),
+        ];
+        for (name, new, existing, drivers, fits) in cases {
+            let existing: Vec<Pod> = existing
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    p.with(|p| p.meta.name = format!("existing-{i}"))
+                        .on("node")
+                        .build()
+                })
+                .collect();
+            let mut cl = cluster(vec![node("node").build()], existing);
+            csi_storage(&mut cl);
+            add_csi_nodes(&mut cl, vec![csi_node("node", &drivers)]);
+            let got = run_filter(&MaxCsiVolumeCount, &mut cl, new.build());
+            let want: Vec<String> = if fits { vec![] } else { vec![REASON.into()] };
+            assert_eq!(got[0].1, want, "{name}");
+        }
+    }
+
+    /// The node allocatable `attachable-volumes-csi-<driver>` applies when the CSINode gives
+    /// the driver no count; a CSINode count wins over it.
+    #[test]
+    fn csi_limit_sources() {
+        let key = "attachable-volumes-csi-ebs.csi.aws.com";
+        let new = || claims("p", &["csi-ebs.csi.aws.com-0", "csi-ebs.csi.aws.com-1"]);
+        type Case = (
+            &'static str,
+            crate::model::Node,
+            Vec<(&'static str, Option<i64>)>,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "allocatable only",
+                node("node").alloc(key, 1).build(),
+                vec![],
+                false,
+            ),
+            (
+                "allocatable, CSINode without count",
+                node("node").alloc(key, 1).build(),
+                vec![(EBS_CSI, None)],
+                false,
+            ),
+            (
+                "CSINode count wins",
+                node("node").alloc(key, 1).build(),
+                vec![(EBS_CSI, Some(2))],
+                true,
+            ),
+            (
+                "another driver's limit does not apply",
+                node("node").build(),
+                vec![(GCE_CSI, Some(0))],
+                true,
+            ),
+        ];
+        for (name, n, drivers, fits) in cases {
+            let mut cl = cluster(vec![n], vec![]);
+            csi_storage(&mut cl);
+            add_csi_nodes(&mut cl, vec![csi_node("node", &drivers)]);
+            assert_eq!(
+                run_filter(&MaxCsiVolumeCount, &mut cl, new().build())[0]
+                    .1
+                    .is_empty(),
+                fits,
+                "{name}"
+            );
+        }
+    }
+
+    /// Cinder volumes (bound, or unbound of a Cinder class) count as `cinder.csi.openstack.org`
+    /// volumes only on nodes whose CSINode lists Cinder as migrated.
+    #[test]
+    fn csi_counts_migrated_cinder() {
+        let mut cl = cluster(
+            vec![node("migrated").build(), node("plain").build()],
+            vec![claims("running", &["csi-cinder"]).on("migrated").build()],
+        );
+        csi_storage(&mut cl);
+        let mut migrated = csi_node("migrated", &[(CINDER_CSI_DRIVER, Some(1))]);
+        migrated.meta.annotations.insert(
+            MIGRATED_PLUGINS_ANNOTATION.into(),
+            "kubernetes.io/cinder".into(),
+        );
+        add_csi_nodes(
+            &mut cl,
+            vec![migrated, csi_node("plain", &[(CINDER_CSI_DRIVER, Some(0))])],
+        );
+        // The running pod's Cinder volume already fills the migrated node's single slot.
+        let got = run_filter(
+            &MaxCsiVolumeCount,
+            &mut cl,
+            claims("p", &["csi-cinder-unbound"]).build(),
+        );
+        assert_eq!(passing(&got), vec!["plain"]);
+        // Sharing the attached volume adds nothing.
+        let got = run_filter(
+            &MaxCsiVolumeCount,
+            &mut cl,
+            claims("p", &["csi-cinder"]).build(),
+        );
+        assert_eq!(passing(&got), vec!["migrated", "plain"]);
+    }
+}

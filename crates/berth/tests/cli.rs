@@ -1,0 +1,195 @@
+//! The binary's edges: bad input gets a clear error and a non-zero exit, never a panic.
+
+use std::fs;
+use std::process::{Command, Output};
+
+fn berth(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(args)
+        .output()
+        .expect("run berth")
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    fs::write(&p, text).expect("write fixture");
+    p.display().to_string()
+}
+
+const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  allocatable:\n    cpu: \"4\"\n    memory: 8Gi\n    pods: \"110\"\n";
+
+#[test]
+fn bad_input_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy_ok = write(&dir, "ok.json", r#"{"kind":"Policy","apiVersion":"v1"}"#);
+    let cases: Vec<(&str, Vec<String>, Vec<&str>)> = vec![
+        (
+            "missing cluster file",
+            vec![
+                "simulate".into(),
+                "--cluster".into(),
+                dir.path().join("nope.yaml").display().to_string(),
+            ],
+            vec![
+                "cannot read cluster file",
+                "nope.yaml",
+                "No such file or directory",
+            ],
+        ),
+        (
+            "malformed YAML",
+            vec![
+                "simulate".into(),
+                "--cluster".into(),
+                write(&dir, "bad.yaml", "kind: Node\n  metadata: [\n"),
+            ],
+            vec!["bad.yaml", "line"],
+        ),
+        (
+            "impossible quantity",
+            vec![
+                "simulate".into(),
+                "--cluster".into(),
+                write(&dir, "q.yaml", &NODE.replace("8Gi", "12Qi")),
+            ],
+            vec!["q.yaml", "Node n1", "status.allocatable.memory", "12Qi"],
+        ),
+        (
+            "object without a name",
+            vec![
+                "simulate".into(),
+                "--cluster".into(),
+                write(
+                    &dir,
+                    "noname.yaml",
+                    &NODE.replace("  name: n1\n", "  labels: {}\n"),
+                ),
+            ],
+            vec!["noname.yaml", "metadata.name"],
+        ),
+        (
+            "pod without containers",
+            vec![
+                "simulate".into(),
+                "--cluster".into(),
+                write(
+                    &dir,
+                    "pod.yaml",
+                    &format!(
+                        "{NODE}---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec: {{}}\n"
+                    ),
+                ),
+            ],
+            vec!["pod.yaml", "(Pod p)", "spec.containers"],
+        ),
+        (
+            "malformed policy JSON",
+            vec![
+                "check".into(),
+                write(
+                    &dir,
+                    "p.json",
+                    "{\"kind\": \"Policy\",\n  \"predicates\": [\n",
+                ),
+            ],
+            vec!["p.json", "line"],
+        ),
+        (
+            "policy with a typo",
+            vec![
+                "check".into(),
+                write(
+                    &dir,
+                    "typo.json",
+                    r#"{"priorities":[{"name":"LeastRequestedPriority","wieght":1}]}"#,
+                ),
+            ],
+            vec!["typo.json", "priorities[0]", "wieght"],
+        ),
+        (
+            "unknown predicate",
+            vec![
+                "simulate".into(),
+                "--policy".into(),
+                write(
+                    &dir,
+                    "unk.json",
+                    r#"{"predicates":[{"name":"PodFitsEverything"}]}"#,
+                ),
+            ],
+            vec!["unk.json", "predicates[0]", "PodFitsEverything"],
+        ),
+        (
+            "missing policy file",
+            vec![
+                "simulate".into(),
+                "--policy".into(),
+                dir.path().join("gone.json").display().to_string(),
+            ],
+            vec!["gone.json"],
+        ),
+        (
+            "bench with no nodes",
+            vec![
+                "bench".into(),
+                "--nodes".into(),
+                "0".into(),
+                "--policy".into(),
+                policy_ok.clone(),
+            ],
+            vec!["--nodes"],
+        ),
+    ];
+    for (name, args, needles) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = berth(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{name}: expected failure, got success"
+        );
+        assert!(!stderr.contains("panicked"), "{name}: panicked: {stderr}");
+        for n in needles {
+            assert!(stderr.contains(n), "{name}: {n:?} not in: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn default_simulation_runs_and_is_deterministic() {
+    let a = berth(&["simulate", "--output", "json", "--seed", "7"]);
+    let b = berth(&["simulate", "--output", "json", "--seed", "7"]);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(a.stdout, b.stdout);
+    let text = String::from_utf8_lossy(&a.stdout);
+    assert!(text.lines().count() >= 5);
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
+        assert!(v["pod"].is_string());
+        assert_eq!(v["node"].is_null(), v["message"].is_string(), "{line}");
+    }
+}
+
+#[test]
+fn check_prints_the_effective_configuration() {
+    let out = berth(&[
+        "check",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let pos = |s: &str| {
+        text.find(s)
+            .unwrap_or_else(|| panic!("{s} missing from:\n{text}"))
+    };
+    // Evaluation order, not file order: NoDiskConflict is listed first in the file.
+    assert!(pos("CheckNodeUnschedulable") < pos("GeneralPredicates"));
+    assert!(pos("GeneralPredicates") < pos("NoDiskConflict"));
+    assert!(pos("NoDiskConflict") < pos("Region"));
+    assert!(pos("Region") < pos("MatchInterPodAffinity"));
+    assert!(text.contains("10000"));
+}
