@@ -8,7 +8,9 @@
 //!   in the same places.
 //! - A scheduling cycle reads the cluster through `&Cluster` only; nothing is cloned per pod.
 
-use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
 
 use crate::labels::{Interner, LabelSelector, Labels, Selector, Sym};
 use crate::model::{
@@ -62,44 +64,55 @@ impl HostPort {
 }
 
 /// A node with its aggregates.
+///
+/// Laid out hot fields first (`repr(C)` keeps the order): what filters and scores read for
+/// every node sits in the first few cache lines; the node as given is boxed, since only
+/// reports and rare rules read it.
 #[derive(Debug)]
+#[repr(C)]
 pub struct NodeInfo {
     /// The node's id in the cluster, so per-node tables built in `prepare` can be indexed
     /// from a `NodeInfo`.
     pub id: NodeId,
-    /// The node as given.
-    pub node: model::Node,
-    /// Interned labels.
-    pub labels: Labels,
-    /// Allocatable resources (without pods).
-    pub allocatable: Resources,
-    /// Allocatable pod count.
-    pub allowed_pods: i64,
-    /// Usable pod IP addresses from the pod CIDRs; None when the node has no pod CIDR.
-    pub pod_ip_capacity: Option<u64>,
     /// The zone key (region and zone) used for spreading; None without zone/region labels.
     pub zone_key: Option<Sym>,
-    /// Owners listed in the `scheduler.alpha.kubernetes.io/preferAvoidPods` annotation: (kind, uid).
-    pub prefer_avoid: Vec<(Box<str>, Box<str>)>,
-    /// Image name, as the kubelet reports it -> size in bytes.
-    pub images: HashMap<Box<str>, i64>,
-    /// The same images keyed by interned name, sorted by symbol, so a scorer can look an
-    /// image up per node without hashing a string.
-    pub image_syms: Box<[(Sym, i64)]>,
-    /// Sum of the filter requests of assigned pods.
-    pub requested: Resources,
+    /// `spec.unschedulable`.
+    pub unschedulable: bool,
+    /// Conditions.
+    pub conditions: NodeConditions,
+    /// Allocatable pod count.
+    pub allowed_pods: i64,
+    /// Assigned pods that need a pod IP (not hostNetwork).
+    pub pods_needing_ip: u64,
+    /// Usable pod IP addresses from the pod CIDRs; None when the node has no pod CIDR.
+    pub pod_ip_capacity: Option<u64>,
     /// Sum of the scoring requests (with non-zero defaults) of assigned pods: milli-CPU.
     pub nonzero_milli_cpu: i64,
     /// Same for memory bytes.
     pub nonzero_memory: i64,
+    /// Allocatable resources (without pods).
+    pub allocatable: Resources,
+    /// Sum of the filter requests of assigned pods.
+    pub requested: Resources,
     /// Pods assigned to the node.
     pub pods: Vec<PodId>,
-    /// Assigned pods that need a pod IP (not hostNetwork).
-    pub pods_needing_ip: u64,
+    /// Interned labels.
+    pub labels: Labels,
+    /// `spec.taints`.
+    pub taints: Box<[Taint]>,
     /// Host ports used by assigned pods.
     pub used_ports: Vec<HostPort>,
     /// Assigned pods with any pod affinity or anti-affinity term.
     pub pods_with_affinity: Vec<PodId>,
+    /// The node as given.
+    pub node: Box<model::Node>,
+    /// Owners listed in the `scheduler.alpha.kubernetes.io/preferAvoidPods` annotation: (kind, uid).
+    pub prefer_avoid: Vec<(Box<str>, Box<str>)>,
+    /// Image name, as the kubelet reports it -> size in bytes.
+    pub images: FxHashMap<Box<str>, i64>,
+    /// The same images keyed by interned name, sorted by symbol, so a scorer can look an
+    /// image up per node without hashing a string.
+    pub image_syms: Box<[(Sym, i64)]>,
 }
 
 impl NodeInfo {
@@ -110,12 +123,12 @@ impl NodeInfo {
 
     /// The node's taints.
     pub fn taints(&self) -> &[Taint] {
-        &self.node.taints
+        &self.taints
     }
 
     /// The node's conditions.
     pub fn conditions(&self) -> &NodeConditions {
-        &self.node.conditions
+        &self.conditions
     }
 }
 
@@ -177,30 +190,39 @@ pub struct Cluster {
     pub interner: Interner,
     /// Well-known label keys.
     pub keys: WellKnown,
-    nodes: Vec<Option<NodeInfo>>,
-    node_by_name: HashMap<Box<str>, NodeId>,
-    node_order: Vec<NodeId>,
+    /// Boxed so that telling a live slot from a removed one reads this dense array of
+    /// pointers, not a field somewhere inside each node.
+    nodes: Vec<Option<Box<NodeInfo>>>,
+    /// Per node slot, the dense index of its zone key (`NO_ZONE` without one), so spreading
+    /// can aggregate per zone in arrays.
+    zone_slots: Vec<u32>,
+    /// Zone keys by dense index.
+    zones: Vec<Sym>,
+    node_by_name: FxHashMap<Box<str>, NodeId>,
+    /// Visiting order, computed on first use after a node change.
+    node_order: OnceLock<Vec<NodeId>>,
     pods: Vec<Option<PodInfo>>,
     free_pod_slots: Vec<u32>,
-    pod_by_key: HashMap<(Sym, Box<str>), PodId>,
+    pod_by_key: FxHashMap<(Sym, Box<str>), PodId>,
     /// Namespaces by interned name.
-    pub namespaces: HashMap<Sym, NamespaceInfo>,
+    pub namespaces: FxHashMap<Sym, NamespaceInfo>,
     /// Services, RCs, ReplicaSets, StatefulSets.
     pub selector_objects: Vec<SelectorObject>,
     /// PersistentVolumes by name.
-    pub persistent_volumes: HashMap<String, PersistentVolume>,
+    pub persistent_volumes: FxHashMap<String, PersistentVolume>,
     /// PersistentVolumeClaims by (namespace, name).
-    pub persistent_volume_claims: HashMap<(String, String), PersistentVolumeClaim>,
+    pub persistent_volume_claims: FxHashMap<(String, String), PersistentVolumeClaim>,
     /// StorageClasses by name.
-    pub storage_classes: HashMap<String, StorageClass>,
+    pub storage_classes: FxHashMap<String, StorageClass>,
     /// CSINodes by node name.
-    pub csi_nodes: HashMap<String, CsiNode>,
-    label_index: HashMap<(Sym, Sym), Vec<PodId>>,
+    pub csi_nodes: FxHashMap<String, CsiNode>,
+    label_index: FxHashMap<(Sym, Sym), Vec<PodId>>,
+    label_columns: FxHashMap<Sym, Vec<Option<Sym>>>,
     pods_with_affinity: Vec<PodId>,
     pods_with_volumes: Vec<PodId>,
     anti_affinity_terms: TermIndex,
     scoring_terms: TermIndex,
-    image_node_counts: HashMap<Box<str>, u32>,
+    image_node_counts: FxHashMap<Box<str>, u32>,
 }
 
 impl Default for Cluster {
@@ -208,6 +230,9 @@ impl Default for Cluster {
         Self::new()
     }
 }
+
+/// The zone index of a node without zone or region labels.
+pub const NO_ZONE: u32 = u32::MAX;
 
 /// The annotation listing owners whose pods should avoid a node.
 pub const PREFER_AVOID_PODS_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/preferAvoidPods";
@@ -227,23 +252,26 @@ impl Cluster {
             interner,
             keys,
             nodes: Vec::new(),
-            node_by_name: HashMap::new(),
-            node_order: Vec::new(),
+            zone_slots: Vec::new(),
+            zones: Vec::new(),
+            node_by_name: FxHashMap::default(),
+            node_order: OnceLock::new(),
             pods: Vec::new(),
             free_pod_slots: Vec::new(),
-            pod_by_key: HashMap::new(),
-            namespaces: HashMap::new(),
+            pod_by_key: FxHashMap::default(),
+            namespaces: FxHashMap::default(),
             selector_objects: Vec::new(),
-            persistent_volumes: HashMap::new(),
-            persistent_volume_claims: HashMap::new(),
-            storage_classes: HashMap::new(),
-            csi_nodes: HashMap::new(),
-            label_index: HashMap::new(),
+            persistent_volumes: FxHashMap::default(),
+            persistent_volume_claims: FxHashMap::default(),
+            storage_classes: FxHashMap::default(),
+            csi_nodes: FxHashMap::default(),
+            label_index: FxHashMap::default(),
+            label_columns: FxHashMap::default(),
             pods_with_affinity: Vec::new(),
             pods_with_volumes: Vec::new(),
             anti_affinity_terms: TermIndex::default(),
             scoring_terms: TermIndex::default(),
-            image_node_counts: HashMap::new(),
+            image_node_counts: FxHashMap::default(),
         }
     }
 
@@ -260,9 +288,35 @@ impl Cluster {
             *self.image_node_counts.entry(name.clone()).or_default() += 1;
         }
         self.node_by_name.insert(info.name().into(), id);
-        self.nodes.push(Some(info));
-        self.rebuild_node_order();
+        let labels = info.labels.clone();
+        let zone = self.zone_slot(info.zone_key);
+        self.nodes.push(Some(Box::new(info)));
+        self.zone_slots.push(zone);
+        for column in self.label_columns.values_mut() {
+            column.resize(self.nodes.len(), None);
+        }
+        self.set_label_columns(id, &labels, true);
+        self.node_order = OnceLock::new();
         Ok(id)
+    }
+
+    /// Records (or clears) a node's labels in the per-key label columns.
+    fn set_label_columns(&mut self, id: NodeId, labels: &Labels, present: bool) {
+        let slots = self.nodes.len();
+        for (k, v) in labels.iter() {
+            let column = self
+                .label_columns
+                .entry(k)
+                .or_insert_with(|| vec![None; slots]);
+            column[id.0 as usize] = present.then_some(v);
+        }
+    }
+
+    /// A label key's value on every node, indexed by `NodeId.0` (None where the node lacks
+    /// the label); None when no node ever carried the key. Rules read these dense columns on
+    /// the hot path instead of searching each node's label set.
+    pub fn label_column(&self, key: Sym) -> Option<&[Option<Sym>]> {
+        self.label_columns.get(&key).map(Vec::as_slice)
     }
 
     /// Replaces a node's spec and status, keeping its assigned pods and aggregates.
@@ -271,6 +325,9 @@ impl Cluster {
             return self.add_node(node);
         };
         let fresh = self.build_node_info(id, node)?;
+        let old_labels = self.node(id).labels.clone();
+        self.set_label_columns(id, &old_labels, false);
+        self.set_label_columns(id, &fresh.labels, true);
         let old = self.nodes[id.0 as usize]
             .as_mut()
             .expect("indexed node exists");
@@ -283,7 +340,11 @@ impl Cluster {
             *self.image_node_counts.entry(name.clone()).or_default() += 1;
         }
         let zone_changed = old.zone_key != fresh.zone_key;
+        let fresh_zone = fresh.zone_key;
         old.node = fresh.node;
+        old.unschedulable = fresh.unschedulable;
+        old.conditions = fresh.conditions;
+        old.taints = fresh.taints;
         old.labels = fresh.labels;
         old.allocatable = fresh.allocatable;
         old.allowed_pods = fresh.allowed_pods;
@@ -293,9 +354,34 @@ impl Cluster {
         old.images = fresh.images;
         old.image_syms = fresh.image_syms;
         if zone_changed {
-            self.rebuild_node_order();
+            self.zone_slots[id.0 as usize] = self.zone_slot(fresh_zone);
+            self.node_order = OnceLock::new();
         }
         Ok(id)
+    }
+
+    /// The dense index of a zone key, allocating one for a new zone.
+    fn zone_slot(&mut self, zone: Option<Sym>) -> u32 {
+        let Some(zone) = zone else {
+            return NO_ZONE;
+        };
+        match self.zones.iter().position(|z| *z == zone) {
+            Some(i) => i as u32,
+            None => {
+                self.zones.push(zone);
+                self.zones.len() as u32 - 1
+            }
+        }
+    }
+
+    /// Per node slot (`NodeId.0`), the dense index of the node's zone, or [`NO_ZONE`].
+    pub fn zone_slots(&self) -> &[u32] {
+        &self.zone_slots
+    }
+
+    /// How many distinct zones the cluster has seen: the size of a per-zone table.
+    pub fn zone_count(&self) -> usize {
+        self.zones.len()
     }
 
     /// Removes a node. Its pods stay in the cluster, unassigned from any node info, as the
@@ -308,13 +394,15 @@ impl Cluster {
         }
         self.node_by_name.remove(name);
         let info = self.nodes[id.0 as usize].take()?;
+        self.zone_slots[id.0 as usize] = NO_ZONE;
+        self.set_label_columns(id, &info.labels, false);
         for img in info.images.keys() {
             if let Some(c) = self.image_node_counts.get_mut(img) {
                 *c -= 1;
             }
         }
-        self.rebuild_node_order();
-        Some(info.node)
+        self.node_order = OnceLock::new();
+        Some(*info.node)
     }
 
     fn build_node_info(&mut self, id: NodeId, node: model::Node) -> Result<NodeInfo, ClusterError> {
@@ -341,7 +429,7 @@ impl Cluster {
             .unwrap_or_default();
         // Node image names are used as the kubelet reports them (with tags or digests); only
         // the pod's image references are normalised, as upstream does.
-        let mut images: HashMap<Box<str>, i64> = HashMap::new();
+        let mut images: FxHashMap<Box<str>, i64> = FxHashMap::default();
         for img in &node.images {
             for n in &img.names {
                 images.insert(n.as_str().into(), img.size_bytes);
@@ -354,7 +442,10 @@ impl Cluster {
         image_syms.sort_unstable_by_key(|(sym, _)| *sym);
         Ok(NodeInfo {
             id,
-            node,
+            unschedulable: node.unschedulable,
+            conditions: node.conditions,
+            taints: node.taints.clone().into_boxed_slice(),
+            node: Box::new(node),
             labels,
             allocatable,
             allowed_pods,
@@ -392,9 +483,9 @@ impl Cluster {
         Some(self.interner.intern(&text))
     }
 
-    /// Rebuilds the visiting order: nodes interleaved round-robin across zones (in order of
-    /// the zones' first appearance), as upstream's node tree lists them.
-    fn rebuild_node_order(&mut self) {
+    /// The visiting order: nodes interleaved round-robin across zones (in order of the zones'
+    /// first appearance), as upstream's node tree lists them.
+    fn compute_node_order(&self) -> Vec<NodeId> {
         let mut zones: Vec<(Option<Sym>, Vec<NodeId>)> = Vec::new();
         for (i, n) in self.nodes.iter().enumerate() {
             let Some(n) = n else { continue };
@@ -415,17 +506,17 @@ impl Cluster {
             }
             round += 1;
         }
-        self.node_order = order;
+        order
     }
 
     /// The nodes in visiting order (zones interleaved).
     pub fn node_order(&self) -> &[NodeId] {
-        &self.node_order
+        self.node_order.get_or_init(|| self.compute_node_order())
     }
 
     /// Number of nodes.
     pub fn node_count(&self) -> usize {
-        self.node_order.len()
+        self.node_by_name.len()
     }
 
     /// A node by id. Panics if the id is stale, which is a bug in the caller.
@@ -815,7 +906,7 @@ pub struct TermRef {
 /// select nothing and are left out.
 #[derive(Debug, Default)]
 pub struct TermIndex {
-    by_label: HashMap<(Sym, Sym), Vec<TermRef>>,
+    by_label: FxHashMap<(Sym, Sym), Vec<TermRef>>,
     unindexed: Vec<TermRef>,
 }
 

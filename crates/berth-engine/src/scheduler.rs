@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::cluster::{Cluster, NodeId};
+use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{
     CycleContext, FilterPrep, FilterRule, NodeCheck, NodeScore, Reason, ScorePrep, ScoreRule,
 };
@@ -17,8 +18,10 @@ use crate::podinfo::PodInfo;
 
 /// Below this many nodes a cycle runs on the calling thread: fanning out costs more.
 const PARALLEL_THRESHOLD: usize = 256;
-/// Nodes per parallel task.
+/// Fewest nodes per parallel task.
 const MIN_NODES_PER_TASK: usize = 128;
+/// Parallel tasks per worker thread in one pass, for load balance.
+const TASKS_PER_THREAD: usize = 1;
 /// Upstream's floor on the number of feasible nodes to look for.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream's floor on the adaptive percentage of nodes to score.
@@ -134,9 +137,6 @@ pub struct Scheduler {
     rng: ChaCha8Rng,
 }
 
-/// A node's filter verdict: None when feasible, else its reasons.
-type Verdict = (NodeId, Option<Vec<Reason>>);
-
 impl Scheduler {
     /// A scheduler over these rules (filters in evaluation order, scores with weights).
     pub fn new(filters: Vec<NamedFilter>, scores: Vec<WeightedScore>, config: CycleConfig) -> Self {
@@ -193,19 +193,31 @@ impl Scheduler {
             match f.rule.prepare(ctx) {
                 FilterPrep::Skip => {}
                 FilterPrep::Check(c) => checks.push(c),
-                FilterPrep::RejectAll(reasons) => {
-                    return self.reject_all(cluster, &reasons, explain);
-                }
+                FilterPrep::RejectAll(reasons) => return reject_all(cluster, &reasons, explain),
             }
         }
-        let (feasible, visited) = self.find_feasible(cluster, &checks);
-        let processed = visited.len();
-        let start = self.next_start;
-        self.next_start = (start + processed) % all;
-        if feasible.is_empty() {
+        let preps: Vec<ScorePrep<'_>> = self.scores.iter().map(|s| s.rule.prepare(ctx)).collect();
+        let scorers: Vec<&dyn NodeScore> = preps
+            .iter()
+            .filter_map(|p| match p {
+                ScorePrep::PerNode(s) => Some(s.as_ref()),
+                ScorePrep::Constant(_) => None,
+            })
+            .collect();
+        let start = self.next_start % all;
+        let pass = self.evaluate(cluster, start, &checks, &scorers);
+        self.next_start = (start + pass.visited) % all;
+        let visited = || -> Vec<NodeId> {
+            (0..pass.visited)
+                .map(|i| cluster.node_order()[(start + i) % all])
+                .collect()
+        };
+        let check_all = self.config.always_check_all_predicates;
+        let reasons = |id: NodeId| node_reasons(cluster.node(id), &checks, check_all);
+        if pass.feasible.is_empty() {
             let mut counts = BTreeMap::new();
-            for (_, reasons) in &visited {
-                for r in reasons.iter().flatten() {
+            for id in visited() {
+                for r in reasons(id) {
                     *counts.entry(r.as_str().to_string()).or_insert(0) += 1;
                 }
             }
@@ -215,27 +227,46 @@ impl Scheduler {
                     num_all_nodes: all,
                     reasons: counts,
                 }),
-                explanation: explain.then(|| explain_nodes(cluster, &visited, &[], &[], 0)),
+                explanation: explain
+                    .then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], 0)),
             };
         }
-        if feasible.len() == 1 {
+        let not_evaluated = all - pass.visited;
+        if pass.feasible.len() == 1 {
             return Decision {
-                node: Some(feasible[0]),
+                node: Some(pass.feasible[0]),
                 fit_error: None,
                 explanation: explain
-                    .then(|| explain_nodes(cluster, &visited, &[], &[], all - processed)),
+                    .then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], not_evaluated)),
             };
         }
-        let columns = self.score_columns(ctx, &feasible);
-        let mut totals = vec![0i64; feasible.len()];
+        let columns = normalized_columns(&preps, &pass);
+        let constant: i64 = columns
+            .iter()
+            .zip(&self.scores)
+            .filter_map(|(col, score)| match col {
+                Column::Constant(v) => Some(v * score.weight),
+                Column::Values(_) => None,
+            })
+            .sum();
+        let mut totals = vec![constant; pass.feasible.len()];
         for (col, score) in columns.iter().zip(&self.scores) {
-            for (t, s) in totals.iter_mut().zip(col) {
-                *t += s * score.weight;
+            if let Column::Values(values) = col {
+                for (t, s) in totals.iter_mut().zip(values) {
+                    *t += s * score.weight;
+                }
             }
         }
         let best = select_best(&mut self.rng, &totals);
         let explanation = explain.then(|| {
-            let mut e = explain_nodes(cluster, &visited, &columns, &totals, all - processed);
+            let mut e = explain_nodes(
+                cluster,
+                &visited(),
+                reasons,
+                &columns,
+                &totals,
+                not_evaluated,
+            );
             e.score_rules = self
                 .scores
                 .iter()
@@ -244,158 +275,220 @@ impl Scheduler {
             e
         });
         Decision {
-            node: Some(feasible[best]),
+            node: Some(pass.feasible[best]),
             fit_error: None,
             explanation,
         }
     }
 
-    fn reject_all(&self, cluster: &Cluster, reasons: &[Reason], explain: bool) -> Decision {
-        let all = cluster.node_count();
-        let counts = reasons
-            .iter()
-            .map(|r| (r.as_str().to_string(), all))
-            .collect();
-        let failed: Vec<Verdict> = cluster
-            .node_order()
-            .iter()
-            .map(|id| (*id, Some(reasons.to_vec())))
-            .collect();
-        Decision {
-            node: None,
-            fit_error: Some(FitError {
-                num_all_nodes: all,
-                reasons: counts,
-            }),
-            explanation: explain.then(|| explain_nodes(cluster, &failed, &[], &[], 0)),
-        }
-    }
-
-    /// Visits nodes from where the last cycle stopped until enough feasible ones are found.
-    /// Batches are filtered in parallel but consumed in visiting order, so the result does not
-    /// depend on thread timing. Returns the feasible nodes and every visited node's verdict,
-    /// in visiting order.
-    fn find_feasible(
+    /// Visits nodes from `start` in visiting order until enough feasible ones are found,
+    /// scoring each feasible node as it goes (raw scores do not depend on which other nodes
+    /// are feasible; normalisation, done later, does). Batches are evaluated in parallel but
+    /// consumed in visiting order, so the result does not depend on thread timing.
+    fn evaluate(
         &self,
         cluster: &Cluster,
+        start: usize,
         checks: &[Box<dyn NodeCheck + '_>],
-    ) -> (Vec<NodeId>, Vec<Verdict>) {
+        scorers: &[&dyn NodeScore],
+    ) -> Pass {
         let order = cluster.node_order();
         let all = order.len();
         let want = self.feasible_nodes_to_find(all);
-        let start = self.next_start % all;
-        let all_checks = self.config.always_check_all_predicates;
-        let verdict = |i: usize| -> Verdict {
-            let id = order[(start + i) % all];
-            let node = cluster.node(id);
-            let mut reasons = Vec::new();
-            for c in checks {
-                if !c.check(node, &mut reasons) && !all_checks {
-                    break;
+        let width = scorers.len();
+        let run = |range: Range<usize>| {
+            let mut chunk = Chunk::default();
+            let mut scratch = Vec::new();
+            // Feasibility does not depend on the order filters run in (only reported reasons
+            // do, and those are recomputed in policy order), so each task moves the filter that
+            // last rejected a node to the front: the most selective filter soon runs first.
+            let mut check_order: Vec<usize> = (0..checks.len()).collect();
+            for i in range {
+                let id = order[(start + i) % all];
+                let node = cluster.node(id);
+                scratch.clear();
+                let rejected_by = check_order
+                    .iter()
+                    .position(|&c| !checks[c].check(node, &mut scratch));
+                if let Some(p) = rejected_by {
+                    check_order[..=p].rotate_right(1);
+                }
+                let ok = rejected_by.is_none();
+                chunk.verdicts.push(ok);
+                if ok {
+                    chunk.feasible.push(id);
+                    chunk.raw.extend(scorers.iter().map(|s| s.score(node)));
                 }
             }
-            (id, (!reasons.is_empty()).then_some(reasons))
+            chunk
         };
-        let mut feasible = Vec::with_capacity(want.min(all));
-        let mut visited: Vec<Verdict> = Vec::with_capacity(want.min(all));
-        while visited.len() < all && feasible.len() < want {
-            let processed = visited.len();
-            let remaining = all - processed;
+        let mut pass = Pass {
+            feasible: Vec::with_capacity(want.min(all)),
+            raw: Vec::with_capacity(want.min(all) * width),
+            visited: 0,
+        };
+        while pass.visited < all && pass.feasible.len() < want {
+            let remaining = all - pass.visited;
             let batch = if want >= all {
                 remaining
             } else {
-                remaining.min(((want - feasible.len()) * 2).max(MIN_NODES_PER_TASK * 4))
+                remaining.min(((want - pass.feasible.len()) * 2).max(MIN_NODES_PER_TASK * 4))
             };
-            let range = processed..processed + batch;
-            let verdicts: Vec<Verdict> = if batch < PARALLEL_THRESHOLD {
-                range.map(verdict).collect()
+            let first = pass.visited;
+            let chunks: Vec<Chunk> = if batch < PARALLEL_THRESHOLD {
+                vec![run(first..first + batch)]
             } else {
-                range
+                let tasks = (rayon::current_num_threads() * TASKS_PER_THREAD)
+                    .min(batch / MIN_NODES_PER_TASK)
+                    .max(1);
+                let size = batch.div_ceil(tasks);
+                (0..tasks)
                     .into_par_iter()
-                    .with_min_len(MIN_NODES_PER_TASK)
-                    .map(verdict)
+                    .map(|t| run(first + t * size..(first + (t + 1) * size).min(first + batch)))
                     .collect()
             };
-            for v in verdicts {
-                if feasible.len() == want {
-                    break;
+            'merge: for chunk in chunks {
+                let mut row = 0;
+                for ok in chunk.verdicts {
+                    if pass.feasible.len() == want {
+                        break 'merge;
+                    }
+                    pass.visited += 1;
+                    if ok {
+                        pass.feasible.push(chunk.feasible[row]);
+                        pass.raw
+                            .extend_from_slice(&chunk.raw[row * width..(row + 1) * width]);
+                        row += 1;
+                    }
                 }
-                if v.1.is_none() {
-                    feasible.push(v.0);
-                }
-                visited.push(v);
             }
         }
-        (feasible, visited)
-    }
-
-    /// Normalised scores, one column per score rule, rows in `feasible` order.
-    fn score_columns(&self, ctx: CycleContext<'_>, feasible: &[NodeId]) -> Vec<Vec<i64>> {
-        let preps: Vec<ScorePrep<'_>> = self.scores.iter().map(|s| s.rule.prepare(ctx)).collect();
-        let per_node: Vec<&dyn NodeScore> = preps
-            .iter()
-            .filter_map(|p| match p {
-                ScorePrep::PerNode(s) => Some(s.as_ref()),
-                ScorePrep::Constant(_) => None,
-            })
-            .collect();
-        let width = per_node.len();
-        let row = |id: &NodeId| {
-            let node = ctx.cluster.node(*id);
-            per_node.iter().map(move |s| s.score(node))
-        };
-        let raw: Vec<i64> = if width == 0 {
-            Vec::new()
-        } else if feasible.len() < PARALLEL_THRESHOLD {
-            feasible.iter().flat_map(row).collect()
-        } else {
-            feasible
-                .par_iter()
-                .with_min_len(MIN_NODES_PER_TASK)
-                .flat_map_iter(row)
-                .collect()
-        };
-        let mut k = 0;
-        preps
-            .iter()
-            .map(|p| match p {
-                ScorePrep::Constant(v) => vec![*v; feasible.len()],
-                ScorePrep::PerNode(s) => {
-                    let mut col: Vec<i64> = raw.iter().skip(k).step_by(width).copied().collect();
-                    k += 1;
-                    s.normalize(feasible, &mut col);
-                    col
-                }
-            })
-            .collect()
+        pass
     }
 }
 
-/// The explanation of a cycle: `visited` in visiting order; `columns` and `totals` hold the
-/// scores of the feasible ones among them, in the same order (empty when nothing was scored).
+/// A node's failure reasons, evaluated as the policy says: every filter when
+/// `alwaysCheckAllPredicates`, else up to the first failing one. Empty when it passes. Only
+/// needed to report, so the hot path does not collect them.
+fn node_reasons(
+    node: &NodeInfo,
+    checks: &[Box<dyn NodeCheck + '_>],
+    check_all: bool,
+) -> Vec<Reason> {
+    let mut reasons = Vec::new();
+    for c in checks {
+        if !c.check(node, &mut reasons) && !check_all {
+            break;
+        }
+    }
+    reasons
+}
+
+/// What one evaluation pass found.
+struct Pass {
+    /// Feasible nodes in visiting order.
+    feasible: Vec<NodeId>,
+    /// Raw scores of the per-node score rules, one row per feasible node.
+    raw: Vec<i64>,
+    /// How many nodes were consumed (from the start position, in visiting order).
+    visited: usize,
+}
+
+/// One parallel task's share of a pass.
+#[derive(Default)]
+struct Chunk {
+    verdicts: Vec<bool>,
+    feasible: Vec<NodeId>,
+    raw: Vec<i64>,
+}
+
+/// One score rule's normalised scores of the feasible nodes.
+enum Column {
+    /// The same score for every node.
+    Constant(i64),
+    /// One score per feasible node, in feasible order.
+    Values(Vec<i64>),
+}
+
+impl Column {
+    fn get(&self, row: usize) -> i64 {
+        match self {
+            Column::Constant(v) => *v,
+            Column::Values(values) => values[row],
+        }
+    }
+}
+
+/// Normalised scores, one column per score rule.
+fn normalized_columns(preps: &[ScorePrep<'_>], pass: &Pass) -> Vec<Column> {
+    let width = preps
+        .iter()
+        .filter(|p| matches!(p, ScorePrep::PerNode(_)))
+        .count();
+    let mut k = 0;
+    preps
+        .iter()
+        .map(|p| match p {
+            ScorePrep::Constant(v) => Column::Constant(*v),
+            ScorePrep::PerNode(s) => {
+                let mut col: Vec<i64> = pass.raw.iter().skip(k).step_by(width).copied().collect();
+                k += 1;
+                s.normalize(&pass.feasible, &mut col);
+                Column::Values(col)
+            }
+        })
+        .collect()
+}
+
+fn reject_all(cluster: &Cluster, reasons: &[Reason], explain: bool) -> Decision {
+    let all = cluster.node_count();
+    let counts = reasons
+        .iter()
+        .map(|r| (r.as_str().to_string(), all))
+        .collect();
+    Decision {
+        node: None,
+        fit_error: Some(FitError {
+            num_all_nodes: all,
+            reasons: counts,
+        }),
+        explanation: explain.then(|| {
+            explain_nodes(
+                cluster,
+                cluster.node_order(),
+                |_| reasons.to_vec(),
+                &[],
+                &[],
+                0,
+            )
+        }),
+    }
+}
+
+/// The explanation of a cycle: `visited` in visiting order with their reasons; `columns` and
+/// `totals` hold the scores of the feasible ones among them, in the same order (empty when
+/// nothing was scored).
 fn explain_nodes(
     cluster: &Cluster,
-    visited: &[Verdict],
-    columns: &[Vec<i64>],
+    visited: &[NodeId],
+    reasons: impl Fn(NodeId) -> Vec<Reason>,
+    columns: &[Column],
     totals: &[i64],
     not_evaluated: usize,
 ) -> Explanation {
     let mut feasible_row = 0;
     let nodes = visited
         .iter()
-        .map(|(id, reasons)| {
+        .map(|id| {
+            let reasons = reasons(*id);
             let mut e = NodeExplanation {
                 node: cluster.node(*id).name().to_string(),
-                reasons: reasons
-                    .iter()
-                    .flatten()
-                    .map(|r| r.as_str().to_string())
-                    .collect(),
+                reasons: reasons.iter().map(|r| r.as_str().to_string()).collect(),
                 scores: Vec::new(),
                 total: None,
             };
-            if reasons.is_none() && !totals.is_empty() {
-                e.scores = columns.iter().map(|c| c[feasible_row]).collect();
+            if reasons.is_empty() && !totals.is_empty() {
+                e.scores = columns.iter().map(|c| c.get(feasible_row)).collect();
                 e.total = Some(totals[feasible_row]);
                 feasible_row += 1;
             }

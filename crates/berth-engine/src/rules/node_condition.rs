@@ -29,7 +29,7 @@ impl NodeCheck for CheckNodeCondition {
         if c.network_unavailable {
             reasons.push(REASON_NETWORK_UNAVAILABLE.into());
         }
-        if node.node.unschedulable {
+        if node.unschedulable {
             reasons.push(REASON_UNSCHEDULABLE.into());
         }
         reasons.len() == before

@@ -18,7 +18,7 @@ struct Check;
 impl NodeCheck for Check {
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        if node.node.unschedulable {
+        if node.unschedulable {
             reasons.push(REASON.into());
             return false;
         }

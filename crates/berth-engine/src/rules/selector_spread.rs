@@ -15,8 +15,6 @@
 //! Pods with topology spread constraints are left to EvenPodsSpread: every node scores 0.
 //! A pod without any selector, or whose selector matches no placed pod, scores 100 everywhere.
 
-use std::collections::HashMap;
-
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
 use crate::labels::{Selector, Sym};
@@ -115,13 +113,23 @@ impl NodeScore for Score<'_> {
 
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let max_node = scores.iter().copied().max().unwrap_or(0).max(0);
-        let mut by_zone: HashMap<Sym, i64> = HashMap::new();
+        let zone_of = self.cluster.zone_slots();
+        let zone = |id: &NodeId| zone_of[id.0 as usize];
+        // Per zone: the summed count and whether any feasible node is in it.
+        let mut by_zone: Vec<(i64, bool)> = vec![(0, false); self.cluster.zone_count()];
         for (id, s) in nodes.iter().zip(scores.iter()) {
-            if let Some(zone) = self.cluster.node(*id).zone_key {
-                *by_zone.entry(zone).or_default() += *s;
+            if let Some(z) = by_zone.get_mut(zone(id) as usize) {
+                z.0 += *s;
+                z.1 = true;
             }
         }
-        let max_zone = by_zone.values().copied().max().unwrap_or(0).max(0);
+        let max_zone = by_zone
+            .iter()
+            .filter(|(_, seen)| *seen)
+            .map(|(count, _)| *count)
+            .max()
+            .unwrap_or(0)
+            .max(0);
         let max = MAX_NODE_SCORE as f64;
         let scaled = |highest: i64, v: i64| {
             if highest > 0 {
@@ -132,8 +140,8 @@ impl NodeScore for Score<'_> {
         };
         for (id, s) in nodes.iter().zip(scores.iter_mut()) {
             let mut f = scaled(max_node, *s);
-            if let Some(zone) = self.cluster.node(*id).zone_key {
-                let zone_score = scaled(max_zone, by_zone.get(&zone).copied().unwrap_or(0));
+            if let Some((count, _)) = by_zone.get(zone(id) as usize) {
+                let zone_score = scaled(max_zone, *count);
                 f = f * (1.0 - ZONE_WEIGHTING) + ZONE_WEIGHTING * zone_score;
             }
             *s = f as i64;

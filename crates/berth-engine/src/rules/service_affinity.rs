@@ -33,21 +33,23 @@ impl CheckServiceAffinity {
     }
 }
 
-struct Check {
-    /// (key, value) pairs every passing node carries.
-    pairs: Vec<(Sym, Sym)>,
+struct Check<'a> {
+    /// Per required label, the cluster's column of that label's values and the value every
+    /// passing node carries.
+    columns: Vec<(&'a [Option<Sym>], Sym)>,
     /// A pinned value no node can carry (a key or value never interned): every node fails.
     always_fails: bool,
 }
 
-impl NodeCheck for Check {
+impl NodeCheck for Check<'_> {
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        let slot = node.id.0 as usize;
         let ok = !self.always_fails
             && self
-                .pairs
+                .columns
                 .iter()
-                .all(|(k, v)| node.labels.get(*k) == Some(*v));
+                .all(|(column, v)| column.get(slot).copied().flatten() == Some(*v));
         if !ok {
             reasons.push(REASON.into());
         }
@@ -123,8 +125,16 @@ impl FilterRule for CheckServiceAffinity {
         if pairs.is_empty() && !always_fails {
             return FilterPrep::Skip;
         }
+        let columns = pairs
+            .iter()
+            .filter_map(|(k, v)| {
+                let column = cluster.label_column(*k);
+                always_fails |= column.is_none();
+                column.map(|c| (c, *v))
+            })
+            .collect();
         FilterPrep::Check(Box::new(Check {
-            pairs,
+            columns,
             always_fails,
         }))
     }

@@ -12,7 +12,7 @@
 //! Upstream folds every `serviceAntiAffinity` entry into one plugin that averages the labels'
 //! scores; here each entry is its own rule, and the registry combines them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
@@ -51,15 +51,17 @@ impl NodeScore for Score<'_> {
 
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let total: i64 = scores.iter().sum();
-        let mut by_value: HashMap<Sym, i64> = HashMap::new();
+        let column = self.cluster.label_column(self.key).unwrap_or_default();
+        let value = |id: &NodeId| column.get(id.0 as usize).copied().flatten();
+        let mut by_value: FxHashMap<Sym, i64> = FxHashMap::default();
         for (id, s) in nodes.iter().zip(scores.iter()) {
-            if let Some(v) = self.cluster.node(*id).labels.get(self.key) {
+            if let Some(v) = value(id) {
                 *by_value.entry(v).or_default() += *s;
             }
         }
         let max = MAX_NODE_SCORE as f64;
         for (id, s) in nodes.iter().zip(scores.iter_mut()) {
-            *s = match self.cluster.node(*id).labels.get(self.key) {
+            *s = match value(id) {
                 None => 0,
                 Some(_) if total <= 0 => MAX_NODE_SCORE,
                 Some(v) => {
