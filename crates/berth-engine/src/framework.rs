@@ -64,6 +64,13 @@ pub struct CycleContext<'a> {
 pub trait NodeCheck: Send + Sync {
     /// Whether the node passes; on failure, pushes one or more reasons to `reasons`.
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool;
+
+    /// The verdict for every node at once, indexed by `NodeId.0`, when the check computed it
+    /// in `prepare` from dense cluster tables. The cycle then tests feasibility without
+    /// touching the node (`check` still gives the reasons). Must agree with `check`.
+    fn mask(&self) -> Option<&[bool]> {
+        None
+    }
 }
 
 /// The outcome of preparing a filter for one pod.

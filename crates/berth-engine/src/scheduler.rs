@@ -240,7 +240,7 @@ impl Scheduler {
                     .then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], not_evaluated)),
             };
         }
-        let columns = normalized_columns(&preps, &pass);
+        let columns = normalized_columns(&preps, &pass.feasible, pass.columns);
         let constant: i64 = columns
             .iter()
             .zip(&self.scores)
@@ -297,34 +297,47 @@ impl Scheduler {
         let want = self.feasible_nodes_to_find(all);
         let width = scorers.len();
         let run = |range: Range<usize>| {
-            let mut chunk = Chunk::default();
+            let mut chunk = Chunk {
+                len: range.len(),
+                positions: Vec::with_capacity(range.len()),
+                feasible: Vec::with_capacity(range.len()),
+                columns: vec![Vec::with_capacity(range.len()); width],
+            };
+            let first = range.start;
             let mut scratch = Vec::new();
             // Feasibility does not depend on the order filters run in (only reported reasons
-            // do, and those are recomputed in policy order), so each task moves the filter that
-            // last rejected a node to the front: the most selective filter soon runs first.
+            // do, and those are recomputed in policy order), so each task moves a filter that
+            // rejects a node one place forward: the most selective filters drift to the front.
+            // (Moving straight to the front thrashes when two filters take turns rejecting.)
             let mut check_order: Vec<usize> = (0..checks.len()).collect();
+            let masks: Vec<Option<&[bool]>> = checks.iter().map(|c| c.mask()).collect();
             for i in range {
-                let id = order[(start + i) % all];
+                // `start + i < 2 * all`: one subtraction instead of a division per node.
+                let at = start + i;
+                let id = order[if at >= all { at - all } else { at }];
+                let slot = id.0 as usize;
                 let node = cluster.node(id);
                 scratch.clear();
-                let rejected_by = check_order
-                    .iter()
-                    .position(|&c| !checks[c].check(node, &mut scratch));
-                if let Some(p) = rejected_by {
-                    check_order[..=p].rotate_right(1);
+                let rejected_by = check_order.iter().position(|&c| match masks[c] {
+                    Some(mask) => !mask.get(slot).copied().unwrap_or(false),
+                    None => !checks[c].check(node, &mut scratch),
+                });
+                if let Some(p) = rejected_by.filter(|p| *p > 0) {
+                    check_order.swap(p - 1, p);
                 }
-                let ok = rejected_by.is_none();
-                chunk.verdicts.push(ok);
-                if ok {
+                if rejected_by.is_none() {
+                    chunk.positions.push(i - first);
                     chunk.feasible.push(id);
-                    chunk.raw.extend(scorers.iter().map(|s| s.score(node)));
+                    for (column, s) in chunk.columns.iter_mut().zip(scorers) {
+                        column.push(s.score(node));
+                    }
                 }
             }
             chunk
         };
         let mut pass = Pass {
             feasible: Vec::with_capacity(want.min(all)),
-            raw: Vec::with_capacity(want.min(all) * width),
+            columns: vec![Vec::with_capacity(want.min(all)); width],
             visited: 0,
         };
         while pass.visited < all && pass.feasible.len() < want {
@@ -347,19 +360,22 @@ impl Scheduler {
                     .map(|t| run(first + t * size..(first + (t + 1) * size).min(first + batch)))
                     .collect()
             };
-            'merge: for chunk in chunks {
-                let mut row = 0;
-                for ok in chunk.verdicts {
-                    if pass.feasible.len() == want {
-                        break 'merge;
-                    }
-                    pass.visited += 1;
-                    if ok {
-                        pass.feasible.push(chunk.feasible[row]);
-                        pass.raw
-                            .extend_from_slice(&chunk.raw[row * width..(row + 1) * width]);
-                        row += 1;
-                    }
+            for chunk in chunks {
+                let room = want - pass.feasible.len();
+                if room == 0 {
+                    break;
+                }
+                let take = chunk.feasible.len().min(room);
+                // Stop right after the node that fills the quota; later nodes of the chunk
+                // count as not visited, so the next cycle starts there.
+                pass.visited += if take == room {
+                    chunk.positions[take - 1] + 1
+                } else {
+                    chunk.len
+                };
+                pass.feasible.extend_from_slice(&chunk.feasible[..take]);
+                for (into, from) in pass.columns.iter_mut().zip(&chunk.columns) {
+                    into.extend_from_slice(&from[..take]);
                 }
             }
         }
@@ -388,18 +404,22 @@ fn node_reasons(
 struct Pass {
     /// Feasible nodes in visiting order.
     feasible: Vec<NodeId>,
-    /// Raw scores of the per-node score rules, one row per feasible node.
-    raw: Vec<i64>,
+    /// Raw scores of the feasible nodes, one column per per-node score rule.
+    columns: Vec<Vec<i64>>,
     /// How many nodes were consumed (from the start position, in visiting order).
     visited: usize,
 }
 
 /// One parallel task's share of a pass.
-#[derive(Default)]
 struct Chunk {
-    verdicts: Vec<bool>,
+    /// Nodes evaluated.
+    len: usize,
+    /// Offsets (within the chunk) of the feasible nodes.
+    positions: Vec<usize>,
+    /// The feasible nodes.
     feasible: Vec<NodeId>,
-    raw: Vec<i64>,
+    /// Their raw scores, one column per per-node score rule.
+    columns: Vec<Vec<i64>>,
 }
 
 /// One score rule's normalised scores of the feasible nodes.
@@ -419,25 +439,41 @@ impl Column {
     }
 }
 
-/// Normalised scores, one column per score rule.
-fn normalized_columns(preps: &[ScorePrep<'_>], pass: &Pass) -> Vec<Column> {
-    let width = preps
-        .iter()
-        .filter(|p| matches!(p, ScorePrep::PerNode(_)))
-        .count();
-    let mut k = 0;
-    preps
+/// Normalised scores, one column per score rule. Normalisers are independent of each other,
+/// so they run in parallel.
+fn normalized_columns(
+    preps: &[ScorePrep<'_>],
+    feasible: &[NodeId],
+    raw: Vec<Vec<i64>>,
+) -> Vec<Column> {
+    enum Job<'a> {
+        Constant(i64),
+        Normalize(&'a dyn NodeScore, Vec<i64>),
+    }
+    let mut raw = raw.into_iter();
+    let jobs: Vec<Job<'_>> = preps
         .iter()
         .map(|p| match p {
-            ScorePrep::Constant(v) => Column::Constant(*v),
-            ScorePrep::PerNode(s) => {
-                let mut col: Vec<i64> = pass.raw.iter().skip(k).step_by(width).copied().collect();
-                k += 1;
-                s.normalize(&pass.feasible, &mut col);
-                Column::Values(col)
-            }
+            ScorePrep::Constant(v) => Job::Constant(*v),
+            ScorePrep::PerNode(s) => Job::Normalize(
+                s.as_ref(),
+                raw.next()
+                    .expect("the pass keeps one raw column per per-node score rule"),
+            ),
         })
-        .collect()
+        .collect();
+    let normalize = |job: Job<'_>| match job {
+        Job::Constant(v) => Column::Constant(v),
+        Job::Normalize(s, mut col) => {
+            s.normalize(feasible, &mut col);
+            Column::Values(col)
+        }
+    };
+    if feasible.len() < PARALLEL_THRESHOLD {
+        jobs.into_iter().map(normalize).collect()
+    } else {
+        jobs.into_par_iter().map(normalize).collect()
+    }
 }
 
 fn reject_all(cluster: &Cluster, reasons: &[Reason], explain: bool) -> Decision {

@@ -19,10 +19,9 @@ struct Score {
 impl NodeScore for Score {
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
-        let mut fractions = cpu_memory(node, self.cpu, self.memory)
-            .map(|(req, alloc)| (req as f64 / alloc as f64).min(1.0));
-        let std = match (fractions.next(), fractions.next()) {
-            (Some(a), Some(b)) => (a - b).abs() / 2.0,
+        let fraction = |(req, alloc): (i64, i64)| (req as f64 / alloc as f64).min(1.0);
+        let std = match cpu_memory(node, self.cpu, self.memory) {
+            [Some(cpu), Some(memory)] => (fraction(cpu) - fraction(memory)).abs() / 2.0,
             _ => 0.0,
         };
         ((1.0 - std) * MAX_NODE_SCORE as f64) as i64

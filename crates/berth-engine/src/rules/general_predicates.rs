@@ -58,6 +58,10 @@ impl FilterRule for GeneralPredicates {
         if let Some(c) = MatchNodeSelector::checker(&ctx) {
             parts.push(Box::new(c));
         }
+        if parts.len() == 1 {
+            // Usually only the resource fit applies: skip the composite's extra indirection.
+            return FilterPrep::Check(parts.remove(0));
+        }
         FilterPrep::Check(Box::new(Check {
             parts,
             check_all: self.check_all,

@@ -33,27 +33,22 @@ impl CheckServiceAffinity {
     }
 }
 
-struct Check<'a> {
-    /// Per required label, the cluster's column of that label's values and the value every
-    /// passing node carries.
-    columns: Vec<(&'a [Option<Sym>], Sym)>,
-    /// A pinned value no node can carry (a key or value never interned): every node fails.
-    always_fails: bool,
-}
+/// Per node slot, whether the node carries every required label value: computed once per
+/// pod from the cluster's dense label columns.
+struct Check(Vec<bool>);
 
-impl NodeCheck for Check<'_> {
+impl NodeCheck for Check {
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        let slot = node.id.0 as usize;
-        let ok = !self.always_fails
-            && self
-                .columns
-                .iter()
-                .all(|(column, v)| column.get(slot).copied().flatten() == Some(*v));
+        let ok = self.0.get(node.id.0 as usize).copied().unwrap_or(false);
         if !ok {
             reasons.push(REASON.into());
         }
         ok
+    }
+
+    fn mask(&self) -> Option<&[bool]> {
+        Some(&self.0)
     }
 }
 
@@ -125,7 +120,7 @@ impl FilterRule for CheckServiceAffinity {
         if pairs.is_empty() && !always_fails {
             return FilterPrep::Skip;
         }
-        let columns = pairs
+        let columns: Vec<(&[Option<Sym>], Sym)> = pairs
             .iter()
             .filter_map(|(k, v)| {
                 let column = cluster.label_column(*k);
@@ -133,10 +128,15 @@ impl FilterRule for CheckServiceAffinity {
                 column.map(|c| (c, *v))
             })
             .collect();
-        FilterPrep::Check(Box::new(Check {
-            columns,
-            always_fails,
-        }))
+        let mask = (0..cluster.node_slots())
+            .map(|slot| {
+                !always_fails
+                    && columns
+                        .iter()
+                        .all(|(column, v)| column.get(slot).copied().flatten() == Some(*v))
+            })
+            .collect();
+        FilterPrep::Check(Box::new(Check(mask)))
     }
 }
 

@@ -12,8 +12,6 @@
 //! Upstream folds every `serviceAntiAffinity` entry into one plugin that averages the labels'
 //! scores; here each entry is its own rule, and the registry combines them.
 
-use rustc_hash::FxHashMap;
-
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
 use crate::labels::Sym;
@@ -53,10 +51,15 @@ impl NodeScore for Score<'_> {
         let total: i64 = scores.iter().sum();
         let column = self.cluster.label_column(self.key).unwrap_or_default();
         let value = |id: &NodeId| column.get(id.0 as usize).copied().flatten();
-        let mut by_value: FxHashMap<Sym, i64> = FxHashMap::default();
+        // A topology label has few distinct values (zones, racks): a small table searched
+        // linearly beats hashing once per node.
+        let mut by_value: Vec<(Sym, i64)> = Vec::new();
         for (id, s) in nodes.iter().zip(scores.iter()) {
             if let Some(v) = value(id) {
-                *by_value.entry(v).or_default() += *s;
+                match by_value.iter_mut().find(|(seen, _)| *seen == v) {
+                    Some((_, total)) => *total += *s,
+                    None => by_value.push((v, *s)),
+                }
             }
         }
         let max = MAX_NODE_SCORE as f64;
@@ -65,7 +68,10 @@ impl NodeScore for Score<'_> {
                 None => 0,
                 Some(_) if total <= 0 => MAX_NODE_SCORE,
                 Some(v) => {
-                    let here = by_value.get(&v).copied().unwrap_or(0);
+                    let here = by_value
+                        .iter()
+                        .find(|(seen, _)| *seen == v)
+                        .map_or(0, |(_, total)| *total);
                     (max * ((total - here) as f64 / total as f64)) as i64
                 }
             };
