@@ -218,6 +218,7 @@ pub struct Cluster {
     pub csi_nodes: FxHashMap<String, CsiNode>,
     label_index: FxHashMap<(Sym, Sym), Vec<PodId>>,
     label_columns: FxHashMap<Sym, Vec<Option<Sym>>>,
+    label_nodes: FxHashMap<(Sym, Sym), Vec<NodeId>>,
     pods_with_affinity: Vec<PodId>,
     pods_with_volumes: Vec<PodId>,
     anti_affinity_terms: TermIndex,
@@ -267,6 +268,7 @@ impl Cluster {
             csi_nodes: FxHashMap::default(),
             label_index: FxHashMap::default(),
             label_columns: FxHashMap::default(),
+            label_nodes: FxHashMap::default(),
             pods_with_affinity: Vec::new(),
             pods_with_volumes: Vec::new(),
             anti_affinity_terms: TermIndex::default(),
@@ -300,7 +302,8 @@ impl Cluster {
         Ok(id)
     }
 
-    /// Records (or clears) a node's labels in the per-key label columns.
+    /// Records (or clears) a node's labels in the per-key label columns and the
+    /// label-to-nodes index.
     fn set_label_columns(&mut self, id: NodeId, labels: &Labels, present: bool) {
         let slots = self.nodes.len();
         for (k, v) in labels.iter() {
@@ -309,7 +312,20 @@ impl Cluster {
                 .entry(k)
                 .or_insert_with(|| vec![None; slots]);
             column[id.0 as usize] = present.then_some(v);
+            let nodes = self.label_nodes.entry((k, v)).or_default();
+            if present {
+                nodes.push(id);
+            } else {
+                remove_item(nodes, id);
+            }
         }
+    }
+
+    /// The nodes carrying label `key=value` (a topology domain), in no particular order.
+    pub fn nodes_with_label(&self, key: Sym, value: Sym) -> &[NodeId] {
+        self.label_nodes
+            .get(&(key, value))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// A label key's value on every node, indexed by `NodeId.0` (None where the node lacks

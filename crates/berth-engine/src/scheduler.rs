@@ -21,7 +21,7 @@ const PARALLEL_THRESHOLD: usize = 256;
 /// Fewest nodes per parallel task.
 const MIN_NODES_PER_TASK: usize = 128;
 /// Parallel tasks per worker thread in one pass, for load balance.
-const TASKS_PER_THREAD: usize = 1;
+const TASKS_PER_THREAD: usize = 4;
 /// Upstream's floor on the number of feasible nodes to look for.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream's floor on the adaptive percentage of nodes to score.
@@ -348,18 +348,19 @@ impl Scheduler {
                 remaining.min(((want - pass.feasible.len()) * 2).max(MIN_NODES_PER_TASK * 4))
             };
             let first = pass.visited;
-            let chunks: Vec<Chunk> = if batch < PARALLEL_THRESHOLD {
-                vec![run(first..first + batch)]
-            } else {
-                let tasks = (rayon::current_num_threads() * TASKS_PER_THREAD)
-                    .min(batch / MIN_NODES_PER_TASK)
-                    .max(1);
-                let size = batch.div_ceil(tasks);
-                (0..tasks)
-                    .into_par_iter()
-                    .map(|t| run(first + t * size..(first + (t + 1) * size).min(first + batch)))
-                    .collect()
-            };
+            let chunks: Vec<Chunk> =
+                if batch < PARALLEL_THRESHOLD || rayon::current_num_threads() == 1 {
+                    vec![run(first..first + batch)]
+                } else {
+                    let tasks = (rayon::current_num_threads() * TASKS_PER_THREAD)
+                        .min(batch / MIN_NODES_PER_TASK)
+                        .max(1);
+                    let size = batch.div_ceil(tasks);
+                    (0..tasks)
+                        .into_par_iter()
+                        .map(|t| run(first + t * size..(first + (t + 1) * size).min(first + batch)))
+                        .collect()
+                };
             for chunk in chunks {
                 let room = want - pass.feasible.len();
                 if room == 0 {
@@ -469,7 +470,7 @@ fn normalized_columns(
             Column::Values(col)
         }
     };
-    if feasible.len() < PARALLEL_THRESHOLD {
+    if feasible.len() < PARALLEL_THRESHOLD || rayon::current_num_threads() == 1 {
         jobs.into_iter().map(normalize).collect()
     } else {
         jobs.into_par_iter().map(normalize).collect()

@@ -437,7 +437,21 @@ pub fn run_filter(
                 FilterPrep::RejectAll(r) => r.iter().map(|r| r.to_string()).collect(),
                 FilterPrep::Check(c) => {
                     let mut out = Vec::new();
-                    c.check(node, &mut out);
+                    let passed = c.check(node, &mut out);
+                    assert_eq!(
+                        passed,
+                        out.is_empty(),
+                        "{}: verdict and reasons disagree",
+                        node.name()
+                    );
+                    if let Some(mask) = c.mask() {
+                        assert_eq!(
+                            mask[id.0 as usize],
+                            passed,
+                            "{}: mask and check disagree",
+                            node.name()
+                        );
+                    }
                     out.iter().map(|r| r.to_string()).collect()
                 }
             };

@@ -7,7 +7,7 @@
 //! preparing costs O(matching pods + matching terms) and a node check costs a label lookup and
 //! a hash probe per topology key.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use crate::cluster::{Cluster, NodeInfo};
 use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
@@ -31,7 +31,7 @@ pub struct MatchInterPodAffinity;
 #[derive(Debug, Default)]
 struct Domains {
     keys: Vec<Sym>,
-    pairs: HashSet<(Sym, Sym)>,
+    pairs: FxHashSet<(Sym, Sym)>,
 }
 
 impl Domains {
@@ -85,9 +85,38 @@ struct Check<'a> {
     anti_domains: Domains,
     /// Domains of running pods whose anti-affinity terms select the pod.
     existing_anti_domains: Domains,
+    /// The verdict per node slot, from the same data (see [`Check::mask_for`]).
+    mask: Vec<bool>,
 }
 
 impl Check<'_> {
+    /// Every node's verdict at once, computed from the cluster's dense label tables: the
+    /// affinity part walks the term keys' label columns (pods with required affinity only);
+    /// the anti-affinity parts clear just the nodes of each forbidden domain.
+    fn mask_for(&self, cluster: &Cluster) -> Vec<bool> {
+        let slots = cluster.node_slots();
+        let mut mask = vec![true; slots];
+        for t in self.affinity_terms {
+            let column = cluster.label_column(t.topology_key).unwrap_or_default();
+            for (slot, ok) in mask.iter_mut().enumerate() {
+                *ok &= column.get(slot).copied().flatten().is_some_and(|v| {
+                    self.first_of_group || self.affinity_domains.contains(t.topology_key, v)
+                });
+            }
+        }
+        for (key, value) in self
+            .anti_domains
+            .pairs
+            .iter()
+            .chain(&self.existing_anti_domains.pairs)
+        {
+            for id in cluster.nodes_with_label(*key, *value) {
+                mask[id.0 as usize] = false;
+            }
+        }
+        mask
+    }
+
     /// Upstream's `satisfyPodAffinity`: the node must carry every term's key; then either each
     /// term has a matching pod in the node's domain, or the first-pod exception applies.
     #[inline]
@@ -120,6 +149,10 @@ impl NodeCheck for Check<'_> {
         };
         reasons.push(failed.into());
         false
+    }
+
+    fn mask(&self) -> Option<&[bool]> {
+        Some(&self.mask)
     }
 }
 
@@ -197,13 +230,16 @@ impl FilterRule for MatchInterPodAffinity {
         let affinity_domains = affinity_domains(cluster, &affinity.required);
         let first_of_group = affinity_domains.is_empty()
             && affinity.required.iter().all(|t| t.matches(pod, cluster));
-        FilterPrep::Check(Box::new(Check {
+        let mut check = Check {
             affinity_terms: &affinity.required,
             affinity_domains,
             first_of_group,
             anti_domains: anti_affinity_domains(cluster, &affinity.anti_required),
             existing_anti_domains,
-        }))
+            mask: Vec::new(),
+        };
+        check.mask = check.mask_for(cluster);
+        FilterPrep::Check(Box::new(check))
     }
 }
 

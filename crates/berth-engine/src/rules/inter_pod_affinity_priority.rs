@@ -9,7 +9,7 @@
 //! rather than by scanning every pod with affinity, and the pod's own preferred terms through
 //! the label index.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId, NodeInfo, TermKind};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
@@ -36,7 +36,7 @@ impl InterPodAffinityPriority {
 #[derive(Debug, Default)]
 struct DomainScores {
     keys: Vec<Sym>,
-    by_domain: HashMap<(Sym, Sym), i64>,
+    by_domain: FxHashMap<(Sym, Sym), i64>,
 }
 
 impl DomainScores {

@@ -11,7 +11,7 @@
 //! and required node affinity and carry every constraint's topology key. Matching pods are
 //! found through the cluster's label index.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cluster::{Cluster, NamespaceFilter, NodeId, NodeInfo};
 use crate::framework::{
@@ -94,8 +94,8 @@ fn domain_counts(
     pod: &PodInfo,
     c: &SpreadConstraint,
     counting: &[bool],
-) -> HashMap<Sym, i64> {
-    let mut counts = HashMap::new();
+) -> FxHashMap<Sym, i64> {
+    let mut counts = FxHashMap::default();
     for id in cluster.node_order() {
         if counting[id.0 as usize]
             && let Some(v) = cluster.node(*id).labels.get(c.topology_key)
@@ -117,7 +117,7 @@ fn domain_counts(
 struct FilterConstraint<'a> {
     constraint: &'a SpreadConstraint,
     /// Matching pods per domain of the counting nodes.
-    counts: HashMap<Sym, i64>,
+    counts: FxHashMap<Sym, i64>,
     /// The smallest count over those domains; upstream's MaxInt32 when there is none, which
     /// lets every node with the key pass.
     global_min: i64,
@@ -182,7 +182,7 @@ enum Counts {
     /// `kubernetes.io/hostname`: upstream counts the scored node's own pods, per node.
     PerNode(Vec<i64>),
     /// Other keys: per value, over the counting nodes.
-    PerDomain(HashMap<Sym, i64>),
+    PerDomain(FxHashMap<Sym, i64>),
 }
 
 struct SpreadScore<'a> {
@@ -226,7 +226,7 @@ impl NodeScore for SpreadScore<'_> {
                         .zip(&ignored)
                         .filter(|(_, i)| !**i)
                         .filter_map(|(n, _)| n.labels.get(c.topology_key))
-                        .collect::<HashSet<Sym>>()
+                        .collect::<FxHashSet<Sym>>()
                         .len()
                 };
                 ((size + 2) as f64).ln()
