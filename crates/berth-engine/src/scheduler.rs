@@ -557,3 +557,200 @@ fn select_best(rng: &mut ChaCha8Rng, totals: &[i64]) -> usize {
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::{least_requested::LeastRequested, node_selector, resources_fit};
+    use crate::testkit::*;
+
+    fn policy(text: &str) -> berth_policy::EffectivePolicy {
+        berth_policy::parse(text, "test.json").expect("test policy")
+    }
+
+    fn scheduler(text: &str, config: CycleConfig) -> Scheduler {
+        crate::registry::scheduler_for(&policy(text), config).expect("scheduler")
+    }
+
+    /// `n` nodes spread over zones a, b, c in round-robin creation order.
+    fn zoned(n: usize) -> Cluster {
+        let zones = ["a", "b", "c"];
+        cluster(
+            (0..n)
+                .map(|i| {
+                    node(&format!("n{i}"))
+                        .label("topology.kubernetes.io/zone", zones[i % 3])
+                        .build()
+                })
+                .collect(),
+            vec![],
+        )
+    }
+
+    #[test]
+    fn feasible_nodes_to_find_follows_upstream() {
+        // (nodes, percentageOfNodesToScore, expected)
+        let cases = [
+            (50, 0, 50),      // fewer than 100 nodes: all
+            (100, 0, 100),    // 50 - 0 = 50% of 100 = 50, but at least 100
+            (1000, 0, 420),   // 50 - 1000/125 = 42%
+            (5000, 0, 500),   // 50 - 40 = 10%
+            (6000, 0, 300),   // 50 - 48 = 2% -> floor 5% = 300
+            (5000, 30, 1500), // explicit percentage
+            (5000, 1, 100),   // 1% = 50, at least 100
+            (5000, 100, 5000),
+        ];
+        for (all, pct, want) in cases {
+            let s = scheduler(
+                r#"{"predicates":[],"priorities":[]}"#,
+                CycleConfig {
+                    percentage_of_nodes_to_score: pct,
+                    ..CycleConfig::default()
+                },
+            );
+            assert_eq!(s.feasible_nodes_to_find(all), want, "{all} nodes at {pct}%");
+        }
+    }
+
+    #[test]
+    fn nodes_are_visited_round_robin_across_zones() {
+        let c = cluster(
+            vec![
+                node("a1").label("topology.kubernetes.io/zone", "a").build(),
+                node("a2").label("topology.kubernetes.io/zone", "a").build(),
+                node("a3").label("topology.kubernetes.io/zone", "a").build(),
+                node("b1").label("topology.kubernetes.io/zone", "b").build(),
+                node("none").build(),
+            ],
+            vec![],
+        );
+        let names: Vec<&str> = c.node_order().iter().map(|id| c.node(*id).name()).collect();
+        assert_eq!(names, ["a1", "b1", "none", "a2", "a3"]);
+    }
+
+    #[test]
+    fn sampling_stops_early_and_the_next_cycle_resumes_where_it_stopped() {
+        let mut c = zoned(300);
+        let p = c.compile_pod(pod("p").build());
+        let mut s = scheduler(
+            r#"{"predicates":[],"priorities":[{"name":"LeastRequestedPriority","weight":1}]}"#,
+            CycleConfig {
+                percentage_of_nodes_to_score: 10,
+                ..CycleConfig::default()
+            },
+        );
+        let d = s.schedule(&c, &p, true);
+        let e = d.explanation.expect("explained");
+        // 10% of 300 is below the floor of 100 feasible nodes.
+        assert_eq!(e.nodes.len(), 100);
+        assert_eq!(e.not_evaluated, 200);
+        let first_of_next = c.node_order()[100];
+        let d = s.schedule(&c, &p, true);
+        let e = d.explanation.expect("explained");
+        assert_eq!(e.nodes[0].node, c.node(first_of_next).name());
+        // Wrapping around: the third cycle covers 200..300.
+        s.schedule(&c, &p, false);
+        assert_eq!(s.next_start, 0);
+    }
+
+    #[test]
+    fn ties_are_broken_by_the_seed_and_reproducibly() {
+        let mut c = zoned(12);
+        let info = c.compile_pod(pod("p").build());
+        let text =
+            r#"{"predicates":[],"priorities":[{"name":"LeastRequestedPriority","weight":1}]}"#;
+        let picks = |seed| {
+            let mut s = scheduler(
+                text,
+                CycleConfig {
+                    seed,
+                    ..CycleConfig::default()
+                },
+            );
+            (0..20)
+                .map(|_| s.schedule(&c, &info, false).node.expect("placed"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(picks(1), picks(1));
+        assert_ne!(picks(1), picks(2));
+        let distinct: std::collections::BTreeSet<_> = picks(3).into_iter().collect();
+        assert!(
+            distinct.len() > 3,
+            "uniform tie-break should spread over equal nodes"
+        );
+    }
+
+    #[test]
+    fn one_feasible_node_is_chosen_without_scoring() {
+        let mut c = cluster(
+            vec![
+                node("big").cpu(8000).build(),
+                node("small").cpu(100).build(),
+            ],
+            vec![],
+        );
+        let mut s = Scheduler::new(
+            vec![NamedFilter {
+                name: "PodFitsResources".into(),
+                rule: Arc::new(resources_fit::PodFitsResources::new(vec![])),
+            }],
+            vec![WeightedScore {
+                name: "LeastRequestedPriority".into(),
+                rule: Arc::new(LeastRequested),
+                weight: 1,
+            }],
+            CycleConfig::default(),
+        );
+        let p = c.compile_pod(pod("p").req(1000, 0).build());
+        let d = s.schedule(&c, &p, true);
+        assert_eq!(c.node(d.node.expect("placed")).name(), "big");
+        let e = d.explanation.expect("explained");
+        assert!(e.score_rules.is_empty() && e.nodes.iter().all(|n| n.total.is_none()));
+    }
+
+    #[test]
+    fn fit_error_counts_reasons_per_node_and_sorts_them_as_strings() {
+        let text = r#"{"predicates":[{"name":"GeneralPredicates"}],"priorities":[]}"#;
+        let mut c = cluster(
+            vec![
+                node("a").cpu(100).label("disk", "ssd").build(),
+                node("b").cpu(100).build(),
+                node("c").cpu(8000).build(),
+            ],
+            vec![],
+        );
+        let p = c.compile_pod(pod("p").req(1000, 0).node_selector("disk", "ssd").build());
+        let d = scheduler(text, CycleConfig::default()).schedule(&c, &p, false);
+        assert_eq!(
+            d.fit_error.expect("unschedulable").to_string(),
+            format!(
+                "0/3 nodes are available: 1 {}, 2 {}.",
+                node_selector::REASON,
+                resources_fit::REASON_CPU
+            )
+        );
+        // With alwaysCheckAllPredicates every failing part of every node counts.
+        let all = r#"{"predicates":[{"name":"GeneralPredicates"}],"priorities":[],"alwaysCheckAllPredicates":true}"#;
+        let d = scheduler(all, CycleConfig::default()).schedule(&c, &p, false);
+        assert_eq!(
+            d.fit_error.expect("unschedulable").to_string(),
+            format!(
+                "0/3 nodes are available: 2 {}, 2 {}.",
+                resources_fit::REASON_CPU,
+                node_selector::REASON
+            )
+        );
+    }
+
+    #[test]
+    fn an_empty_cluster_says_so() {
+        let c = Cluster::new();
+        let mut p_cluster = Cluster::new();
+        let p = p_cluster.compile_pod(pod("p").build());
+        let d = scheduler(r#"{}"#, CycleConfig::default()).schedule(&c, &p, false);
+        assert_eq!(
+            d.fit_error.expect("unschedulable").to_string(),
+            NO_NODES_AVAILABLE
+        );
+    }
+}
