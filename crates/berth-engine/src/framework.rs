@@ -83,6 +83,16 @@ pub enum FilterPrep<'a> {
     RejectAll(Vec<Reason>),
 }
 
+impl<'a> FilterPrep<'a> {
+    /// `Check` when the rule has something to check for this pod, else `Skip`.
+    pub fn check_if(check: Option<impl NodeCheck + 'a>) -> Self {
+        match check {
+            Some(c) => FilterPrep::Check(Box::new(c)),
+            None => FilterPrep::Skip,
+        }
+    }
+}
+
 /// A filter (a policy predicate).
 pub trait FilterRule: Send + Sync {
     /// Prepares the rule for one pod.

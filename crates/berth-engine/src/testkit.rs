@@ -369,6 +369,29 @@ impl PodBuilder {
     }
 }
 
+/// A pod with these labels.
+pub fn labelled(name: &str, labels: &[(&str, &str)]) -> PodBuilder {
+    labels.iter().fold(pod(name), |p, (k, v)| p.label(k, v))
+}
+
+/// A Service, RC, ReplicaSet or StatefulSet selecting `key=value` pairs.
+pub fn selector_object(
+    kind: crate::model::SelectorKind,
+    ns: &str,
+    name: &str,
+    pairs: &[(&str, &str)],
+) -> crate::model::PodSelector {
+    crate::model::PodSelector {
+        kind,
+        meta: Meta {
+            name: name.into(),
+            namespace: ns.into(),
+            ..Meta::default()
+        },
+        selector: Some(selector(pairs)),
+    }
+}
+
 /// A pod affinity term over `labels` with this topology key, in the pod's namespace.
 pub fn term(topology_key: &str, labels: &[(&str, &str)]) -> PodAffinityTerm {
     PodAffinityTerm {

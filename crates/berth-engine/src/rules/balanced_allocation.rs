@@ -6,21 +6,18 @@
 
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
-use crate::rules::resource_allocation::{cpu_memory, pod_request};
+use crate::rules::resource_allocation::PodRequest;
 
 /// The rule.
 pub struct BalancedResourceAllocation;
 
-struct Score {
-    cpu: i64,
-    memory: i64,
-}
+struct Score(PodRequest);
 
 impl NodeScore for Score {
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         let fraction = |(req, alloc): (i64, i64)| (req as f64 / alloc as f64).min(1.0);
-        let std = match cpu_memory(node, self.cpu, self.memory) {
+        let std = match self.0.on(node) {
             [Some(cpu), Some(memory)] => (fraction(cpu) - fraction(memory)).abs() / 2.0,
             _ => 0.0,
         };
@@ -30,8 +27,7 @@ impl NodeScore for Score {
 
 impl ScoreRule for BalancedResourceAllocation {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
-        let (cpu, memory) = pod_request(ctx.pod);
-        ScorePrep::PerNode(Box::new(Score { cpu, memory }))
+        ScorePrep::PerNode(Box::new(Score(PodRequest::of(ctx.pod))))
     }
 }
 

@@ -36,10 +36,7 @@ impl PodFitsHostPorts {
 
 impl FilterRule for PodFitsHostPorts {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        match Self::checker(&ctx) {
-            Some(c) => FilterPrep::Check(Box::new(c)),
-            None => FilterPrep::Skip,
-        }
+        FilterPrep::check_if(Self::checker(&ctx))
     }
 }
 

@@ -1,9 +1,8 @@
 //! LeastRequestedPriority (v1.22 NodeResourcesLeastAllocated): prefer nodes with more free
 //! CPU and memory after placing the pod, using scoring requests (non-zero defaults).
 
-use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
-use crate::rules::resource_allocation::{cpu_memory, mean_score, pod_request};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, ScorePrep, ScoreRule};
+use crate::rules::resource_allocation::MeanScore;
 
 /// The rule.
 pub struct LeastRequested;
@@ -16,25 +15,9 @@ pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
     (capacity - requested) * MAX_NODE_SCORE / capacity
 }
 
-struct Score {
-    cpu: i64,
-    memory: i64,
-}
-
-impl NodeScore for Score {
-    #[inline]
-    fn score(&self, node: &NodeInfo) -> i64 {
-        mean_score(
-            cpu_memory(node, self.cpu, self.memory),
-            least_requested_score,
-        )
-    }
-}
-
 impl ScoreRule for LeastRequested {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
-        let (cpu, memory) = pod_request(ctx.pod);
-        ScorePrep::PerNode(Box::new(Score { cpu, memory }))
+        ScorePrep::PerNode(Box::new(MeanScore::new(ctx.pod, least_requested_score)))
     }
 }
 

@@ -6,9 +6,8 @@
 //! scores 100 (before it scored 0). A resource with allocatable 0 is left out of the mean
 //! rather than scored 0; the mean of CPU and memory (weight 1 each) is integer division.
 
-use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
-use crate::rules::resource_allocation::{cpu_memory, mean_score, pod_request};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, ScorePrep, ScoreRule};
+use crate::rules::resource_allocation::MeanScore;
 
 /// The rule.
 pub struct MostRequested;
@@ -19,25 +18,9 @@ pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
     requested.min(capacity) * MAX_NODE_SCORE / capacity
 }
 
-struct Score {
-    cpu: i64,
-    memory: i64,
-}
-
-impl NodeScore for Score {
-    #[inline]
-    fn score(&self, node: &NodeInfo) -> i64 {
-        mean_score(
-            cpu_memory(node, self.cpu, self.memory),
-            most_requested_score,
-        )
-    }
-}
-
 impl ScoreRule for MostRequested {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
-        let (cpu, memory) = pod_request(ctx.pod);
-        ScorePrep::PerNode(Box::new(Score { cpu, memory }))
+        ScorePrep::PerNode(Box::new(MeanScore::new(ctx.pod, most_requested_score)))
     }
 }
 

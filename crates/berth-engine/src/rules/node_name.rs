@@ -35,10 +35,7 @@ impl HostName {
 
 impl FilterRule for HostName {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        match Self::checker(&ctx) {
-            Some(c) => FilterPrep::Check(Box::new(c)),
-            None => FilterPrep::Skip,
-        }
+        FilterPrep::check_if(Self::checker(&ctx))
     }
 }
 

@@ -50,10 +50,7 @@ impl MatchNodeSelector {
 
 impl FilterRule for MatchNodeSelector {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        match Self::checker(&ctx) {
-            Some(c) => FilterPrep::Check(Box::new(c)),
-            None => FilterPrep::Skip,
-        }
+        FilterPrep::check_if(Self::checker(&ctx))
     }
 }
 

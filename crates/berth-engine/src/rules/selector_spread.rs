@@ -172,27 +172,15 @@ impl ScoreRule for SelectorSpread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Meta, Pod, PodSelector, TopologySpreadConstraint, WhenUnsatisfiable};
+    use crate::model::{Pod, PodSelector, TopologySpreadConstraint, WhenUnsatisfiable};
     use crate::testkit::*;
 
     fn object(kind: SelectorKind, ns: &str, name: &str, sel: &[(&str, &str)]) -> PodSelector {
-        PodSelector {
-            kind,
-            meta: Meta {
-                name: name.into(),
-                namespace: ns.into(),
-                ..Meta::default()
-            },
-            selector: Some(selector(sel)),
-        }
+        selector_object(kind, ns, name, sel)
     }
 
     const LABELS1: &[(&str, &str)] = &[("foo", "bar"), ("baz", "blah")];
     const LABELS2: &[(&str, &str)] = &[("bar", "foo"), ("baz", "blah")];
-
-    fn labelled(name: &str, labels: &[(&str, &str)]) -> PodBuilder {
-        labels.iter().fold(pod(name), |p, (k, v)| p.label(k, v))
-    }
 
     struct Case {
         name: &'static str,

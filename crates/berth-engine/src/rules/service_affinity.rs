@@ -143,19 +143,11 @@ impl FilterRule for CheckServiceAffinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Meta, Pod, PodSelector};
+    use crate::model::{Pod, PodSelector};
     use crate::testkit::*;
 
     fn service(ns: &str, name: &str, sel: &[(&str, &str)]) -> PodSelector {
-        PodSelector {
-            kind: SelectorKind::Service,
-            meta: Meta {
-                name: name.into(),
-                namespace: ns.into(),
-                ..Meta::default()
-            },
-            selector: Some(selector(sel)),
-        }
+        selector_object(SelectorKind::Service, ns, name, sel)
     }
 
     fn nodes() -> Vec<crate::model::Node> {

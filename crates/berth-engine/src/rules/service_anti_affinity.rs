@@ -106,19 +106,11 @@ impl ScoreRule for ServiceAntiAffinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Meta, Pod, PodSelector};
+    use crate::model::{Pod, PodSelector};
     use crate::testkit::*;
 
     fn service(ns: &str, name: &str, sel: &[(&str, &str)]) -> PodSelector {
-        PodSelector {
-            kind: SelectorKind::Service,
-            meta: Meta {
-                name: name.into(),
-                namespace: ns.into(),
-                ..Meta::default()
-            },
-            selector: Some(selector(sel)),
-        }
+        selector_object(SelectorKind::Service, ns, name, sel)
     }
 
     const LABELS1: &[(&str, &str)] = &[("foo", "bar"), ("baz", "blah")];
@@ -131,10 +123,6 @@ mod tests {
         "machine01",
         "machine02",
     ];
-
-    fn labelled(name: &str, labels: &[(&str, &str)]) -> PodBuilder {
-        labels.iter().fold(pod(name), |p, (k, v)| p.label(k, v))
-    }
 
     /// Upstream's labeledNodes: zone1 and zone2 with two machines each, two unzoned machines.
     /// With `racks`, the nodesWithZoneAndRackLabels variant.
