@@ -10,5 +10,8 @@ echo "== cargo fmt"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== control plane (etcd, kube-apiserver, kwok from Go modules; cached after the first build)"
+BERTH_CONTROL_PLANE_BIN="$(bash scripts/control-plane.sh)"
+export BERTH_CONTROL_PLANE_BIN
 echo "== cargo test"
 cargo test --workspace --locked

@@ -8,7 +8,7 @@ use berth_engine::simulation::{Outcome, queue_order, schedule_all};
 use berth_engine::{CycleConfig, Explanation};
 use serde_json::{Value, json};
 
-use crate::{Format, bundled, plugins};
+use crate::{Format, bundled};
 
 /// Arguments of `berth simulate`.
 #[derive(clap::Args)]
@@ -35,10 +35,6 @@ pub struct Args {
     /// Only schedule pending pods whose spec.schedulerName is this (default: every pending pod).
     #[arg(long)]
     scheduler_name: Option<String>,
-    /// Directory of the WASM plugin modules the policy names (default: the policy file's
-    /// directory).
-    #[arg(long)]
-    plugins: Option<PathBuf>,
 }
 
 /// Runs the simulation and prints it.
@@ -73,8 +69,7 @@ pub fn run(args: &Args) -> Result<()> {
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
         ..CycleConfig::default()
     };
-    let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());
-    let (mut scheduler, _plugins) = plugins::scheduler(&policy, &dir, config)?;
+    let mut scheduler = berth_engine::registry::scheduler_for(&policy, config)?;
     let mut cluster = snapshot.cluster;
     let mut pending = snapshot.pending;
     if let Some(name) = &args.scheduler_name {
@@ -83,7 +78,10 @@ pub fn run(args: &Args) -> Result<()> {
     // A scheduler never places a pod that is being deleted (upstream's skipPodSchedule).
     pending.retain(|p| {
         if p.meta.deleting {
-            eprintln!("warning: pod {} is being deleted; not scheduling it", p.key());
+            eprintln!(
+                "warning: pod {} is being deleted; not scheduling it",
+                p.key()
+            );
         }
         !p.meta.deleting
     });
