@@ -13,5 +13,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== control plane (etcd, kube-apiserver, kwok from Go modules; cached after the first build)"
 BERTH_CONTROL_PLANE_BIN="$(bash scripts/control-plane.sh)"
 export BERTH_CONTROL_PLANE_BIN
+echo "== WASM plugins (Rust and Go guests for wasm32-wasip1, into plugins/dist)"
+bash scripts/build-plugins.sh
 echo "== cargo test"
 cargo test --workspace --locked

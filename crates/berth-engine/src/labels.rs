@@ -28,6 +28,12 @@ impl Interner {
     pub fn resolve(&self, sym: Sym) -> &str {
         self.0.resolve(&sym)
     }
+
+    /// The text of a symbol that may not come from this interner (a plugin hands symbols
+    /// back): None instead of a panic.
+    pub fn try_resolve(&self, sym: Sym) -> Option<&str> {
+        self.0.try_resolve(&sym)
+    }
 }
 
 /// A label set, sorted by key for binary search.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use berth_policy::{EffectivePolicy, PredicateKind, PriorityKind};
+use berth_policy::{EffectivePolicy, PredicateKind, PriorityKind, WasmPlugin};
 
 use crate::rules::*;
 use crate::scheduler::{CycleConfig, NamedFilter, Scheduler, WeightedScore};
@@ -18,12 +18,54 @@ pub enum RegistryError {
         /// What is wrong.
         message: String,
     },
+    /// A plugin entry that the plugin factory could not load.
+    #[error("{kind} {name}: {message}")]
+    Plugin {
+        /// "predicate" or "priority".
+        kind: &'static str,
+        /// The entry's name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
-/// Builds a scheduler for a policy.
+/// Turns the policy's plugin entries (`argument.wasm`) into rules. The engine does no IO, so
+/// loading modules is the caller's business (berth-wasm implements this).
+pub trait PluginFactory {
+    /// The filter of predicate `name`.
+    fn filter(&self, name: &str, spec: &WasmPlugin) -> Result<Arc<dyn crate::FilterRule>, String>;
+    /// The score rule of priority `name`.
+    fn score(&self, name: &str, spec: &WasmPlugin) -> Result<Arc<dyn crate::ScoreRule>, String>;
+}
+
+/// The factory of [`scheduler_for`]: it loads no plugin.
+struct NoPlugins;
+
+const NO_PLUGINS: &str = "this entry names a WASM plugin, but plugins are not enabled here";
+
+impl PluginFactory for NoPlugins {
+    fn filter(&self, _: &str, _: &WasmPlugin) -> Result<Arc<dyn crate::FilterRule>, String> {
+        Err(NO_PLUGINS.to_string())
+    }
+    fn score(&self, _: &str, _: &WasmPlugin) -> Result<Arc<dyn crate::ScoreRule>, String> {
+        Err(NO_PLUGINS.to_string())
+    }
+}
+
+/// Builds a scheduler for a policy without plugins; an entry naming one is an error.
 pub fn scheduler_for(
     policy: &EffectivePolicy,
     config: CycleConfig,
+) -> Result<Scheduler, RegistryError> {
+    scheduler_with_plugins(policy, config, &NoPlugins)
+}
+
+/// Builds a scheduler for a policy, loading its plugin entries through `plugins`.
+pub fn scheduler_with_plugins(
+    policy: &EffectivePolicy,
+    config: CycleConfig,
+    plugins: &dyn PluginFactory,
 ) -> Result<Scheduler, RegistryError> {
     let ignored: Vec<String> = policy
         .extenders
@@ -43,6 +85,7 @@ pub fn scheduler_for(
                     &p.kind,
                     &ignored,
                     policy.always_check_all_predicates,
+                    plugins,
                 )?,
             })
         })
@@ -50,12 +93,19 @@ pub fn scheduler_for(
     let scores = policy
         .priorities
         .iter()
-        .map(|p| WeightedScore {
-            name: p.name.clone(),
-            rule: score_for(&p.kind, policy.hard_pod_affinity_symmetric_weight),
-            weight: p.weight,
+        .map(|p| {
+            Ok(WeightedScore {
+                name: p.name.clone(),
+                rule: score_for(
+                    &p.name,
+                    &p.kind,
+                    policy.hard_pod_affinity_symmetric_weight,
+                    plugins,
+                )?,
+                weight: p.weight,
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, RegistryError>>()?;
     let config = CycleConfig {
         always_check_all_predicates: policy.always_check_all_predicates,
         ..config
@@ -68,6 +118,7 @@ fn filter_for(
     kind: &PredicateKind,
     ignored_resources: &[String],
     check_all: bool,
+    plugins: &dyn PluginFactory,
 ) -> Result<Arc<dyn crate::FilterRule>, RegistryError> {
     use PredicateKind as P;
     Ok(match kind {
@@ -116,12 +167,24 @@ fn filter_for(
         P::CheckNodeDiskPressure => Arc::new(node_pressure::NodePressure::disk()),
         P::EvenPodsSpread => Arc::new(pod_topology_spread::EvenPodsSpread),
         P::MatchInterPodAffinity => Arc::new(inter_pod_affinity::MatchInterPodAffinity),
+        P::Wasm(spec) => plugins
+            .filter(name, spec)
+            .map_err(|message| RegistryError::Plugin {
+                kind: "predicate",
+                name: name.to_string(),
+                message,
+            })?,
     })
 }
 
-fn score_for(kind: &PriorityKind, hard_pod_affinity_weight: i32) -> Arc<dyn crate::ScoreRule> {
+fn score_for(
+    name: &str,
+    kind: &PriorityKind,
+    hard_pod_affinity_weight: i32,
+    plugins: &dyn PluginFactory,
+) -> Result<Arc<dyn crate::ScoreRule>, RegistryError> {
     use PriorityKind as P;
-    match kind {
+    Ok(match kind {
         P::LeastRequested => Arc::new(least_requested::LeastRequested),
         P::MostRequested => Arc::new(most_requested::MostRequested),
         P::BalancedResourceAllocation => Arc::new(balanced_allocation::BalancedResourceAllocation),
@@ -145,5 +208,31 @@ fn score_for(kind: &PriorityKind, hard_pod_affinity_weight: i32) -> Arc<dyn crat
             *presence,
         )),
         P::EvenPodsSpread => Arc::new(pod_topology_spread::EvenPodsSpreadPriority),
+        P::Wasm(spec) => plugins
+            .score(name, spec)
+            .map_err(|message| RegistryError::Plugin {
+                kind: "priority",
+                name: name.to_string(),
+                message,
+            })?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugins_need_a_factory() {
+        let policy = berth_policy::parse(
+            r#"{"priorities": [{"name": "Cost", "weight": 1, "argument": {"wasm": {"module": "c.wasm"}}}]}"#,
+            "p.json",
+        )
+        .expect("valid policy");
+        let error = scheduler_for(&policy, CycleConfig::default()).err();
+        assert_eq!(
+            error.map(|e| e.to_string()).as_deref(),
+            Some("priority Cost: this entry names a WASM plugin, but plugins are not enabled here")
+        );
     }
 }

@@ -8,12 +8,13 @@ use crate::error::PolicyError;
 use crate::names::{self, Builtin};
 use crate::raw::{
     RawExtender, RawManagedResource, RawPolicy, RawPredicate, RawPredicateArgument, RawPriority,
-    RawPriorityArgument, RawRequestedToCapacityRatio, RawTlsConfig,
+    RawPriorityArgument, RawRequestedToCapacityRatio, RawTlsConfig, RawWasm,
 };
 use crate::syntax;
 use crate::types::{
-    Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, ManagedResource, PredicateConfig,
-    PredicateKind, PriorityConfig, PriorityKind, ResourceWeight, ShapePoint,
+    Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy, ManagedResource,
+    PredicateConfig, PredicateKind, PriorityConfig, PriorityKind, ResourceWeight, ShapePoint,
+    WasmPlugin,
 };
 
 /// The legacy core group and the scheduler config group both registered the v1 Policy.
@@ -29,6 +30,14 @@ const DEFAULT_HARD_POD_AFFINITY_WEIGHT: i32 = 1;
 /// Bounds of `requestedToCapacityRatioArguments.shape`.
 const MAX_UTILIZATION: i64 = 100;
 const MAX_SHAPE_SCORE: i64 = 10;
+/// Bound of one WASM plugin call when `timeoutMillis` is absent.
+pub const DEFAULT_WASM_TIMEOUT_MILLIS: u64 = 200;
+/// Largest accepted `timeoutMillis`: a plugin call runs inside a scheduling cycle.
+pub const MAX_WASM_TIMEOUT_MILLIS: u64 = 10_000;
+/// Memory cap of one WASM plugin instance when `memoryLimitMiB` is absent.
+pub const DEFAULT_WASM_MEMORY_LIMIT_MIB: u64 = 128;
+/// Largest accepted `memoryLimitMiB` (4 GiB is all a 32-bit module can address).
+pub const MAX_WASM_MEMORY_LIMIT_MIB: u64 = 4096;
 
 /// The configuration the default provider gives.
 pub(crate) fn default_policy() -> EffectivePolicy {
@@ -244,12 +253,7 @@ impl Builder<'_> {
                     label_uses.push(used);
                 }
             }
-            if let Some(first) = self.repeated(&entries, &key, &path, &config.name) {
-                if first.config.kind != config.kind {
-                    return Err(self.differs(&path, &config.name, &first.path));
-                }
-                continue;
-            }
+            self.reject_repeat(&entries, &key, &path, &config.name)?;
             entries.push(Entry { key, path, config });
         }
         for kind in names::MANDATORY_PREDICATES {
@@ -272,33 +276,27 @@ impl Builder<'_> {
         Ok(predicates)
     }
 
-    /// Finds an earlier entry with the same key, warning that this one repeats it.
-    fn repeated<'e, C>(
-        &mut self,
-        entries: &'e [Entry<C>],
+    /// Rejects an entry whose name (or alias) an earlier entry already uses. Upstream
+    /// silently collapses repeats (the last priority weight winning), which hides typos and
+    /// merge mistakes in long policies.
+    fn reject_repeat<C>(
+        &self,
+        entries: &[Entry<C>],
         key: &str,
         path: &str,
         name: &str,
-    ) -> Option<&'e Entry<C>> {
-        let first = entries.iter().find(|entry| entry.key == key)?;
-        self.warn(
-            path,
-            format!(
-                "{name:?} repeats {} (same {key}); it is configured once",
-                first.path
-            ),
-        );
-        Some(first)
-    }
-
-    fn differs(&self, path: &str, name: &str, first_path: &str) -> PolicyError {
-        self.invalid(
-            format!("{path}.name"),
-            format!(
-                "{name:?} is already configured differently at {first_path}; give one of \
-                 them another name"
-            ),
-        )
+    ) -> Result<(), PolicyError> {
+        match entries.iter().find(|entry| entry.key == key) {
+            Some(first) => Err(self.invalid(
+                format!("{path}.name"),
+                format!(
+                    "{name:?} duplicates {} (same {key}); name each predicate and priority \
+                     once (kube-scheduler would silently keep only one of them)",
+                    first.path
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     fn check_label_use(
@@ -445,6 +443,10 @@ impl Builder<'_> {
             Ok(PredicateKind::MatchNamespaceNodeSelector {
                 default_node_selector,
             })
+        } else if let Some(wasm) = argument.wasm {
+            Ok(PredicateKind::Wasm(
+                self.wasm(wasm, &format!("{path}.wasm"))?,
+            ))
         } else {
             Err(self.not_one_argument(path, RawPredicateArgument::KEYS, &present))
         }
@@ -517,18 +519,7 @@ impl Builder<'_> {
                 }
                 _ => {}
             }
-            if let Some(first) = self.repeated(&entries, &key, &path, &config.name) {
-                if first.config.kind != config.kind {
-                    return Err(self.differs(&path, &config.name, &first.path));
-                }
-                if first.config.weight != config.weight {
-                    self.warn(&path, format!("the last weight, {}, wins", config.weight));
-                }
-                if let Some(kept) = entries.iter_mut().find(|entry| entry.key == key) {
-                    kept.config.weight = config.weight;
-                }
-                continue;
-            }
+            self.reject_repeat(&entries, &key, &path, &config.name)?;
             entries.push(Entry { key, path, config });
         }
         Ok(entries.into_iter().map(|e| e.config).collect())
@@ -665,8 +656,83 @@ impl Builder<'_> {
                 ratio,
                 &format!("{path}.requestedToCapacityRatioArguments"),
             )
+        } else if let Some(wasm) = argument.wasm {
+            Ok(PriorityKind::Wasm(
+                self.wasm(wasm, &format!("{path}.wasm"))?,
+            ))
         } else {
             Err(self.not_one_argument(path, RawPriorityArgument::KEYS, &present))
+        }
+    }
+
+    /// A plugin reference; whether the module exists and fits is checked where files are read.
+    fn wasm(&mut self, raw: RawWasm, path: &str) -> Result<WasmPlugin, PolicyError> {
+        self.warn(
+            path,
+            "a Berth extension: kube-scheduler rejects this argument",
+        );
+        let module_path = format!("{path}.module");
+        let module = self.required(
+            raw.module,
+            &module_path,
+            "a module file in the plugins directory, e.g. \"gpu-model.wasm\"",
+        )?;
+        if let Some(problem) = syntax::module_path_error(&module) {
+            return Err(self.invalid(module_path, problem));
+        }
+        let config = raw
+            .config
+            .unwrap_or_else(|| serde_json::json!({}))
+            .to_string();
+        let failure_policy = match raw.failure_policy.as_deref() {
+            None | Some("Fail") => FailurePolicy::Fail,
+            Some("Ignore") => FailurePolicy::Ignore,
+            Some(other) => {
+                return Err(self.invalid(
+                    format!("{path}.failurePolicy"),
+                    format!("expected \"Fail\" or \"Ignore\", got {other:?}"),
+                ));
+            }
+        };
+        let timeout_millis = self.bounded(
+            raw.timeout_millis,
+            &format!("{path}.timeoutMillis"),
+            DEFAULT_WASM_TIMEOUT_MILLIS,
+            MAX_WASM_TIMEOUT_MILLIS,
+        )?;
+        let memory_limit_mib = self.bounded(
+            raw.memory_limit_mib,
+            &format!("{path}.memoryLimitMiB"),
+            DEFAULT_WASM_MEMORY_LIMIT_MIB,
+            MAX_WASM_MEMORY_LIMIT_MIB,
+        )?;
+        Ok(WasmPlugin {
+            module,
+            config,
+            failure_policy,
+            timeout_millis,
+            memory_limit_mib,
+        })
+    }
+
+    /// An optional integer in 1..=max, `default` when absent.
+    fn bounded(
+        &self,
+        value: Option<i64>,
+        path: &str,
+        default: u64,
+        max: u64,
+    ) -> Result<u64, PolicyError> {
+        match value.map(u64::try_from) {
+            None => Ok(default),
+            Some(Ok(v)) if (1..=max).contains(&v) => Ok(v),
+            Some(_) => Err(self.invalid(
+                path,
+                format!(
+                    "must be in 1..={max} (default {default}), got {}",
+                    value.unwrap_or_default()
+                ),
+            )),
         }
     }
 

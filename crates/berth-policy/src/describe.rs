@@ -6,6 +6,7 @@ use std::mem::discriminant;
 use crate::names;
 use crate::types::{
     EffectivePolicy, Extender, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind,
+    WasmPlugin,
 };
 
 impl EffectivePolicy {
@@ -98,6 +99,7 @@ fn predicate_line(predicate: &PredicateConfig) -> String {
         PredicateKind::CheckServiceAffinity { labels } => {
             format!(" (labels [{}])", labels.join(", "))
         }
+        PredicateKind::Wasm(plugin) => wasm_arguments(plugin),
         PredicateKind::PodToleratesNodeTaints | PredicateKind::CheckNodeUnschedulable => {
             " (mandatory)".to_owned()
         }
@@ -128,6 +130,7 @@ fn priority_line(priority: &PriorityConfig) -> String {
             )
         }
         PriorityKind::ServiceAntiAffinity { label } => format!(" (label {label:?})"),
+        PriorityKind::Wasm(plugin) => wasm_arguments(plugin),
         PriorityKind::NodeLabel { label, presence } => {
             format!(
                 " (prefers label {label:?} {})",
@@ -149,6 +152,17 @@ fn priority_line(priority: &PriorityConfig) -> String {
             priority.kind.kind_name()
         )
     }
+}
+
+fn wasm_arguments(plugin: &WasmPlugin) -> String {
+    format!(
+        " (module {:?}, failurePolicy {}, timeout {} ms, memory {} MiB, config {})",
+        plugin.module,
+        plugin.failure_policy.as_str(),
+        plugin.timeout_millis,
+        plugin.memory_limit_mib,
+        plugin.config
+    )
 }
 
 fn describe_extender(out: &mut String, index: usize, extender: &Extender) {

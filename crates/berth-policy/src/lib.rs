@@ -6,8 +6,8 @@
 //! kube-scheduler in a few ways, each reported with the file, the JSON path and a fix:
 //! unknown fields and repeated keys are errors at any depth, a JSON array where an object is
 //! expected is an error, a built-in name may not carry an argument of another kind, an
-//! extender needs a `urlPrefix`, and repeating a name with a different configuration is an
-//! error (an exact repeat is collapsed with a warning).
+//! extender needs a `urlPrefix`, and a repeated predicate or priority name (or alias) is an
+//! error where kube-scheduler silently keeps one.
 
 mod build;
 mod describe;
@@ -21,10 +21,15 @@ use std::path::Path;
 
 use serde_json::error::Category;
 
+pub use build::{
+    DEFAULT_WASM_MEMORY_LIMIT_MIB, DEFAULT_WASM_TIMEOUT_MILLIS, MAX_WASM_MEMORY_LIMIT_MIB,
+    MAX_WASM_TIMEOUT_MILLIS,
+};
 pub use error::PolicyError;
 pub use types::{
-    Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, ManagedResource, PredicateConfig,
-    PredicateKind, PriorityConfig, PriorityKind, ResourceWeight, ShapePoint,
+    Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy, ManagedResource,
+    PredicateConfig, PredicateKind, PriorityConfig, PriorityKind, ResourceWeight, ShapePoint,
+    WasmPlugin,
 };
 
 /// Reads and parses a Policy file; errors name the file as given.

@@ -168,6 +168,7 @@ json_object! {
         service_affinity: RawServiceAffinity = "serviceAffinity",
         labels_presence: RawLabelsPresence = "labelsPresence",
         namespace_node_selector: RawNamespaceNodeSelector = "namespaceNodeSelector",
+        wasm: RawWasm = "wasm",
     }
 }
 
@@ -220,6 +221,22 @@ json_object! {
         label_preference: RawLabelPreference = "labelPreference",
         requested_to_capacity_ratio: RawRequestedToCapacityRatio =
             "requestedToCapacityRatioArguments",
+        wasm: RawWasm = "wasm",
+    }
+}
+
+json_object! {
+    /// Berth's `wasm{module, config, failurePolicy, timeoutMillis, memoryLimitMiB}`: a WASM
+    /// plugin as a predicate or priority.
+    struct RawWasm(
+        Keys::Exact,
+        "a wasm object {\"module\": \"name.wasm\", \"config\": {...}, \"failurePolicy\": \"Fail\"}"
+    ) {
+        module: String = "module",
+        config: serde_json::Value = "config",
+        failure_policy: String = "failurePolicy",
+        timeout_millis: i64 = "timeoutMillis",
+        memory_limit_mib: i64 = "memoryLimitMiB",
     }
 }
 

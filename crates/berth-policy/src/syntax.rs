@@ -104,6 +104,25 @@ pub(crate) fn parse_selector(selector: &str) -> Result<Vec<(String, String)>, St
     Ok(pairs)
 }
 
+/// A plugin module path: relative, inside the plugins directory, naming a `.wasm` file.
+pub(crate) fn module_path_error(module: &str) -> Option<String> {
+    let problem = if module.is_empty() {
+        "must name a module file, e.g. \"gpu-model.wasm\""
+    } else if module.starts_with('/') || module.starts_with('\\') || module.contains(':') {
+        "must be relative to the plugins directory, not an absolute path"
+    } else if module
+        .split(['/', '\\'])
+        .any(|part| part == ".." || part.is_empty())
+    {
+        "must stay inside the plugins directory: no \"..\" and no empty path parts"
+    } else if !module.ends_with(".wasm") {
+        "must name a compiled module ending in \".wasm\""
+    } else {
+        return None;
+    };
+    Some(format!("{module:?} {problem}"))
+}
+
 /// Standard padded base64, skipping line breaks, as Go's `encoding/json` decodes `[]byte`.
 pub(crate) fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
     let symbols: Vec<u8> = text
@@ -217,6 +236,24 @@ mod tests {
                 (Err(got), Err(want)) => assert!(got.contains(want), "{text:?}: {got}"),
                 (got, want) => panic!("{text:?}: got {got:?}, want {want:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn module_paths() {
+        for ok in ["gpu.wasm", "team/cost.wasm", "./a.wasm"] {
+            assert_eq!(module_path_error(ok), None, "{ok}");
+        }
+        for (bad, want) in [
+            ("", "must name a module file"),
+            ("/etc/x.wasm", "not an absolute path"),
+            ("C:x.wasm", "not an absolute path"),
+            ("../x.wasm", "no \"..\""),
+            ("a//x.wasm", "no empty path parts"),
+            ("x.wat", "ending in \".wasm\""),
+        ] {
+            let got = module_path_error(bad).unwrap_or_default();
+            assert!(got.contains(want), "{bad:?}: {got}");
         }
     }
 

@@ -8,9 +8,9 @@ use serde::{Serialize, Serializer};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EffectivePolicy {
-    /// Predicates in evaluation order, mandatory ones included, duplicates collapsed.
+    /// Predicates in evaluation order, mandatory ones included.
     pub predicates: Vec<PredicateConfig>,
-    /// Priorities in file order, duplicates collapsed (the last weight wins).
+    /// Priorities in file order.
     pub priorities: Vec<PriorityConfig>,
     /// Extenders in call order: ignorable extenders after the others, as kube-scheduler does.
     pub extenders: Vec<Extender>,
@@ -114,6 +114,8 @@ pub enum PredicateKind {
     EvenPodsSpread,
     /// Required inter-pod affinity and anti-affinity hold.
     MatchInterPodAffinity,
+    /// A WASM plugin's filter (Berth extension); runs after the built-in predicates.
+    Wasm(WasmPlugin),
 }
 
 impl PredicateKind {
@@ -146,6 +148,7 @@ impl PredicateKind {
             Self::CheckNodeDiskPressure => 23,
             Self::EvenPodsSpread => 24,
             Self::MatchInterPodAffinity => 25,
+            Self::Wasm(_) => 26,
         }
     }
 
@@ -178,6 +181,7 @@ impl PredicateKind {
             Self::CheckNodeDiskPressure => "CheckNodeDiskPressure",
             Self::EvenPodsSpread => "EvenPodsSpread",
             Self::MatchInterPodAffinity => "MatchInterPodAffinity",
+            Self::Wasm(_) => "WasmPlugin",
         }
     }
 }
@@ -238,6 +242,8 @@ pub enum PriorityKind {
     },
     /// The pod's ScheduleAnyway topology spread constraints.
     EvenPodsSpread,
+    /// A WASM plugin's score (Berth extension).
+    Wasm(WasmPlugin),
 }
 
 impl PriorityKind {
@@ -258,6 +264,42 @@ impl PriorityKind {
             Self::ServiceAntiAffinity { .. } => "ServiceAntiAffinity",
             Self::NodeLabel { .. } => "NodeLabel",
             Self::EvenPodsSpread => "EvenPodsSpread",
+            Self::Wasm(_) => "WasmPlugin",
+        }
+    }
+}
+
+/// A WASM plugin named by a predicate or priority (`argument.wasm`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WasmPlugin {
+    /// The module file, relative to the plugins directory (no absolute path, no `..`).
+    pub module: String,
+    /// The plugin's configuration as compact JSON text, handed to the plugin when it loads.
+    pub config: String,
+    /// What a failing call (trap, timeout, memory limit, guest error) means for a node.
+    pub failure_policy: FailurePolicy,
+    /// Wall-clock bound of one guest call, in milliseconds.
+    pub timeout_millis: u64,
+    /// Cap on one instance's linear memory, in MiB.
+    pub memory_limit_mib: u64,
+}
+
+/// What a failing plugin call means for the nodes it was asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum FailurePolicy {
+    /// The nodes are rejected (filters) or the cycle keeps the failure visible (scores get 0).
+    Fail,
+    /// The plugin counts as passing (filters) or scoring 0 (scores); the failure is counted.
+    Ignore,
+}
+
+impl FailurePolicy {
+    /// The spelling in the Policy file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::Fail => "Fail",
+            FailurePolicy::Ignore => "Ignore",
         }
     }
 }

@@ -161,31 +161,27 @@ const CASES: &[(&str, &str, Expect)] = &[
             "\"MatchNamespaceNodeSelector\" is a Berth extension"])),
     ("PodFitsPorts is an alias of PodFitsHostPorts", r#"{"predicates": [{"name": "PodFitsPorts"}]}"#,
         Ok(&["PodFitsPorts=PodFitsHostPorts,", "predicates[0]: \"PodFitsPorts\" is a deprecated alias of PodFitsHostPorts"])),
-    ("alias and target collapse into one predicate",
+    ("an alias and its target are a duplicate",
         r#"{"predicates": [{"name": "PodFitsHostPorts"}, {"name": "PodFitsPorts"}]}"#,
-        Ok(&["predicates: CheckNodeUnschedulable, PodFitsHostPorts, PodToleratesNodeTaints\n",
-             "predicates[1]: \"PodFitsPorts\" repeats predicates[0] (same PodFitsHostPorts)"])),
-    ("exact duplicate predicate collapses with a warning",
+        Err(&["policies/x.json: predicates[1].name: \"PodFitsPorts\" duplicates predicates[0] (same PodFitsHostPorts); \
+               name each predicate and priority once"])),
+    ("an exact duplicate predicate is rejected",
         r#"{"predicates": [{"name": "NoDiskConflict"}, {"name": "HostName"}, {"name": "NoDiskConflict"}]}"#,
-        Ok(&["predicates: CheckNodeUnschedulable, HostName, NoDiskConflict, PodToleratesNodeTaints\n",
-             "predicates[2]: \"NoDiskConflict\" repeats predicates[0]"])),
-    ("exact duplicate custom predicate collapses", r#"{"predicates": [
+        Err(&["predicates[2].name: \"NoDiskConflict\" duplicates predicates[0]"])),
+    ("an exact duplicate custom predicate is rejected", r#"{"predicates": [
         {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}},
         {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}]}"#,
-        Ok(&["PodToleratesNodeTaints, Region=CheckServiceAffinity { labels: [\"region\"] }\n",
-             "predicates[1]: \"Region\" repeats predicates[0]"])),
+        Err(&["predicates[1].name: \"Region\" duplicates predicates[0]"])),
     ("ServiceSpreadingPriority behaves as SelectorSpreadPriority",
         r#"{"priorities": [{"name": "ServiceSpreadingPriority", "weight": 1}]}"#,
         Ok(&["priorities: ServiceSpreadingPriority:1\n", "priorities[0]: \"ServiceSpreadingPriority\" is a deprecated alias"])),
-    ("duplicate priority: the last weight wins, in the first position", r#"{"priorities": [
+    ("a priority repeated under its alias is rejected", r#"{"priorities": [
         {"name": "SelectorSpreadPriority", "weight": 1}, {"name": "ImageLocalityPriority", "weight": 1},
         {"name": "ServiceSpreadingPriority", "weight": 3}]}"#,
-        Ok(&["priorities: SelectorSpreadPriority:3, ImageLocalityPriority:1\n",
-             "priorities[2]: \"ServiceSpreadingPriority\" repeats priorities[0]",
-             "priorities[2]: the last weight, 3, wins"])),
-    ("duplicate priority with the same weight only warns about the repeat",
+        Err(&["priorities[2].name: \"ServiceSpreadingPriority\" duplicates priorities[0] (same SelectorSpreadPriority)"])),
+    ("a priority repeated with the same weight is rejected",
         r#"{"priorities": [{"name": "NodeAffinityPriority", "weight": 2}, {"name": "NodeAffinityPriority", "weight": 2}]}"#,
-        Ok(&["priorities: NodeAffinityPriority:2\n", "repeats priorities[0] (same NodeAffinityPriority); it is configured once\n"])),
+        Err(&["priorities[1].name: \"NodeAffinityPriority\" duplicates priorities[0]"])),
     ("EqualPriority is accepted with a warning", r#"{"priorities": [{"name": "EqualPriority", "weight": 1}]}"#,
         Ok(&["priorities: EqualPriority:1\n", "never changes the ranking; kube-scheduler v1.22 skips it"])),
     ("RequestedToCapacityRatioPriority without argument uses the default shape",
@@ -279,7 +275,7 @@ const CASES: &[(&str, &str, Expect)] = &[
         Err(&["policies/x.json: priorities[0].wieght: unknown field `wieght`, expected one of: name, weight, argument"])),
     ("unknown argument kind of a predicate", r#"{"predicates": [{"name": "X1", "argument": {"labelPresence": {}}}]}"#,
         Err(&["predicates[0].argument.labelPresence: unknown field `labelPresence`, expected one of: serviceAffinity, \
-               labelsPresence, namespaceNodeSelector"])),
+               labelsPresence, namespaceNodeSelector, wasm"])),
     ("unknown field deep in requestedToCapacityRatioArguments", r#"{"priorities": [{"name": "R1", "weight": 1,
         "argument": {"requestedToCapacityRatioArguments": {"shape": [{"utilization": 0, "score": 1}, {"utilisation": 5}]}}}]}"#,
         Err(&["priorities[0].argument.requestedToCapacityRatioArguments.shape[1].utilisation: unknown field `utilisation`, \
@@ -321,10 +317,10 @@ const CASES: &[(&str, &str, Expect)] = &[
     ("unknown predicate name lists the accepted ones", r#"{"predicates": [{"name": "FooBar"}]}"#,
         Err(&["policies/x.json: predicates[0].name: predicate type not found for \"FooBar\"; expected one of: \
                CheckNodeCondition, CheckNodeUnschedulable, GeneralPredicates,", "MatchInterPodAffinity; or any name with \
-               an argument (serviceAffinity, labelsPresence, namespaceNodeSelector)"])),
+               an argument (serviceAffinity, labelsPresence, namespaceNodeSelector, wasm)"])),
     ("unknown priority name lists the accepted ones", r#"{"priorities": [{"name": "Spread", "weight": 1}]}"#,
         Err(&["priorities[0].name: priority type not found for \"Spread\"; expected one of: LeastRequestedPriority,",
-              "or any name with an argument (serviceAntiAffinity, labelPreference, requestedToCapacityRatioArguments)"])),
+              "or any name with an argument (serviceAntiAffinity, labelPreference, requestedToCapacityRatioArguments, wasm)"])),
     ("plugin names are not priority names", r#"{"priorities": [{"name": "NodeLabel", "weight": 1}]}"#,
         Err(&["priority type not found for \"NodeLabel\""])),
     ("name with an underscore", r#"{"predicates": [{"name": "My_Region", "argument": {"serviceAffinity": {"labels": ["r"]}}}]}"#,
@@ -349,11 +345,11 @@ const CASES: &[(&str, &str, Expect)] = &[
     ("one name configured two ways", r#"{"predicates": [
         {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}},
         {"name": "Region", "argument": {"serviceAffinity": {"labels": ["zone"]}}}]}"#,
-        Err(&["predicates[1].name: \"Region\" is already configured differently at predicates[0]; give one of them another name"])),
+        Err(&["predicates[1].name: \"Region\" duplicates predicates[0]"])),
     ("one priority name configured two ways", r#"{"priorities": [
         {"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
         {"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "rack"}}}]}"#,
-        Err(&["priorities[1].name: \"Zone\" is already configured differently at priorities[0]"])),
+        Err(&["priorities[1].name: \"Zone\" duplicates priorities[0]"])),
 
     // ---- Validation ----------------------------------------------------------------------
     ("priority weight 0", r#"{"priorities": [{"name": "ImageLocalityPriority", "weight": 1}, {"name": "EvenPodsSpreadPriority", "weight": 0}]}"#,
@@ -372,7 +368,7 @@ const CASES: &[(&str, &str, Expect)] = &[
         Err(&["extenders: the weights are too large"])),
     ("empty predicate argument", r#"{"predicates": [{"name": "X1", "argument": {}}]}"#,
         Err(&["predicates[0].argument: an argument must set exactly one of: serviceAffinity, labelsPresence, \
-               namespaceNodeSelector; it sets none"])),
+               namespaceNodeSelector, wasm; it sets none"])),
     ("two predicate arguments", r#"{"predicates": [{"name": "X1", "argument":
         {"serviceAffinity": {"labels": ["a"]}, "labelsPresence": {"labels": ["b"], "presence": true}}}]}"#,
         Err(&["predicates[0].argument: an argument must set exactly one of", "it sets 2: serviceAffinity, labelsPresence"])),
@@ -381,7 +377,7 @@ const CASES: &[(&str, &str, Expect)] = &[
     ("two priority arguments", r#"{"priorities": [{"name": "X1", "weight": 1, "argument":
         {"serviceAntiAffinity": {"label": "a"}, "labelPreference": {"label": "b", "presence": true}}}]}"#,
         Err(&["priorities[0].argument: an argument must set exactly one of: serviceAntiAffinity, labelPreference, \
-               requestedToCapacityRatioArguments; it sets 2"])),
+               requestedToCapacityRatioArguments, wasm; it sets 2"])),
     ("serviceAffinity without labels", r#"{"predicates": [{"name": "Region", "argument": {"serviceAffinity": {}}}]}"#,
         Err(&["predicates[0].argument.serviceAffinity.labels: missing (or null); expected a list of node label keys"])),
     ("serviceAntiAffinity without label", r#"{"priorities": [{"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {}}}]}"#,
@@ -475,6 +471,35 @@ const CASES: &[(&str, &str, Expect)] = &[
                (first at extenders[0].managedResources[0].name)"])),
     ("tlsConfig data must be base64", r#"{"extenders": [{"urlPrefix": "https://a", "tlsConfig": {"caData": "not base64!"}}]}"#,
         Err(&["extenders[0].tlsConfig.caData: not valid base64"])),
+    // ---- WASM plugins -----------------------------------------------------------------------
+    ("a wasm predicate runs after every built-in, with defaults", r#"{"predicates": [
+        {"name": "GpuFit", "argument": {"wasm": {"module": "gpu.wasm"}}}, {"name": "MatchInterPodAffinity"}]}"#,
+        Ok(&["MatchInterPodAffinity, GpuFit=Wasm(WasmPlugin { module: \"gpu.wasm\", config: \"{}\", \
+              failure_policy: Fail, timeout_millis: 200, memory_limit_mib: 128 })\n",
+             "predicates[0].argument.wasm: a Berth extension"])),
+    ("a wasm priority with config and limits", r#"{"priorities": [{"name": "Cost", "weight": 2, "argument":
+        {"wasm": {"module": "team/cost.wasm", "config": {"label": "price", "spot": [1, 2]}, "failurePolicy": "Ignore",
+        "timeoutMillis": 50, "memoryLimitMiB": 32}}}]}"#,
+        Ok(&["priorities: Cost:2=Wasm(WasmPlugin { module: \"team/cost.wasm\", \
+              config: \"{\\\"label\\\":\\\"price\\\",\\\"spot\\\":[1,2]}\", failure_policy: Ignore, \
+              timeout_millis: 50, memory_limit_mib: 32 })\n"])),
+    ("a wasm module is required", r#"{"predicates": [{"name": "P1", "argument": {"wasm": {}}}]}"#,
+        Err(&["predicates[0].argument.wasm.module: missing (or null); expected a module file"])),
+    ("a wasm module may not leave the plugins directory", r#"{"predicates": [{"name": "P1",
+        "argument": {"wasm": {"module": "../x.wasm"}}}]}"#,
+        Err(&["predicates[0].argument.wasm.module: \"../x.wasm\" must stay inside the plugins directory"])),
+    ("an unknown failurePolicy", r#"{"priorities": [{"name": "P1", "weight": 1,
+        "argument": {"wasm": {"module": "x.wasm", "failurePolicy": "fail"}}}]}"#,
+        Err(&["priorities[0].argument.wasm.failurePolicy: expected \"Fail\" or \"Ignore\", got \"fail\""])),
+    ("a zero timeout", r#"{"predicates": [{"name": "P1", "argument": {"wasm": {"module": "x.wasm", "timeoutMillis": 0}}}]}"#,
+        Err(&["predicates[0].argument.wasm.timeoutMillis: must be in 1..=10000 (default 200), got 0"])),
+    ("too much memory", r#"{"predicates": [{"name": "P1", "argument": {"wasm": {"module": "x.wasm", "memoryLimitMiB": 5000}}}]}"#,
+        Err(&["wasm.memoryLimitMiB: must be in 1..=4096 (default 128), got 5000"])),
+    ("a typo in the wasm object", r#"{"predicates": [{"name": "P1", "argument": {"wasm": {"modul": "x.wasm"}}}]}"#,
+        Err(&["predicates[0].argument.wasm.modul: unknown field `modul`, expected one of: module, config, \
+               failurePolicy, timeoutMillis, memoryLimitMiB"])),
+    ("a built-in name cannot be a plugin", r#"{"predicates": [{"name": "HostName", "argument": {"wasm": {"module": "x.wasm"}}}]}"#,
+        Err(&["predicates[0].name: \"HostName\" is the built-in HostName, but its argument makes it a WasmPlugin"])),
 ];
 
 #[test]

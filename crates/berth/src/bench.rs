@@ -11,12 +11,12 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use berth_engine::model::{Container, Meta, Node, OwnerRef, Pod, PodSelector, SelectorKind};
 use berth_engine::testkit::{GI, MI, selector, term};
-use berth_engine::{Cluster, CycleConfig};
+use berth_engine::{Cluster, CycleConfig, Scheduler};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use crate::{Format, bundled};
+use crate::{Format, bench_wasm, bundled, plugins};
 
 /// A benchmark workload.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -25,6 +25,10 @@ pub enum Workload {
     Basic,
     /// As basic, and every pod has required anti-affinity against its app on the hostname.
     AntiAffinity,
+    /// Nodes labelled disk-ssd (half) and net-fast (a third), scheduled by a labelsPresence
+    /// predicate and a labelPreference priority; `--compare-wasm` runs the same logic as
+    /// WASM plugins beside it.
+    NodeLabel,
 }
 
 impl Workload {
@@ -32,6 +36,7 @@ impl Workload {
         match self {
             Workload::Basic => "basic",
             Workload::AntiAffinity => "anti-affinity",
+            Workload::NodeLabel => "node-label",
         }
     }
 }
@@ -41,10 +46,10 @@ impl Workload {
 pub struct Args {
     /// The workload.
     #[arg(long, value_enum, default_value_t = Workload::Basic)]
-    workload: Workload,
+    pub(crate) workload: Workload,
     /// Number of nodes.
     #[arg(long, default_value_t = 5000)]
-    nodes: usize,
+    pub(crate) nodes: usize,
     /// Number of pods running before the benchmark starts.
     #[arg(long, default_value_t = 1000)]
     running: usize,
@@ -62,7 +67,19 @@ pub struct Args {
     percentage_of_nodes_to_score: u32,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
-    output: Format,
+    pub(crate) output: Format,
+    /// With `--workload node-label`: also run the same rules as WASM plugins
+    /// (node-label-filter.wasm, node-label-score.wasm) and print both with the ratio.
+    #[arg(long)]
+    compare_wasm: bool,
+    /// Directory of WASM plugin modules (default: the policy file's directory, or
+    /// plugins/dist for `--compare-wasm`).
+    #[arg(long)]
+    pub(crate) plugins: Option<PathBuf>,
+    /// Instead of scheduling, measure hot reload: write a new version of a plugin module this
+    /// many times and time each until it is live.
+    #[arg(long)]
+    reload_latency: Option<usize>,
 }
 
 const REGIONS: usize = 3;
@@ -74,16 +91,46 @@ pub fn run(args: &Args) -> Result<()> {
     if args.nodes == 0 {
         bail!("--nodes must be at least 1");
     }
-    let policy = match &args.policy {
-        Some(p) => berth_policy::load(p)?,
-        None => berth_policy::parse(bundled::POLICY, bundled::POLICY_NAME)?,
+    if let Some(rounds) = args.reload_latency {
+        return bench_wasm::reload_latency(args.plugins.as_deref(), rounds, args.output);
+    }
+    if args.compare_wasm {
+        return bench_wasm::compare(args);
+    }
+    let policy = match (&args.policy, args.workload) {
+        (Some(p), _) => berth_policy::load(p)?,
+        (None, Workload::NodeLabel) => bench_wasm::node_label_policy(false)?,
+        (None, _) => berth_policy::parse(bundled::POLICY, bundled::POLICY_NAME)?,
     };
-    let config = CycleConfig {
+    let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());
+    let (mut scheduler, _plugins) = plugins::scheduler(&policy, &dir, config(args))?;
+    print_result(&measure(args, &mut scheduler)?, args.output);
+    Ok(())
+}
+
+/// The cycle settings of a run.
+pub fn config(args: &Args) -> CycleConfig {
+    CycleConfig {
         seed: args.seed,
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
         ..CycleConfig::default()
-    };
-    let mut scheduler = berth_engine::registry::scheduler_for(&policy, config)?;
+    }
+}
+
+/// Prints one result object.
+pub fn print_result(result: &serde_json::Value, format: Format) {
+    match format {
+        Format::Json => println!("{result}"),
+        Format::Table => {
+            for (k, v) in result.as_object().into_iter().flatten() {
+                println!("{k:>14}: {v}");
+            }
+        }
+    }
+}
+
+/// Builds the seeded cluster and pending pods and times scheduling them with `scheduler`.
+pub fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_json::Value> {
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
     let apps = ((args.running + args.pods) / PODS_PER_APP).max(1);
     let mut cluster = build_cluster(&mut rng, args, apps)?;
@@ -111,38 +158,41 @@ pub fn run(args: &Args) -> Result<()> {
         Ok((latencies, scheduled, start.elapsed().as_secs_f64()))
     })?;
     let mut latencies = latencies;
+    // A digest of every placement, so runs of different policies can be compared for equal
+    // decisions, not just equal counts.
+    let placements = cluster.pods().fold(0xcbf2_9ce4_8422_2325u64, |h, (id, p)| {
+        let node = p.node.map_or(u64::MAX, |n| u64::from(n.0));
+        (h ^ (u64::from(id.0) << 32 | node)).wrapping_mul(0x0100_0000_01b3)
+    });
     latencies.sort_unstable();
     let pct = |p: f64| {
         latencies
             .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
             .map_or(0.0, |ns| *ns as f64 / 1000.0)
     };
-    let result = json!({
+    Ok(json!({
         "workload": args.workload.name(),
         "nodes": args.nodes,
         "running": args.running,
         "pods": args.pods,
         "scheduled": scheduled,
+        "placement_digest": format!("{placements:016x}"),
         "pods_per_sec": (args.pods as f64 / elapsed).round(),
+        "mean_us": (elapsed * 1e6 / args.pods.max(1) as f64 * 10.0).round() / 10.0,
         "p50_us": (pct(0.50) * 10.0).round() / 10.0,
         "p99_us": (pct(0.99) * 10.0).round() / 10.0,
         "peak_rss_mib": peak_rss_mib(),
-    });
-    match args.output {
-        Format::Json => println!("{result}"),
-        Format::Table => {
-            for (k, v) in result.as_object().into_iter().flatten() {
-                println!("{k:>14}: {v}");
-            }
-        }
-    }
-    Ok(())
+    }))
 }
 
 fn build_cluster(rng: &mut ChaCha8Rng, args: &Args, apps: usize) -> Result<Cluster> {
     let mut cluster = Cluster::new();
     for i in 0..args.nodes {
-        cluster.add_node(synthetic_node(rng, i))?;
+        let mut node = synthetic_node(rng, i);
+        if args.workload == Workload::NodeLabel {
+            bench_wasm::label_node(&mut node, i);
+        }
+        cluster.add_node(node)?;
     }
     for a in 0..apps {
         let app = app_name(a);

@@ -8,8 +8,11 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bench;
+mod bench_wasm;
 mod bundled;
 mod check;
+mod plugins;
+mod run;
 mod simulate;
 
 use std::path::PathBuf;
@@ -34,6 +37,10 @@ enum Command {
     Check {
         /// The Policy file (JSON).
         policy: PathBuf,
+        /// Directory of the WASM plugin modules the policy names (default: the policy
+        /// file's directory).
+        #[arg(long)]
+        plugins: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         output: Format,
@@ -42,6 +49,8 @@ enum Command {
     Simulate(simulate::Args),
     /// Measure scheduling throughput on a seeded synthetic cluster.
     Bench(bench::Args),
+    /// Run as a named scheduler on a cluster: watch, schedule and bind its pending pods.
+    Run(Box<run::Args>),
 }
 
 /// Output format of a command.
@@ -56,9 +65,14 @@ pub enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { policy, output } => check::run(&policy, output),
+        Command::Check {
+            policy,
+            plugins,
+            output,
+        } => check::run(&policy, plugins.as_deref(), output),
         Command::Simulate(args) => simulate::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Run(args) => run::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,7 +8,7 @@ use berth_engine::simulation::{Outcome, queue_order, schedule_all};
 use berth_engine::{CycleConfig, Explanation};
 use serde_json::{Value, json};
 
-use crate::{Format, bundled};
+use crate::{Format, bundled, plugins};
 
 /// Arguments of `berth simulate`.
 #[derive(clap::Args)]
@@ -35,6 +35,10 @@ pub struct Args {
     /// Only schedule pending pods whose spec.schedulerName is this (default: every pending pod).
     #[arg(long)]
     scheduler_name: Option<String>,
+    /// Directory of the WASM plugin modules the policy names (default: the policy file's
+    /// directory).
+    #[arg(long)]
+    plugins: Option<PathBuf>,
 }
 
 /// Runs the simulation and prints it.
@@ -69,7 +73,8 @@ pub fn run(args: &Args) -> Result<()> {
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
         ..CycleConfig::default()
     };
-    let mut scheduler = berth_engine::registry::scheduler_for(&policy, config)?;
+    let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());
+    let (mut scheduler, _plugins) = plugins::scheduler(&policy, &dir, config)?;
     let mut cluster = snapshot.cluster;
     let mut pending = snapshot.pending;
     if let Some(name) = &args.scheduler_name {

@@ -1,0 +1,494 @@
+//! The API side of a decision: the pods/binding request, the `Scheduled` and
+//! `FailedScheduling` events, and the `PodScheduled` condition, in upstream's words so
+//! `kubectl describe pod` reads as it does for kube-scheduler's pods.
+
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::time::Instant;
+
+use berth_engine::model;
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Api, Client};
+use tokio::runtime::Handle;
+use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, warn};
+
+use crate::Input;
+use crate::metrics::Metrics;
+
+/// Why a binding was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BindError {
+    /// The pod no longer exists (404).
+    #[error("pod gone: {0}")]
+    PodGone(String),
+    /// The pod is already bound, or was re-created with another UID (409).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Anything else: the API server or the connection failed.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// What became of a binding, sent back to the scheduling thread.
+#[derive(Debug, Clone)]
+pub struct BindOutcome {
+    /// `namespace/name`.
+    pub key: String,
+    /// The pod's UID, so a re-created pod of the same name is not confused with it.
+    pub uid: String,
+    /// The node.
+    pub node: String,
+    /// Success or why not.
+    pub result: Result<(), BindError>,
+}
+
+/// Binds `namespace/name` (which must still have `uid`) to `node` through the pods/binding
+/// subresource.
+pub async fn bind(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    node: &str,
+) -> Result<(), BindError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let binding = Binding {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            // The API server rejects the binding (409) if the pod of this name has another
+            // UID, so a pod deleted and re-created meanwhile is never bound by mistake.
+            uid: Some(uid.to_string()),
+            ..ObjectMeta::default()
+        },
+        target: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(node.to_string()),
+            ..ObjectReference::default()
+        },
+    };
+    pods.create_subresource::<_, kube::core::Status>(
+        "binding",
+        name,
+        &PostParams::default(),
+        &binding,
+    )
+    .await
+    .map(drop)
+    .map_err(classify)
+}
+
+fn classify(error: kube::Error) -> BindError {
+    match &error {
+        kube::Error::Api(status) if status.code == 404 => {
+            BindError::PodGone(status.message.clone())
+        }
+        kube::Error::Api(status) if status.code == 409 => {
+            BindError::Conflict(status.message.clone())
+        }
+        _ => BindError::Other(error.to_string()),
+    }
+}
+
+/// A reference to a pod for events.
+pub fn pod_reference(pod: &model::Pod) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: Some(pod.meta.namespace.clone()),
+        name: Some(pod.meta.name.clone()),
+        uid: Some(pod.meta.uid.clone()).filter(|u| !u.is_empty()),
+        ..ObjectReference::default()
+    }
+}
+
+/// Upstream's `Scheduled` event.
+pub async fn record_scheduled(
+    recorder: &Recorder,
+    pod: &ObjectReference,
+    node: &str,
+) -> Result<(), kube::Error> {
+    let note = format!(
+        "Successfully assigned {}/{} to {node}",
+        pod.namespace.as_deref().unwrap_or_default(),
+        pod.name.as_deref().unwrap_or_default()
+    );
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Scheduled".into(),
+        note: Some(note),
+        action: "Binding".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, pod).await
+}
+
+/// Upstream's `FailedScheduling` event and, when `set_condition`, the pod's `PodScheduled`
+/// condition set to False/Unschedulable with the same message.
+pub async fn record_unschedulable(
+    client: &Client,
+    recorder: &Recorder,
+    pod: &ObjectReference,
+    message: &str,
+    set_condition: bool,
+) -> Result<(), kube::Error> {
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "FailedScheduling".into(),
+        note: Some(message.to_string()),
+        action: "Scheduling".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, pod).await?;
+    if set_condition {
+        let pods: Api<Pod> = Api::namespaced(
+            client.clone(),
+            pod.namespace.as_deref().unwrap_or("default"),
+        );
+        // A strategic-merge patch merges conditions by type, leaving the others alone.
+        let patch = serde_json::json!({
+            "status": {
+                "conditions": [{
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": message,
+                    "lastProbeTime": null,
+                    "lastTransitionTime": Timestamp::now().to_string(),
+                }]
+            }
+        });
+        pods.patch_status(
+            pod.name.as_deref().unwrap_or_default(),
+            &PatchParams::default(),
+            &Patch::Strategic(patch),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Requests in flight per client (bindings; events and conditions).
+const MAX_IN_FLIGHT: usize = 32;
+
+/// Runs bindings, events and condition updates as tasks on the runtime, reporting binding
+/// outcomes back to the scheduling thread.
+#[derive(Clone)]
+pub struct Binder {
+    client: Client,
+    recorder: Recorder,
+    runtime: Handle,
+    tasks: TaskTracker,
+    /// Bounds the requests in flight per client. Thousands of simultaneous requests each
+    /// open a connection (with a TLS handshake) and all slow down together; a bounded set
+    /// reuses its connections, and the rate limit still sets the pace.
+    binds: Arc<Semaphore>,
+    reports: Arc<Semaphore>,
+    results: Sender<Input>,
+    metrics: Metrics,
+}
+
+impl Binder {
+    /// A binder publishing events as `scheduler_name` from replica `identity`. Events go
+    /// through their own client, with its own rate limit, as kube-scheduler's do, so a burst
+    /// of events never delays bindings.
+    pub fn new(
+        client: Client,
+        events: Client,
+        scheduler_name: &str,
+        identity: &str,
+        runtime: Handle,
+        results: Sender<Input>,
+        metrics: Metrics,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: scheduler_name.to_string(),
+            instance: Some(identity.to_string()),
+        };
+        Binder {
+            recorder: Recorder::new(events, reporter),
+            client,
+            runtime,
+            tasks: TaskTracker::new(),
+            binds: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            reports: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            results,
+            metrics,
+        }
+    }
+
+    /// The tasks in flight, to wait for at shutdown.
+    pub fn tasks(&self) -> &TaskTracker {
+        &self.tasks
+    }
+}
+
+/// What the scheduling thread asks of the API, as a trait so the loop can be tested
+/// without one.
+pub trait Backend {
+    /// Binds an assumed pod; the outcome comes back as [`Input::Bound`].
+    fn bind(&self, pod: &model::Pod, node: &str);
+    /// Reports that a pod fits no node.
+    fn unschedulable(&self, pod: &model::Pod, message: &str, set_condition: bool);
+}
+
+impl Backend for Binder {
+    fn bind(&self, pod: &model::Pod, node: &str) {
+        let this = self.clone();
+        let reference = pod_reference(pod);
+        let (namespace, name, uid) = (
+            pod.meta.namespace.clone(),
+            pod.meta.name.clone(),
+            pod.meta.uid.clone(),
+        );
+        let node = node.to_string();
+        self.tasks.spawn_on(
+            async move {
+                let permit = this.binds.acquire().await;
+                let start = Instant::now();
+                let result = bind(&this.client, &namespace, &name, &uid, &node).await;
+                this.metrics
+                    .bind(result.is_ok(), start.elapsed().as_secs_f64());
+                let key = format!("{namespace}/{name}");
+                match &result {
+                    Ok(()) => debug!(pod = %key, %node, "bound"),
+                    Err(e) => warn!(pod = %key, %node, error = %e, "binding rejected"),
+                }
+                let bound = result.is_ok();
+                drop(permit);
+                // The scheduling thread may have stopped (shutdown); the outcome no longer
+                // matters then.
+                let _ = this.results.send(Input::Bound(BindOutcome {
+                    key: key.clone(),
+                    uid,
+                    node: node.clone(),
+                    result,
+                }));
+                if !bound {
+                    return;
+                }
+                let _permit = this.reports.acquire().await;
+                if let Err(e) = record_scheduled(&this.recorder, &reference, &node).await {
+                    warn!(pod = %key, error = %e, "could not record the Scheduled event");
+                }
+            },
+            &self.runtime,
+        );
+    }
+
+    fn unschedulable(&self, pod: &model::Pod, message: &str, set_condition: bool) {
+        let this = self.clone();
+        let reference = pod_reference(pod);
+        let message = message.to_string();
+        self.tasks.spawn_on(
+            async move {
+                let _permit = this.reports.acquire().await;
+                if let Err(e) = record_unschedulable(
+                    &this.client,
+                    &this.recorder,
+                    &reference,
+                    &message,
+                    set_condition,
+                )
+                .await
+                {
+                    warn!(pod = ?reference.name, error = %e,
+                        "could not record FailedScheduling");
+                }
+            },
+            &self.runtime,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Method, Request, Response, StatusCode};
+    use kube::client::Body;
+    use serde_json::{Value, json};
+    use tower_test::mock;
+
+    type Handle = mock::Handle<Request<Body>, Response<Body>>;
+
+    fn mock_client() -> (Client, Handle) {
+        let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+        (Client::new(service, "default"), handle)
+    }
+
+    /// Answers the next request with `status` and `body`; returns the request's method,
+    /// path, content type and JSON body.
+    async fn answer(
+        handle: &mut Handle,
+        status: u16,
+        body: Value,
+    ) -> (Method, String, String, Value) {
+        let (request, respond) = handle.next_request().await.expect("a request");
+        let method = request.method().clone();
+        let path = request.uri().path().to_string();
+        let content_type = request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let bytes = request.into_body().collect_bytes().await.unwrap();
+        let sent: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        respond.send_response(
+            Response::builder()
+                .status(StatusCode::from_u16(status).unwrap())
+                .body(Body::from(serde_json::to_vec(&body).unwrap()))
+                .unwrap(),
+        );
+        (method, path, content_type, sent)
+    }
+
+    fn status(code: u16, reason: &str, message: &str) -> Value {
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": if code < 300 { "Success" } else { "Failure" },
+            "reason": reason, "message": message, "code": code})
+    }
+
+    #[tokio::test]
+    async fn a_binding_names_the_pod_uid_and_the_node() {
+        let (client, mut handle) = mock_client();
+        let server =
+            tokio::spawn(async move { answer(&mut handle, 201, status(201, "", "")).await });
+        bind(&client, "ns", "web-1", "uid-1", "node-7")
+            .await
+            .unwrap();
+        let (method, path, _, sent) = server.await.unwrap();
+        assert_eq!(method, Method::POST);
+        assert_eq!(path, "/api/v1/namespaces/ns/pods/web-1/binding");
+        assert_eq!(sent["metadata"]["uid"], "uid-1");
+        assert_eq!(sent["metadata"]["name"], "web-1");
+        assert_eq!(
+            sent["target"],
+            json!({"apiVersion": "v1", "kind": "Node", "name": "node-7"})
+        );
+    }
+
+    #[tokio::test]
+    async fn rejected_bindings_say_why() {
+        for (code, reason, expected) in [
+            (
+                409,
+                "Conflict",
+                BindError::Conflict("pod web-1 is already assigned to node \"n\"".into()),
+            ),
+            (
+                404,
+                "NotFound",
+                BindError::PodGone("pods \"web-1\" not found".into()),
+            ),
+        ] {
+            let (client, mut handle) = mock_client();
+            let message = match &expected {
+                BindError::Conflict(m) | BindError::PodGone(m) | BindError::Other(m) => m.clone(),
+            };
+            let server = tokio::spawn(async move {
+                answer(&mut handle, code, status(code, reason, &message)).await
+            });
+            let result = bind(&client, "ns", "web-1", "uid-1", "n").await;
+            server.await.unwrap();
+            assert_eq!(result, Err(expected));
+        }
+        let (client, mut handle) = mock_client();
+        let server = tokio::spawn(async move {
+            answer(&mut handle, 500, status(500, "InternalError", "etcd down")).await
+        });
+        let result = bind(&client, "ns", "web-1", "uid-1", "n").await;
+        server.await.unwrap();
+        assert!(matches!(result, Err(BindError::Other(_))), "{result:?}");
+    }
+
+    fn reference() -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            namespace: Some("ns".into()),
+            name: Some("web-1".into()),
+            uid: Some("uid-1".into()),
+            ..ObjectReference::default()
+        }
+    }
+
+    fn recorder(client: &Client) -> Recorder {
+        Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "berth".into(),
+                instance: Some("replica-1".into()),
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn a_failure_records_the_event_and_the_pod_condition() {
+        let (client, mut handle) = mock_client();
+        let message = "0/3 nodes are available: 3 Insufficient cpu.";
+        let server = tokio::spawn(async move {
+            let event = answer(&mut handle, 201, json!({"metadata": {}})).await;
+            let patch = answer(&mut handle, 200, json!({"metadata": {"name": "web-1"}})).await;
+            (event, patch)
+        });
+        record_unschedulable(&client, &recorder(&client), &reference(), message, true)
+            .await
+            .unwrap();
+        let ((m1, p1, _, event), (m2, p2, ct, patch)) = server.await.unwrap();
+        assert_eq!(
+            (m1, p1.as_str()),
+            (Method::POST, "/apis/events.k8s.io/v1/namespaces/ns/events")
+        );
+        assert_eq!(event["reason"], "FailedScheduling");
+        assert_eq!(event["type"], "Warning");
+        assert_eq!(event["note"], message);
+        assert_eq!(event["regarding"]["name"], "web-1");
+        assert_eq!(event["reportingController"], "berth");
+        assert_eq!(
+            (m2, p2.as_str()),
+            (Method::PATCH, "/api/v1/namespaces/ns/pods/web-1/status")
+        );
+        assert_eq!(ct, "application/strategic-merge-patch+json");
+        let condition = &patch["status"]["conditions"][0];
+        assert_eq!(condition["type"], "PodScheduled");
+        assert_eq!(condition["status"], "False");
+        assert_eq!(condition["reason"], "Unschedulable");
+        assert_eq!(condition["message"], message);
+    }
+
+    #[tokio::test]
+    async fn an_unchanged_failure_only_records_the_event() {
+        let (client, mut handle) = mock_client();
+        let server = tokio::spawn(async move {
+            answer(&mut handle, 201, json!({"metadata": {}})).await;
+            handle
+        });
+        record_unschedulable(&client, &recorder(&client), &reference(), "again", false)
+            .await
+            .unwrap();
+        let mut handle = server.await.unwrap();
+        drop(client);
+        assert!(handle.next_request().await.is_none(), "no condition patch");
+    }
+
+    #[tokio::test]
+    async fn success_is_recorded_in_upstream_words() {
+        let (client, mut handle) = mock_client();
+        let server =
+            tokio::spawn(async move { answer(&mut handle, 201, json!({"metadata": {}})).await });
+        record_scheduled(&recorder(&client), &reference(), "node-7")
+            .await
+            .unwrap();
+        let (_, _, _, event) = server.await.unwrap();
+        assert_eq!(event["reason"], "Scheduled");
+        assert_eq!(event["type"], "Normal");
+        assert_eq!(event["note"], "Successfully assigned ns/web-1 to node-7");
+    }
+}

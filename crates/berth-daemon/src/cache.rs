@@ -1,0 +1,833 @@
+//! The scheduling thread's view of the cluster: watch events applied incrementally to the
+//! engine's [`Cluster`], plus the pods this scheduler has assumed but not yet seen bound.
+//!
+//! Invariants:
+//! - Only assigned pods (spec.nodeName set, not finished) are in the cluster, plus the pods
+//!   assumed by this scheduler; pending pods of this scheduler are in the [`Queue`]; pending
+//!   pods of other schedulers are nowhere.
+//! - A pod is in at most one of: the cluster (assigned or assumed), `unplaced`, the queue.
+//! - Nothing is rebuilt: each event updates one object.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Instant;
+
+use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
+use berth_kube::PriorityResolver;
+use berth_kube::convert::{self, ConvertError};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use tracing::{debug, warn};
+
+use crate::queue::{Queue, QueuedPod};
+
+/// The namespace (for namespaced kinds) and name of an object.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    /// Namespace; None for cluster-scoped kinds.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of a namespaced object.
+    pub fn namespaced(namespace: &str, name: &str) -> Self {
+        ObjectKey {
+            namespace: Some(namespace.to_string()),
+            name: name.to_string(),
+        }
+    }
+
+    /// The key of a cluster-scoped object.
+    pub fn cluster(name: &str) -> Self {
+        ObjectKey {
+            namespace: None,
+            name: name.to_string(),
+        }
+    }
+
+    fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or("default")
+    }
+}
+
+/// One change from a watch.
+#[derive(Debug, Clone)]
+pub enum Change<K> {
+    /// The object was added or modified (or listed again after a relist).
+    Apply(K),
+    /// The object was deleted (or was missing from a relist).
+    Delete(ObjectKey),
+    /// The first complete list has been delivered: the cache holds every object of the kind.
+    Synced,
+}
+
+/// A change to one of the kinds the scheduler watches.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // boxed whole in `Input`; boxing each object buys nothing
+pub enum WatchEvent {
+    /// A Node.
+    Node(Change<Node>),
+    /// A Pod.
+    Pod(Change<Pod>),
+    /// A Namespace.
+    Namespace(Change<Namespace>),
+    /// A Service.
+    Service(Change<Service>),
+    /// A ReplicationController.
+    ReplicationController(Change<ReplicationController>),
+    /// A ReplicaSet.
+    ReplicaSet(Change<ReplicaSet>),
+    /// A StatefulSet.
+    StatefulSet(Change<StatefulSet>),
+    /// A PersistentVolume.
+    PersistentVolume(Change<PersistentVolume>),
+    /// A PersistentVolumeClaim.
+    PersistentVolumeClaim(Change<PersistentVolumeClaim>),
+    /// A StorageClass.
+    StorageClass(Change<StorageClass>),
+    /// A CSINode.
+    CsiNode(Change<CSINode>),
+    /// A PriorityClass.
+    PriorityClass(Change<PriorityClass>),
+}
+
+/// The watched kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Nodes.
+    Node,
+    /// Pods.
+    Pod,
+    /// Namespaces.
+    Namespace,
+    /// Services.
+    Service,
+    /// ReplicationControllers.
+    ReplicationController,
+    /// ReplicaSets.
+    ReplicaSet,
+    /// StatefulSets.
+    StatefulSet,
+    /// PersistentVolumes.
+    PersistentVolume,
+    /// PersistentVolumeClaims.
+    PersistentVolumeClaim,
+    /// StorageClasses.
+    StorageClass,
+    /// CSINodes.
+    CsiNode,
+    /// PriorityClasses.
+    PriorityClass,
+}
+
+impl Kind {
+    /// Every watched kind.
+    pub const ALL: [Kind; 12] = [
+        Kind::Node,
+        Kind::Pod,
+        Kind::Namespace,
+        Kind::Service,
+        Kind::ReplicationController,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
+        Kind::PersistentVolume,
+        Kind::PersistentVolumeClaim,
+        Kind::StorageClass,
+        Kind::CsiNode,
+        Kind::PriorityClass,
+    ];
+}
+
+impl WatchEvent {
+    /// The kind of object the event is about.
+    pub fn kind(&self) -> Kind {
+        match self {
+            WatchEvent::Node(_) => Kind::Node,
+            WatchEvent::Pod(_) => Kind::Pod,
+            WatchEvent::Namespace(_) => Kind::Namespace,
+            WatchEvent::Service(_) => Kind::Service,
+            WatchEvent::ReplicationController(_) => Kind::ReplicationController,
+            WatchEvent::ReplicaSet(_) => Kind::ReplicaSet,
+            WatchEvent::StatefulSet(_) => Kind::StatefulSet,
+            WatchEvent::PersistentVolume(_) => Kind::PersistentVolume,
+            WatchEvent::PersistentVolumeClaim(_) => Kind::PersistentVolumeClaim,
+            WatchEvent::StorageClass(_) => Kind::StorageClass,
+            WatchEvent::CsiNode(_) => Kind::CsiNode,
+            WatchEvent::PriorityClass(_) => Kind::PriorityClass,
+        }
+    }
+}
+
+/// A pod this scheduler placed whose binding the watch has not confirmed yet.
+#[derive(Debug, Clone)]
+pub struct Assumed {
+    /// The node it was assumed onto.
+    pub node: String,
+    /// The pod as it was queued, to requeue it if the binding fails.
+    pub queued: QueuedPod,
+}
+
+/// The engine cluster kept current from watch events, plus assumptions.
+#[derive(Debug)]
+pub struct Cache {
+    cluster: Cluster,
+    scheduler_name: String,
+    priority_classes: BTreeMap<String, PriorityClass>,
+    priorities: PriorityResolver,
+    /// Assigned pods whose node the cache does not have (yet, or any more), by pod key.
+    unplaced: HashMap<String, model::Pod>,
+    assumed: HashMap<String, Assumed>,
+    synced: HashSet<Kind>,
+}
+
+impl Cache {
+    /// An empty cache for the scheduler called `scheduler_name`.
+    pub fn new(scheduler_name: &str) -> Self {
+        Cache {
+            cluster: Cluster::new(),
+            scheduler_name: scheduler_name.to_string(),
+            priority_classes: BTreeMap::new(),
+            priorities: PriorityResolver::default(),
+            unplaced: HashMap::new(),
+            assumed: HashMap::new(),
+            synced: HashSet::new(),
+        }
+    }
+
+    /// The engine cluster, for a scheduling cycle.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Whether every watched kind has been listed completely once.
+    pub fn synced(&self) -> bool {
+        self.synced.len() == Kind::ALL.len()
+    }
+
+    /// How many pods are assumed and not yet confirmed.
+    pub fn assumed_count(&self) -> usize {
+        self.assumed.len()
+    }
+
+    /// Compiles a pending pod against the cluster's interner.
+    pub fn compile(&mut self, pod: model::Pod) -> PodInfo {
+        self.cluster.compile_pod(pod)
+    }
+
+    /// Counts a pod on `node` at once, before its binding is sent, so the next cycle sees
+    /// it. Returns the node's name.
+    pub fn assume(
+        &mut self,
+        queued: QueuedPod,
+        info: PodInfo,
+        node: NodeId,
+    ) -> Result<String, ClusterError> {
+        let name = self.cluster.node(node).name().to_string();
+        let key = queued.key();
+        self.cluster.insert_pod(info, Some(node))?;
+        self.assumed.insert(
+            key,
+            Assumed {
+                node: name.clone(),
+                queued,
+            },
+        );
+        Ok(name)
+    }
+
+    /// Drops the assumption for the pod with this key and UID (its binding failed) and
+    /// returns the queued pod for a retry. None when the watch has meanwhile shown the pod
+    /// bound, deleted or re-created: then there is nothing to undo.
+    pub fn forget(&mut self, key: &str, uid: &str) -> Option<QueuedPod> {
+        if self.assumed.get(key)?.queued.pod.meta.uid != uid {
+            return None;
+        }
+        let assumed = self.assumed.remove(key)?;
+        let pod = &assumed.queued.pod;
+        if self
+            .cluster
+            .remove_pod(&pod.meta.namespace, &pod.meta.name)
+            .is_none()
+        {
+            self.unplaced.remove(key);
+        }
+        Some(assumed.queued)
+    }
+
+    /// Applies one watch event. Pending pods of this scheduler go to (or leave) `queue`;
+    /// events that could make an unschedulable pod fit move the queue's unschedulable pods.
+    pub fn apply(&mut self, event: WatchEvent, queue: &mut Queue, now: Instant) {
+        use model::SelectorKind::*;
+        let kind = event.kind();
+        let could_help = match event {
+            WatchEvent::Node(c) => self.node(c),
+            WatchEvent::Pod(c) => self.pod(c, queue, now),
+            WatchEvent::Namespace(c) => self.namespace(c),
+            WatchEvent::Service(c) => self.selector_object(c, Service, convert::service),
+            WatchEvent::ReplicationController(c) => {
+                self.selector_object(c, ReplicationController, convert::replication_controller)
+            }
+            WatchEvent::ReplicaSet(c) => self.selector_object(c, ReplicaSet, convert::replica_set),
+            WatchEvent::StatefulSet(c) => {
+                self.selector_object(c, StatefulSet, convert::stateful_set)
+            }
+            WatchEvent::PersistentVolume(c) => self.persistent_volume(c),
+            WatchEvent::PersistentVolumeClaim(c) => self.persistent_volume_claim(c),
+            WatchEvent::StorageClass(c) => self.storage_class(c),
+            WatchEvent::CsiNode(c) => self.csi_node(c),
+            WatchEvent::PriorityClass(c) => self.priority_class(c),
+        };
+        match could_help {
+            Effect::Synced => {
+                self.synced.insert(kind);
+            }
+            Effect::CouldHelp => {
+                let moved = queue.move_all_unschedulable(now);
+                if moved > 0 {
+                    debug!(?kind, moved, "cluster event: retrying unschedulable pods");
+                }
+            }
+            Effect::None => {}
+        }
+    }
+
+    fn node(&mut self, change: Change<Node>) -> Effect {
+        match change {
+            Change::Synced => Effect::Synced,
+            Change::Apply(object) => {
+                let Some(node) = converted(convert::node(&object)) else {
+                    return Effect::None;
+                };
+                let name = node.meta.name.clone();
+                let existing = self.cluster.node_by_name(&name);
+                if existing.is_some_and(|id| *self.cluster.node(id).node == node) {
+                    return Effect::None;
+                }
+                if let Err(e) = self.cluster.update_node(node) {
+                    warn!(node = %name, error = %e, "node left out of the cache");
+                    return Effect::None;
+                }
+                if existing.is_none() {
+                    self.place_waiting_pods(&name);
+                }
+                Effect::CouldHelp
+            }
+            Change::Delete(key) => {
+                let Some(id) = self.cluster.node_by_name(&key.name) else {
+                    return Effect::None;
+                };
+                // The API server keeps pods bound to a deleted node until they are garbage
+                // collected; park them so they count again if the node comes back.
+                let pods: Vec<model::Pod> = self
+                    .cluster
+                    .node(id)
+                    .pods
+                    .iter()
+                    .map(|p| self.cluster.pod(*p).pod.clone())
+                    .collect();
+                for pod in pods {
+                    self.cluster.remove_pod(&pod.meta.namespace, &pod.meta.name);
+                    self.unplaced.insert(pod.key(), pod);
+                }
+                self.cluster.remove_node(&key.name);
+                Effect::None
+            }
+        }
+    }
+
+    fn place_waiting_pods(&mut self, node: &str) {
+        let waiting: Vec<String> = self
+            .unplaced
+            .iter()
+            .filter(|(_, p)| p.node_name.as_deref() == Some(node))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in waiting {
+            let pod = self.unplaced.remove(&key).expect("listed above");
+            self.place(pod);
+        }
+    }
+
+    fn pod(&mut self, change: Change<Pod>, queue: &mut Queue, now: Instant) -> Effect {
+        match change {
+            Change::Synced => Effect::Synced,
+            Change::Delete(key) => {
+                let pod_key = format!("{}/{}", key.namespace(), key.name);
+                queue.remove(&pod_key);
+                self.assumed.remove(&pod_key);
+                let was_assigned = self
+                    .cluster
+                    .remove_pod(key.namespace(), &key.name)
+                    .is_some();
+                self.unplaced.remove(&pod_key);
+                if was_assigned {
+                    Effect::CouldHelp
+                } else {
+                    Effect::None
+                }
+            }
+            Change::Apply(object) => {
+                if convert::is_terminal(&object) {
+                    let key = object_key(&object.metadata);
+                    return self.pod(Change::Delete(key), queue, now);
+                }
+                let mut warnings = Vec::new();
+                let converted = converted(convert::pod(&object, &self.priorities, &mut warnings));
+                for w in warnings {
+                    warn!("{w}");
+                }
+                let Some(pod) = converted else {
+                    return Effect::None;
+                };
+                if pod.node_name.is_some() {
+                    self.assigned_pod(pod, queue)
+                } else if gated(&object) {
+                    // Upstream holds pods with scheduling gates until the gates are removed.
+                    queue.remove(&pod.key());
+                    Effect::None
+                } else {
+                    self.pending_pod(pod, queue, now)
+                }
+            }
+        }
+    }
+
+    /// A pod the API server shows bound: it replaces any assumption (confirming it when
+    /// the node is the assumed one) and any older version of itself.
+    fn assigned_pod(&mut self, pod: model::Pod, queue: &mut Queue) -> Effect {
+        let key = pod.key();
+        queue.remove(&key);
+        if let Some(assumed) = self.assumed.remove(&key)
+            && Some(&assumed.node) != pod.node_name.as_ref()
+        {
+            warn!(pod = %key, assumed = %assumed.node, bound = ?pod.node_name,
+                "pod bound to another node than assumed");
+        }
+        let (ns, name) = (&pod.meta.namespace, &pod.meta.name);
+        match self.cluster.pod_by_key(ns, name) {
+            Some(id) if self.cluster.pod(id).pod == pod => return Effect::None,
+            Some(_) => {
+                self.cluster.remove_pod(ns, name);
+            }
+            None => {
+                self.unplaced.remove(&key);
+            }
+        }
+        self.place(pod);
+        Effect::None
+    }
+
+    /// A pod without a node: queued if it is this scheduler's, unless an assumption for it
+    /// is in flight (the watch lags the assumption).
+    fn pending_pod(&mut self, pod: model::Pod, queue: &mut Queue, now: Instant) -> Effect {
+        let key = pod.key();
+        if let Some(assumed) = self.assumed.get(&key) {
+            if assumed.queued.pod.meta.uid == pod.meta.uid {
+                return Effect::None;
+            }
+            // Re-created under the same name: the old assumption is void.
+            let uid = assumed.queued.pod.meta.uid.clone();
+            self.forget(&key, &uid);
+        }
+        if pod.scheduler_name == self.scheduler_name && !pod.meta.deleting {
+            queue.upsert(pod, now);
+        } else {
+            queue.remove(&key);
+        }
+        Effect::None
+    }
+
+    /// Puts an assigned pod into the cluster, or parks it while its node is unknown.
+    fn place(&mut self, pod: model::Pod) {
+        let node = pod.node_name.as_deref().expect("assigned pods have a node");
+        match self.cluster.node_by_name(node) {
+            Some(id) => {
+                let key = pod.key();
+                let info = self.cluster.compile_pod(pod);
+                if let Err(e) = self.cluster.insert_pod(info, Some(id)) {
+                    warn!(pod = %key, error = %e, "pod left out of the cache");
+                }
+            }
+            None => {
+                self.unplaced.insert(pod.key(), pod);
+            }
+        }
+    }
+
+    fn namespace(&mut self, change: Change<Namespace>) -> Effect {
+        match change {
+            Change::Synced => Effect::Synced,
+            Change::Apply(object) => {
+                if let Some(ns) = converted(convert::namespace(&object)) {
+                    self.cluster.upsert_namespace(&ns);
+                }
+                Effect::CouldHelp
+            }
+            Change::Delete(key) => {
+                if let Some(sym) = self.cluster.interner.get(&key.name) {
+                    self.cluster.namespaces.remove(&sym);
+                }
+                Effect::None
+            }
+        }
+    }
+
+    fn selector_object<K>(
+        &mut self,
+        change: Change<K>,
+        kind: model::SelectorKind,
+        convert: fn(&K) -> Result<model::PodSelector, ConvertError>,
+    ) -> Effect {
+        match change {
+            Change::Synced => Effect::Synced,
+            Change::Apply(object) => {
+                let Some(selector) = converted(convert(&object)) else {
+                    return Effect::None;
+                };
+                self.remove_selector_object(kind, &selector.meta.namespace, &selector.meta.name);
+                self.cluster.add_selector_object(&selector);
+                Effect::CouldHelp
+            }
+            Change::Delete(key) => {
+                self.remove_selector_object(kind, key.namespace(), &key.name);
+                Effect::None
+            }
+        }
+    }
+
+    fn remove_selector_object(&mut self, kind: model::SelectorKind, namespace: &str, name: &str) {
+        let Some(ns) = self.cluster.interner.get(namespace) else {
+            return;
+        };
+        self.cluster
+            .selector_objects
+            .retain(|o| !(o.kind == kind && o.namespace == ns && &*o.name == name));
+    }
+
+    fn persistent_volume(&mut self, change: Change<PersistentVolume>) -> Effect {
+        match change {
+            Change::Synced => Effect::Synced,
+            Change::Apply(object) => {
+                if let Some(pv) = converted(convert::persistent_volume(&object)) {
+                    self.cluster
+                        .persistent_volumes
+                        .insert(pv.meta.name.clone(), pv);
+                }
+                Effect::CouldHelp
+            }
+            Change::Delete(key) => {
+                self.cluster.persistent_volumes.remove(&key.name);
+                Effect::None
+            }
+        }
+    }
+
+    fn persistent_volume_claim(&mut self, change: Change<PersistentVolumeClaim>) -> Effect {
+        match change {
+            Change::Synced => Effect::Synced,
+            Change::Apply(object) => {
+                if let Some(claim) = converted(convert::persistent_volume_claim(&object)) {
+                    let key = (claim.meta.namespace.clone(), claim.meta.name.clone());
+                    self.cluster.persistent_volume_claims.insert(key, claim);
+                }
+                Effect::CouldHelp
+            }
+            Change::Delete(key) => {
+                self.cluster
+                    .persistent_volume_claims
+                    .remove(&(key.namespace().to_string(), key.name));
+                Effect::None
+            }
+        }
+    }
+
+    fn storage_class(&mut self, change: Change<StorageClass>) -> Effect {
+        match change {
+            Change::Synced => Effect::Synced,
+            Change::Apply(object) => {
+                if let Some(class) = converted(convert::storage_class(&object)) {
+                    self.cluster
+                        .storage_classes
+                        .insert(class.meta.name.clone(), class);
+                }
+                Effect::CouldHelp
+            }
+            Change::Delete(key) => {
+                self.cluster.storage_classes.remove(&key.name);
+                Effect::None
+            }
+        }
+    }
+
+    fn csi_node(&mut self, change: Change<CSINode>) -> Effect {
+        match change {
+            Change::Synced => Effect::Synced,
+            Change::Apply(object) => {
+                if let Some(csi) = converted(convert::csi_node(&object)) {
+                    self.cluster.csi_nodes.insert(csi.meta.name.clone(), csi);
+                }
+                Effect::CouldHelp
+            }
+            Change::Delete(key) => {
+                self.cluster.csi_nodes.remove(&key.name);
+                Effect::None
+            }
+        }
+    }
+
+    /// Priority classes only affect pods converted later; admission has normally written
+    /// `spec.priority` into every pod already.
+    fn priority_class(&mut self, change: Change<PriorityClass>) -> Effect {
+        match change {
+            Change::Synced => return Effect::Synced,
+            Change::Apply(object) => {
+                let name = object.metadata.name.clone().unwrap_or_default();
+                self.priority_classes.insert(name, object);
+            }
+            Change::Delete(key) => {
+                self.priority_classes.remove(&key.name);
+            }
+        }
+        let classes: Vec<PriorityClass> = self.priority_classes.values().cloned().collect();
+        self.priorities = PriorityResolver::new(&classes);
+        Effect::None
+    }
+}
+
+/// What applying an event means for the queue.
+enum Effect {
+    /// Nothing.
+    None,
+    /// The event could make an unschedulable pod fit.
+    CouldHelp,
+    /// The kind's first list is complete.
+    Synced,
+}
+
+/// The key of an object from its metadata.
+pub fn object_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> ObjectKey {
+    ObjectKey {
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone().unwrap_or_default(),
+    }
+}
+
+/// Whether a pod has scheduling gates (`spec.schedulingGates`) left.
+fn gated(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.as_ref())
+        .is_some_and(|g| !g.is_empty())
+}
+
+/// The converted object, or None after logging why it cannot be used.
+fn converted<T>(result: Result<T, ConvertError>) -> Option<T> {
+    result
+        .inspect_err(|e| warn!(error = %e, "object left out of the cache"))
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::{Place, QueueConfig};
+    use crate::testing::{bound, node, phase, pod};
+
+    struct Fixture {
+        cache: Cache,
+        queue: Queue,
+        now: Instant,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            Fixture {
+                cache: Cache::new("berth"),
+                queue: Queue::new(QueueConfig::default()),
+                now: Instant::now(),
+            }
+        }
+
+        fn node(&mut self, change: Change<Node>) {
+            self.cache
+                .apply(WatchEvent::Node(change), &mut self.queue, self.now);
+        }
+
+        fn pod(&mut self, change: Change<Pod>) {
+            self.cache
+                .apply(WatchEvent::Pod(change), &mut self.queue, self.now);
+        }
+
+        /// Milli-CPU requested on a node and its pods' names.
+        fn on(&self, node: &str) -> (i64, Vec<String>) {
+            let c = self.cache.cluster();
+            let n = c.node(c.node_by_name(node).expect("node in cache"));
+            let mut pods: Vec<String> = n
+                .pods
+                .iter()
+                .map(|p| c.pod(*p).pod.meta.name.clone())
+                .collect();
+            pods.sort();
+            (n.requested.milli_cpu, pods)
+        }
+    }
+
+    fn delete(name: &str) -> ObjectKey {
+        ObjectKey::namespaced("default", name)
+    }
+
+    #[test]
+    fn assigned_pods_count_pending_pods_of_ours_queue_others_are_left_alone() {
+        let mut f = Fixture::new();
+        f.node(Change::Apply(node("n1", 4)));
+        f.pod(Change::Apply(bound(
+            pod("running", "default-scheduler", 500),
+            "n1",
+        )));
+        f.pod(Change::Apply(pod("mine", "berth", 100)));
+        f.pod(Change::Apply(pod("theirs", "default-scheduler", 100)));
+        assert_eq!(f.on("n1"), (500, vec!["running".into()]));
+        assert_eq!(f.queue.place("default/mine"), Some(Place::Active));
+        assert!(!f.queue.contains("default/theirs"));
+        assert!(f.cache.cluster().pod_by_key("default", "theirs").is_none());
+    }
+
+    #[test]
+    fn gated_pods_wait_until_their_gates_are_removed() {
+        let mut f = Fixture::new();
+        let mut gated = pod("gated", "berth", 100);
+        gated.spec.as_mut().unwrap().scheduling_gates = Some(vec![
+            serde_json::from_value(serde_json::json!({"name": "example.com/quota"})).unwrap(),
+        ]);
+        f.pod(Change::Apply(gated));
+        assert!(!f.queue.contains("default/gated"));
+        f.pod(Change::Apply(pod("gated", "berth", 100)));
+        assert_eq!(f.queue.place("default/gated"), Some(Place::Active));
+    }
+
+    #[test]
+    fn finished_and_deleted_pods_free_their_node() {
+        let mut f = Fixture::new();
+        f.node(Change::Apply(node("n1", 4)));
+        f.pod(Change::Apply(bound(pod("a", "berth", 500), "n1")));
+        f.pod(Change::Apply(bound(pod("b", "berth", 300), "n1")));
+        f.pod(Change::Apply(phase(
+            bound(pod("a", "berth", 500), "n1"),
+            "Succeeded",
+        )));
+        assert_eq!(f.on("n1"), (300, vec!["b".into()]));
+        f.pod(Change::Delete(delete("b")));
+        assert_eq!(f.on("n1"), (0, vec![]));
+    }
+
+    #[test]
+    fn a_changed_pod_replaces_its_old_version_an_unchanged_one_is_a_no_op() {
+        let mut f = Fixture::new();
+        f.node(Change::Apply(node("n1", 4)));
+        f.node(Change::Apply(node("n2", 4)));
+        f.pod(Change::Apply(bound(pod("a", "berth", 500), "n1")));
+        let before = f.cache.cluster().pod_by_key("default", "a");
+        f.pod(Change::Apply(bound(pod("a", "berth", 500), "n1")));
+        assert_eq!(f.cache.cluster().pod_by_key("default", "a"), before);
+        // Deleted and re-created under the same name on another node, delete unseen.
+        f.pod(Change::Apply(bound(pod("a", "berth", 700), "n2")));
+        assert_eq!(f.on("n1"), (0, vec![]));
+        assert_eq!(f.on("n2"), (700, vec!["a".into()]));
+    }
+
+    #[test]
+    fn pods_of_a_deleted_node_wait_for_it_to_come_back() {
+        let mut f = Fixture::new();
+        f.pod(Change::Apply(bound(pod("early", "berth", 200), "n1")));
+        f.node(Change::Apply(node("n1", 4)));
+        assert_eq!(f.on("n1"), (200, vec!["early".into()]));
+        f.node(Change::Delete(ObjectKey::cluster("n1")));
+        assert!(f.cache.cluster().node_by_name("n1").is_none());
+        assert!(f.cache.cluster().pod_by_key("default", "early").is_none());
+        f.node(Change::Apply(node("n1", 4)));
+        assert_eq!(f.on("n1"), (200, vec!["early".into()]));
+    }
+
+    #[test]
+    fn node_events_retry_unschedulable_pods_unchanged_nodes_do_not() {
+        let mut f = Fixture::new();
+        f.node(Change::Apply(node("n1", 1)));
+        f.pod(Change::Apply(pod("big", "berth", 2000)));
+        let queued = f.queue.pop(f.now).unwrap();
+        f.queue.unschedulable(queued, f.now);
+        f.now += std::time::Duration::from_secs(5);
+        f.node(Change::Apply(node("n1", 1)));
+        assert_eq!(f.queue.place("default/big"), Some(Place::Unschedulable));
+        f.node(Change::Apply(node("n2", 4)));
+        assert_eq!(f.queue.place("default/big"), Some(Place::Active));
+    }
+
+    #[test]
+    fn an_assumption_holds_until_the_watch_confirms_or_the_binding_fails() {
+        let mut f = Fixture::new();
+        f.node(Change::Apply(node("n1", 4)));
+        f.pod(Change::Apply(pod("a", "berth", 500)));
+        let queued = f.queue.pop(f.now).unwrap();
+        let info = f.cache.compile(queued.pod.clone());
+        let n1 = f.cache.cluster().node_by_name("n1").unwrap();
+        assert_eq!(f.cache.assume(queued, info, n1).unwrap(), "n1");
+        assert_eq!(f.on("n1"), (500, vec!["a".into()]));
+        // The watch still shows it pending (an update from before the binding): ignored.
+        f.pod(Change::Apply(pod("a", "berth", 500)));
+        assert!(!f.queue.contains("default/a"));
+        assert_eq!(f.on("n1").0, 500);
+        // A failed binding for another UID changes nothing; for this one it undoes it.
+        assert!(f.cache.forget("default/a", "uid-other").is_none());
+        let back = f.cache.forget("default/a", "uid-a").expect("assumed");
+        assert_eq!(back.pod.meta.name, "a");
+        assert_eq!(f.on("n1"), (0, vec![]));
+    }
+
+    #[test]
+    fn the_watch_showing_the_pod_bound_confirms_the_assumption() {
+        let mut f = Fixture::new();
+        f.node(Change::Apply(node("n1", 4)));
+        f.pod(Change::Apply(pod("a", "berth", 500)));
+        let queued = f.queue.pop(f.now).unwrap();
+        let info = f.cache.compile(queued.pod.clone());
+        let n1 = f.cache.cluster().node_by_name("n1").unwrap();
+        f.cache.assume(queued, info, n1).unwrap();
+        f.pod(Change::Apply(bound(pod("a", "berth", 500), "n1")));
+        assert_eq!(f.cache.assumed_count(), 0);
+        assert_eq!(f.on("n1"), (500, vec!["a".into()]));
+        // A late failure report (it was bound after all) must not undo the confirmed pod.
+        assert!(f.cache.forget("default/a", "uid-a").is_none());
+        assert_eq!(f.on("n1").0, 500);
+    }
+
+    #[test]
+    fn namespaces_and_selector_objects_are_replaced_and_removed() {
+        use k8s_openapi::api::core::v1::Service;
+        let mut f = Fixture::new();
+        let service = |selector: serde_json::Value| -> Service {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"selector": selector}
+            }))
+            .unwrap()
+        };
+        let apply = |f: &mut Fixture, s: Service| {
+            f.cache
+                .apply(WatchEvent::Service(Change::Apply(s)), &mut f.queue, f.now)
+        };
+        apply(&mut f, service(serde_json::json!({"app": "web"})));
+        apply(&mut f, service(serde_json::json!({"app": "web2"})));
+        assert_eq!(f.cache.cluster().selector_objects.len(), 1);
+        f.cache.apply(
+            WatchEvent::Service(Change::Delete(delete("web"))),
+            &mut f.queue,
+            f.now,
+        );
+        assert!(f.cache.cluster().selector_objects.is_empty());
+    }
+}

@@ -1,0 +1,220 @@
+//! Wiring: the client, the watches, the scheduling thread, the binder, leader election and
+//! the operations endpoints, with an orderly shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use berth_engine::Scheduler;
+use tokio::sync::{oneshot, watch};
+use tracing::{info, warn};
+
+use crate::Input;
+use crate::binder::Binder;
+use crate::client::{ClientError, ClientSettings, connect};
+use crate::leader::{LeaseSettings, campaign};
+use crate::metrics::Metrics;
+use crate::queue::QueueConfig;
+use crate::scheduling::{Health, SchedulerUpdates, SchedulingLoop};
+
+/// Everything `berth run` configures.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// Pods whose `spec.schedulerName` is this are ours.
+    pub scheduler_name: String,
+    /// This replica's identity (events' reporting instance, the Lease holder).
+    pub identity: String,
+    /// How to reach the API server.
+    pub client: ClientSettings,
+    /// Leader election; None = schedule at once, alone.
+    pub leader_election: Option<LeaseSettings>,
+    /// Where to serve /metrics, /healthz and /readyz; None = nowhere.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Queue timing.
+    pub queue: QueueConfig,
+    /// How long in-flight bindings may take to finish at shutdown.
+    pub shutdown_grace: Duration,
+}
+
+impl DaemonConfig {
+    /// Upstream-like defaults for a scheduler called `scheduler_name`.
+    pub fn new(scheduler_name: &str, identity: &str) -> Self {
+        DaemonConfig {
+            scheduler_name: scheduler_name.to_string(),
+            identity: identity.to_string(),
+            client: ClientSettings::default(),
+            leader_election: None,
+            metrics_addr: None,
+            queue: QueueConfig::default(),
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why the daemon stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// No API client.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The operations endpoint could not listen.
+    #[error("metrics address {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The scheduling thread could not start or died.
+    #[error("scheduling thread: {0}")]
+    Thread(String),
+}
+
+/// Runs the scheduler until `shutdown` completes (or the scheduling thread dies).
+pub async fn run(
+    config: DaemonConfig,
+    scheduler: Scheduler,
+    updates: Option<SchedulerUpdates>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), DaemonError> {
+    let client = connect(&config.client).await?;
+    let events = connect(&config.client).await?;
+    let runtime = tokio::runtime::Handle::current();
+    let (inputs, receiver) = mpsc::channel::<Input>();
+    let metrics = Metrics::new(&config.scheduler_name);
+    let health = Arc::new(Health::default());
+    let (stop_tx, stop) = watch::channel(false);
+
+    let server = match config.metrics_addr {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| DaemonError::Listen { addr, source })?;
+            info!(addr = %listener.local_addr().unwrap_or(addr), "serving /metrics, /healthz, /readyz");
+            let mut stop = stop.clone();
+            let shutdown = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            Some(tokio::spawn(crate::server::serve(
+                listener,
+                metrics.clone(),
+                health.clone(),
+                shutdown,
+            )))
+        }
+        None => None,
+    };
+
+    let mut watches = crate::watch::spawn_all(&client, &runtime, &inputs);
+    let election = match config.leader_election.clone() {
+        Some(lease) => {
+            info!(lease = %lease.name, namespace = %lease.namespace, identity = %lease.identity,
+                "campaigning for the lease");
+            Some(tokio::spawn(campaign(
+                client.clone(),
+                lease,
+                inputs.clone(),
+                stop.clone(),
+            )))
+        }
+        None => {
+            let _ = inputs.send(Input::Leader(true));
+            None
+        }
+    };
+
+    let binder = Binder::new(
+        client,
+        events,
+        &config.scheduler_name,
+        &config.identity,
+        runtime,
+        inputs.clone(),
+        metrics.clone(),
+    );
+    let tasks = binder.tasks().clone();
+    let mut scheduling = SchedulingLoop::new(
+        &config.scheduler_name,
+        scheduler,
+        binder,
+        config.queue,
+        metrics,
+        health.clone(),
+    );
+    if let Some(updates) = updates {
+        scheduling = scheduling.with_updates(updates);
+    }
+    let (done_tx, done) = oneshot::channel::<()>();
+    health.alive.store(true, Ordering::Relaxed);
+    let thread_health = health.clone();
+    let thread = std::thread::Builder::new()
+        .name("berth-scheduling".into())
+        .spawn(move || {
+            scheduling.run(receiver);
+            thread_health.alive.store(false, Ordering::Relaxed);
+            let _ = done_tx.send(());
+        })
+        .map_err(|e| DaemonError::Thread(e.to_string()))?;
+    info!(scheduler = %config.scheduler_name, "scheduler started");
+
+    let mut done = done;
+    let died = tokio::select! {
+        _ = shutdown => false,
+        _ = &mut done => true,
+    };
+    info!("shutting down: no new pods are taken");
+    let _ = inputs.send(Input::Shutdown);
+    if !died {
+        let _ = done.await;
+    }
+    let joined = tokio::task::spawn_blocking(move || thread.join()).await;
+    tasks.close();
+    if tokio::time::timeout(config.shutdown_grace, tasks.wait())
+        .await
+        .is_err()
+    {
+        warn!(
+            left = tasks.len(),
+            "in-flight requests cut short at shutdown"
+        );
+    }
+    let _ = stop_tx.send(true);
+    if let Some(election) = election {
+        let _ = election.await;
+    }
+    watches.shutdown().await;
+    if let Some(server) = server {
+        let _ = server.await;
+    }
+    match joined {
+        Ok(Ok(())) if !died => Ok(()),
+        Ok(Ok(())) => Err(DaemonError::Thread("stopped unexpectedly".into())),
+        Ok(Err(_)) | Err(_) => Err(DaemonError::Thread("panicked".into())),
+    }
+}
+
+/// Completes on SIGTERM or SIGINT.
+pub async fn termination_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {},
+                    _ = tokio::signal::ctrl_c() => {},
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,36 @@
+//! Berth as a running scheduler: watches the API server, keeps the engine's cluster current,
+//! schedules the pending pods of its scheduler name one at a time, and binds them.
+//!
+//! Data flows one way: watch -> cache ([`cache::Cache`], the engine `Cluster`) -> scheduling
+//! cycle -> decision -> assume -> bind. One thread owns the cache and runs the cycles, so
+//! the hot path takes no lock; watches, bindings, events and leader election are async tasks
+//! that talk to it over one channel of [`Input`]s.
+
+pub mod binder;
+pub mod cache;
+pub mod client;
+mod daemon;
+pub mod leader;
+pub mod metrics;
+pub mod queue;
+pub mod scheduling;
+mod server;
+pub mod watch;
+
+pub use daemon::{DaemonConfig, DaemonError, run, termination_signal};
+
+/// What the scheduling thread reacts to.
+#[derive(Debug)]
+pub enum Input {
+    /// A watched object changed.
+    Watch(Box<cache::WatchEvent>),
+    /// A binding came back.
+    Bound(binder::BindOutcome),
+    /// This replica started or stopped leading.
+    Leader(bool),
+    /// Stop taking pods and return.
+    Shutdown,
+}
+
+#[cfg(test)]
+mod testing;

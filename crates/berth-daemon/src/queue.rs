@@ -1,0 +1,493 @@
+//! The scheduling queue, as upstream's: an active queue (priority, then age), a backoff queue
+//! (exponential per pod, 1 s to 10 s), and an unschedulable set retried on cluster events
+//! that could help and at least every 60 s.
+//!
+//! Time is passed in (`now`), never read here, so tests drive it with a fake clock.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use berth_engine::model;
+
+/// Queue timing, upstream's defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueConfig {
+    /// Backoff after the first failed attempt; doubled per further attempt.
+    pub initial_backoff: Duration,
+    /// Longest backoff.
+    pub max_backoff: Duration,
+    /// Longest time a pod stays unschedulable without a retry.
+    pub unschedulable_timeout: Duration,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(10),
+            unschedulable_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A pending pod with its scheduling history.
+#[derive(Debug, Clone)]
+pub struct QueuedPod {
+    /// The pod as last seen by the watch.
+    pub pod: model::Pod,
+    /// Failed scheduling attempts so far.
+    pub attempts: u32,
+    /// When the last attempt ended; backoff counts from here.
+    pub last_attempt: Option<Instant>,
+    /// The last FitError message reported on the pod, so an unchanged condition is not
+    /// patched again.
+    pub reported: Option<String>,
+}
+
+impl QueuedPod {
+    /// A pod never tried before.
+    pub fn new(pod: model::Pod) -> Self {
+        QueuedPod {
+            pod,
+            attempts: 0,
+            last_attempt: None,
+            reported: None,
+        }
+    }
+
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        self.pod.key()
+    }
+}
+
+/// Which sub-queue a pod is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Ready to be scheduled.
+    Active,
+    /// Waiting for its backoff to expire.
+    Backoff,
+    /// Failed to fit; waiting for a cluster event or the periodic flush.
+    Unschedulable,
+}
+
+/// Active-queue order: higher priority first, then older, then first queued.
+type ActiveKey = (Reverse<i32>, i64, u64);
+
+#[derive(Debug)]
+enum Slot {
+    Active(ActiveKey),
+    Backoff(Instant, u64),
+    Unschedulable(Instant),
+}
+
+#[derive(Debug)]
+struct Entry {
+    pod: QueuedPod,
+    slot: Slot,
+}
+
+/// Pending pods of this scheduler, not yet assumed onto a node.
+#[derive(Debug)]
+pub struct Queue {
+    config: QueueConfig,
+    entries: HashMap<String, Entry>,
+    active: BTreeSet<(ActiveKey, String)>,
+    backoff: BTreeSet<(Instant, u64, String)>,
+    unschedulable: usize,
+    next_seq: u64,
+}
+
+impl Queue {
+    /// An empty queue.
+    pub fn new(config: QueueConfig) -> Self {
+        Queue {
+            config,
+            entries: HashMap::new(),
+            active: BTreeSet::new(),
+            backoff: BTreeSet::new(),
+            unschedulable: 0,
+            next_seq: 0,
+        }
+    }
+
+    /// Adds a new pending pod, or replaces the pod of a queued one. An update may make an
+    /// unschedulable pod fit, so it is retried (after any remaining backoff).
+    pub fn upsert(&mut self, pod: model::Pod, now: Instant) {
+        let key = pod.key();
+        match self.take(&key) {
+            None => self.push_active(QueuedPod::new(pod)),
+            Some((mut queued, slot)) => {
+                let unchanged = queued.pod == pod;
+                queued.pod = pod;
+                match slot {
+                    Slot::Active(_) => self.push_active(queued),
+                    Slot::Backoff(at, _) => self.push_backoff(queued, at),
+                    Slot::Unschedulable(since) if unchanged => {
+                        self.push_unschedulable(queued, since)
+                    }
+                    Slot::Unschedulable(_) => self.activate_or_backoff(queued, now),
+                }
+            }
+        }
+    }
+
+    /// Removes a pod (deleted, bound, or no longer ours). Returns whether it was queued.
+    pub fn remove(&mut self, key: &str) -> bool {
+        self.take(key).is_some()
+    }
+
+    /// Whether the pod is queued anywhere.
+    pub fn contains(&self, key: &str) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    /// Where a pod is queued.
+    pub fn place(&self, key: &str) -> Option<Place> {
+        self.entries.get(key).map(|e| match e.slot {
+            Slot::Active(_) => Place::Active,
+            Slot::Backoff(..) => Place::Backoff,
+            Slot::Unschedulable(_) => Place::Unschedulable,
+        })
+    }
+
+    /// Moves expired backoffs to the active queue and unschedulable pods that waited too
+    /// long back into scheduling; then takes the head of the active queue.
+    pub fn pop(&mut self, now: Instant) -> Option<QueuedPod> {
+        self.flush(now);
+        let (_, key) = self.active.pop_first()?;
+        let entry = self.entries.remove(&key).expect("active pods have entries");
+        Some(entry.pod)
+    }
+
+    /// Moves pods whose time has come: backoff expired -> active; unschedulable for longer
+    /// than the timeout -> active (or backoff).
+    pub fn flush(&mut self, now: Instant) {
+        while let Some((at, _, _)) = self.backoff.first() {
+            if *at > now {
+                break;
+            }
+            let (_, _, key) = self.backoff.pop_first().expect("checked non-empty");
+            let entry = self
+                .entries
+                .remove(&key)
+                .expect("backoff pods have entries");
+            self.push_active(entry.pod);
+        }
+        if self.unschedulable == 0 {
+            return;
+        }
+        let timeout = self.config.unschedulable_timeout;
+        let stale: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| {
+                matches!(e.slot, Slot::Unschedulable(since) if now.duration_since(since) >= timeout)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in stale {
+            let (queued, _) = self.take(&key).expect("listed above");
+            self.activate_or_backoff(queued, now);
+        }
+    }
+
+    /// A pod that fits no node: counts the attempt and parks it until a cluster event.
+    pub fn unschedulable(&mut self, mut queued: QueuedPod, now: Instant) {
+        queued.attempts += 1;
+        queued.last_attempt = Some(now);
+        self.push_unschedulable(queued, now);
+    }
+
+    /// A pod whose attempt failed for another reason (a rejected binding): counts the
+    /// attempt and retries it after its backoff.
+    pub fn backoff(&mut self, mut queued: QueuedPod, now: Instant) {
+        queued.attempts += 1;
+        queued.last_attempt = Some(now);
+        let at = now + self.backoff_duration(queued.attempts);
+        self.push_backoff(queued, at);
+    }
+
+    /// A cluster event that could make unschedulable pods fit: retries them all (after any
+    /// remaining backoff). Returns how many moved.
+    pub fn move_all_unschedulable(&mut self, now: Instant) -> usize {
+        if self.unschedulable == 0 {
+            return 0;
+        }
+        let keys: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e.slot, Slot::Unschedulable(_)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &keys {
+            let (queued, _) = self.take(key).expect("listed above");
+            self.activate_or_backoff(queued, now);
+        }
+        keys.len()
+    }
+
+    /// The next time something moves by itself (a backoff expires or an unschedulable pod
+    /// times out), if anything is waiting.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        let backoff = self.backoff.first().map(|(at, _, _)| *at);
+        let timeout = self.config.unschedulable_timeout;
+        let unschedulable = (self.unschedulable > 0)
+            .then(|| {
+                self.entries
+                    .values()
+                    .filter_map(|e| match e.slot {
+                        Slot::Unschedulable(since) => Some(since + timeout),
+                        _ => None,
+                    })
+                    .min()
+            })
+            .flatten();
+        match (backoff, unschedulable) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether a pod is ready to pop right now (without flushing).
+    pub fn has_active(&self) -> bool {
+        !self.active.is_empty()
+    }
+
+    /// Pods per sub-queue: (active, backoff, unschedulable).
+    pub fn lengths(&self) -> (usize, usize, usize) {
+        (self.active.len(), self.backoff.len(), self.unschedulable)
+    }
+
+    /// Upstream's per-pod backoff: initial x 2^(attempts-1), capped.
+    pub fn backoff_duration(&self, attempts: u32) -> Duration {
+        let mut d = self.config.initial_backoff;
+        for _ in 1..attempts {
+            d = d.saturating_mul(2);
+            if d >= self.config.max_backoff {
+                return self.config.max_backoff;
+            }
+        }
+        d.min(self.config.max_backoff)
+    }
+
+    fn backoff_expiry(&self, queued: &QueuedPod) -> Option<Instant> {
+        queued
+            .last_attempt
+            .map(|at| at + self.backoff_duration(queued.attempts))
+    }
+
+    fn activate_or_backoff(&mut self, queued: QueuedPod, now: Instant) {
+        match self.backoff_expiry(&queued) {
+            Some(at) if at > now => self.push_backoff(queued, at),
+            _ => self.push_active(queued),
+        }
+    }
+
+    fn seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+
+    fn push_active(&mut self, queued: QueuedPod) {
+        let key = queued.key();
+        let order = (
+            Reverse(queued.pod.priority),
+            queued.pod.meta.creation_timestamp,
+            self.seq(),
+        );
+        self.active.insert((order, key.clone()));
+        self.entries.insert(
+            key,
+            Entry {
+                pod: queued,
+                slot: Slot::Active(order),
+            },
+        );
+    }
+
+    fn push_backoff(&mut self, queued: QueuedPod, at: Instant) {
+        let key = queued.key();
+        let seq = self.seq();
+        self.backoff.insert((at, seq, key.clone()));
+        self.entries.insert(
+            key,
+            Entry {
+                pod: queued,
+                slot: Slot::Backoff(at, seq),
+            },
+        );
+    }
+
+    fn push_unschedulable(&mut self, queued: QueuedPod, since: Instant) {
+        self.unschedulable += 1;
+        self.entries.insert(
+            queued.key(),
+            Entry {
+                pod: queued,
+                slot: Slot::Unschedulable(since),
+            },
+        );
+    }
+
+    /// Removes a pod from whichever sub-queue holds it.
+    fn take(&mut self, key: &str) -> Option<(QueuedPod, Slot)> {
+        let entry = self.entries.remove(key)?;
+        match entry.slot {
+            Slot::Active(order) => {
+                self.active.remove(&(order, key.to_string()));
+            }
+            Slot::Backoff(at, seq) => {
+                self.backoff.remove(&(at, seq, key.to_string()));
+            }
+            Slot::Unschedulable(_) => self.unschedulable -= 1,
+        }
+        Some((entry.pod, entry.slot))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, priority: i32, created: i64) -> model::Pod {
+        let mut p = model::Pod::default();
+        p.meta.name = name.into();
+        p.meta.namespace = "default".into();
+        p.meta.creation_timestamp = created;
+        p.priority = priority;
+        p
+    }
+
+    fn names(q: &mut Queue, now: Instant) -> Vec<String> {
+        std::iter::from_fn(|| q.pop(now))
+            .map(|p| p.pod.meta.name)
+            .collect()
+    }
+
+    #[test]
+    fn active_order_is_priority_then_age_then_arrival() {
+        let now = Instant::now();
+        let mut q = Queue::new(QueueConfig::default());
+        q.upsert(pod("low-old", 0, 1), now);
+        q.upsert(pod("high-new", 10, 9), now);
+        q.upsert(pod("low-new", 0, 5), now);
+        q.upsert(pod("high-old", 10, 2), now);
+        q.upsert(pod("low-old-second", 0, 1), now);
+        assert_eq!(
+            names(&mut q, now),
+            [
+                "high-old",
+                "high-new",
+                "low-old",
+                "low-old-second",
+                "low-new"
+            ]
+        );
+    }
+
+    #[test]
+    fn upsert_replaces_and_reorders() {
+        let now = Instant::now();
+        let mut q = Queue::new(QueueConfig::default());
+        q.upsert(pod("a", 0, 1), now);
+        q.upsert(pod("b", 0, 2), now);
+        q.upsert(pod("b", 5, 2), now);
+        assert_eq!(q.lengths(), (2, 0, 0));
+        assert_eq!(names(&mut q, now), ["b", "a"]);
+    }
+
+    #[test]
+    fn backoff_doubles_from_one_second_to_ten() {
+        let q = Queue::new(QueueConfig::default());
+        let secs: Vec<u64> = (1..=6).map(|a| q.backoff_duration(a).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 10, 10]);
+    }
+
+    #[test]
+    fn backoff_queue_releases_pods_when_their_time_comes() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(QueueConfig::default());
+        q.upsert(pod("a", 0, 1), t0);
+        let mut a = q.pop(t0).unwrap();
+        a.attempts = 2; // the third failure waits 4 s
+        q.backoff(a, t0);
+        assert_eq!(q.place("default/a"), Some(Place::Backoff));
+        assert_eq!(q.next_wakeup(), Some(t0 + Duration::from_secs(4)));
+        assert!(q.pop(t0 + Duration::from_millis(3999)).is_none());
+        let again = q.pop(t0 + Duration::from_secs(4)).unwrap();
+        assert_eq!(again.attempts, 3);
+        assert!(q.next_wakeup().is_none());
+    }
+
+    #[test]
+    fn unschedulable_pods_return_on_cluster_events_after_their_backoff() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(QueueConfig::default());
+        q.upsert(pod("a", 0, 1), t0);
+        q.upsert(pod("b", 0, 2), t0);
+        let a = q.pop(t0).unwrap();
+        q.unschedulable(a, t0);
+        let b = q.pop(t0).unwrap();
+        q.unschedulable(b, t0);
+        assert_eq!(q.lengths(), (0, 0, 2));
+        // Half a second later a node appears: both still back off (1 s after one failure).
+        assert_eq!(q.move_all_unschedulable(t0 + Duration::from_millis(500)), 2);
+        assert_eq!(q.lengths(), (0, 2, 0));
+        assert!(q.pop(t0 + Duration::from_millis(900)).is_none());
+        assert_eq!(
+            names(&mut q, t0 + Duration::from_secs(1)),
+            ["a", "b"],
+            "expired backoffs are scheduled in queue order"
+        );
+    }
+
+    #[test]
+    fn unschedulable_pods_are_retried_every_minute_without_events() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(QueueConfig::default());
+        q.upsert(pod("a", 0, 1), t0);
+        let a = q.pop(t0).unwrap();
+        q.unschedulable(a, t0);
+        assert_eq!(q.next_wakeup(), Some(t0 + Duration::from_secs(60)));
+        assert!(q.pop(t0 + Duration::from_secs(59)).is_none());
+        assert_eq!(names(&mut q, t0 + Duration::from_secs(60)), ["a"]);
+    }
+
+    #[test]
+    fn an_updated_unschedulable_pod_is_retried_an_unchanged_one_is_not() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(QueueConfig::default());
+        q.upsert(pod("a", 0, 1), t0);
+        let a = q.pop(t0).unwrap();
+        q.unschedulable(a, t0);
+        let later = t0 + Duration::from_secs(5);
+        q.upsert(pod("a", 0, 1), later);
+        assert_eq!(q.place("default/a"), Some(Place::Unschedulable));
+        let mut changed = pod("a", 0, 1);
+        changed.node_selector.insert("disk".into(), "ssd".into());
+        q.upsert(changed, later);
+        assert_eq!(q.place("default/a"), Some(Place::Active));
+    }
+
+    #[test]
+    fn remove_takes_a_pod_out_of_any_sub_queue() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(QueueConfig::default());
+        for name in ["a", "b", "c"] {
+            q.upsert(pod(name, 0, 1), t0);
+        }
+        let a = q.pop(t0).unwrap();
+        q.unschedulable(a, t0);
+        let b = q.pop(t0).unwrap();
+        q.backoff(b, t0);
+        assert!(q.remove("default/a"));
+        assert!(q.remove("default/b"));
+        assert!(q.remove("default/c"));
+        assert!(!q.remove("default/c"));
+        assert_eq!(q.lengths(), (0, 0, 0));
+        assert!(q.next_wakeup().is_none());
+    }
+}

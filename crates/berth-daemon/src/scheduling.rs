@@ -1,0 +1,537 @@
+//! The scheduling thread: it owns the cache and the queue, applies pending inputs between
+//! cycles, and schedules one pod per cycle while it leads.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use berth_engine::Scheduler;
+use tracing::{debug, error, info, warn};
+
+use crate::Input;
+use crate::binder::{Backend, BindError, BindOutcome};
+use crate::cache::Cache;
+use crate::metrics::{AttemptResult, Metrics, Phase};
+use crate::queue::{Queue, QueueConfig, QueuedPod};
+
+/// State shared with the health endpoints.
+#[derive(Debug, Default)]
+pub struct Health {
+    /// The scheduling thread is running.
+    pub alive: AtomicBool,
+    /// Every watched kind has been listed once.
+    pub synced: AtomicBool,
+}
+
+/// A source of newer schedulers (a reloaded policy or plugin), asked between cycles.
+pub type SchedulerUpdates = Box<dyn FnMut() -> Option<Scheduler> + Send>;
+
+/// The scheduling loop and everything it owns.
+pub struct SchedulingLoop<B> {
+    cache: Cache,
+    queue: Queue,
+    scheduler: Scheduler,
+    updates: Option<SchedulerUpdates>,
+    backend: B,
+    metrics: Metrics,
+    health: Arc<Health>,
+    leading: bool,
+    stopping: bool,
+}
+
+impl<B: Backend> SchedulingLoop<B> {
+    /// A loop for the scheduler called `scheduler_name`, not leading until told so.
+    pub fn new(
+        scheduler_name: &str,
+        scheduler: Scheduler,
+        backend: B,
+        queue: QueueConfig,
+        metrics: Metrics,
+        health: Arc<Health>,
+    ) -> Self {
+        SchedulingLoop {
+            cache: Cache::new(scheduler_name),
+            queue: Queue::new(queue),
+            scheduler,
+            updates: None,
+            backend,
+            metrics,
+            health,
+            leading: false,
+            stopping: false,
+        }
+    }
+
+    /// Takes newer schedulers from `updates` between cycles: a cycle already running finishes
+    /// on the scheduler it started with.
+    pub fn with_updates(mut self, updates: SchedulerUpdates) -> Self {
+        self.updates = Some(updates);
+        self
+    }
+
+    /// Swaps in a newer scheduler if there is one. Pods the old policy found unschedulable
+    /// may fit under the new one, so they go back to the active queue.
+    fn refresh_scheduler(&mut self, now: Instant) {
+        if let Some(next) = self.updates.as_mut().and_then(|updates| updates()) {
+            self.scheduler = next;
+            let moved = self.queue.move_all_unschedulable(now);
+            tracing::info!(
+                requeued = moved,
+                "a reloaded policy or plugin is now in use"
+            );
+        }
+    }
+
+    /// The cache, for tests and diagnostics.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// The queue, for tests and diagnostics.
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// Runs until [`Input::Shutdown`] or until every sender is gone.
+    pub fn run(mut self, inputs: Receiver<Input>) {
+        loop {
+            let first = match self.wait_time(Instant::now()) {
+                None => match inputs.recv() {
+                    Ok(input) => Some(input),
+                    Err(_) => return,
+                },
+                Some(timeout) => match inputs.recv_timeout(timeout) {
+                    Ok(input) => Some(input),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                },
+            };
+            let now = Instant::now();
+            if let Some(input) = first {
+                self.handle(input, now);
+            }
+            while let Ok(input) = inputs.try_recv() {
+                self.handle(input, now);
+            }
+            if self.stopping {
+                info!("scheduling stopped");
+                return;
+            }
+            self.step(Instant::now());
+        }
+    }
+
+    /// How long to wait for input before the next step: not at all when a pod is ready,
+    /// until the queue's next timer otherwise, indefinitely when not scheduling.
+    fn wait_time(&self, now: Instant) -> Option<Duration> {
+        if !self.can_schedule() {
+            return None;
+        }
+        if self.queue.has_active() {
+            return Some(Duration::ZERO);
+        }
+        self.queue
+            .next_wakeup()
+            .map(|at| at.saturating_duration_since(now))
+    }
+
+    fn can_schedule(&self) -> bool {
+        self.leading && !self.stopping && self.cache.synced()
+    }
+
+    /// Applies one input.
+    pub fn handle(&mut self, input: Input, now: Instant) {
+        match input {
+            Input::Watch(event) => {
+                self.cache.apply(*event, &mut self.queue, now);
+                if self.cache.synced() && !self.health.synced.swap(true, Ordering::Relaxed) {
+                    info!("caches synced");
+                }
+            }
+            Input::Bound(outcome) => self.bound(outcome, now),
+            Input::Leader(leading) => {
+                if leading != self.leading {
+                    info!(leading, "leadership changed");
+                }
+                self.leading = leading;
+                self.metrics.leader(leading);
+            }
+            Input::Shutdown => self.stopping = true,
+        }
+    }
+
+    /// Schedules the next ready pod, if this replica may schedule.
+    pub fn step(&mut self, now: Instant) {
+        self.refresh_scheduler(now);
+        if self.can_schedule()
+            && let Some(queued) = self.queue.pop(now)
+        {
+            self.cycle(queued, now);
+        }
+        let (active, backoff, unschedulable) = self.queue.lengths();
+        self.metrics.pending(active, backoff, unschedulable);
+    }
+
+    /// One scheduling cycle: decide, then assume and hand the binding off, or report why
+    /// the pod fits nowhere.
+    fn cycle(&mut self, mut queued: QueuedPod, now: Instant) {
+        let start = Instant::now();
+        let info = self.cache.compile(queued.pod.clone());
+        let compiled = Instant::now();
+        self.metrics
+            .phase(Phase::Compile, (compiled - start).as_secs_f64());
+        let decision = self.scheduler.schedule(self.cache.cluster(), &info, false);
+        let decided = Instant::now();
+        self.metrics
+            .phase(Phase::Algorithm, (decided - compiled).as_secs_f64());
+        let key = queued.key();
+        match (decision.node, decision.fit_error) {
+            (Some(node), _) => {
+                let pod = queued.pod.clone();
+                match self.cache.assume(queued, info, node) {
+                    Ok(node_name) => {
+                        self.metrics
+                            .phase(Phase::Assume, decided.elapsed().as_secs_f64());
+                        debug!(pod = %key, node = %node_name, "assumed");
+                        self.backend.bind(&pod, &node_name);
+                        self.metrics
+                            .attempt(AttemptResult::Scheduled, start.elapsed().as_secs_f64());
+                    }
+                    Err(e) => {
+                        error!(pod = %key, error = %e, "could not assume the pod");
+                        self.queue.backoff(QueuedPod::new(pod), now);
+                        self.metrics
+                            .attempt(AttemptResult::Error, start.elapsed().as_secs_f64());
+                    }
+                }
+            }
+            (None, fit_error) => {
+                let message = fit_error.map_or_else(
+                    || berth_engine::scheduler::NO_NODES_AVAILABLE.to_string(),
+                    |e| e.to_string(),
+                );
+                debug!(pod = %key, %message, "unschedulable");
+                let changed = queued.reported.as_deref() != Some(message.as_str());
+                self.backend.unschedulable(&queued.pod, &message, changed);
+                queued.reported = Some(message);
+                self.queue.unschedulable(queued, now);
+                self.metrics
+                    .attempt(AttemptResult::Unschedulable, start.elapsed().as_secs_f64());
+            }
+        }
+    }
+
+    /// A binding came back. On success the assumption stays until the watch shows the pod
+    /// bound; on failure it is forgotten and the pod retried, unless the pod is gone.
+    fn bound(&mut self, outcome: BindOutcome, now: Instant) {
+        let BindOutcome {
+            key, uid, result, ..
+        } = outcome;
+        let error = match result {
+            Ok(()) => return,
+            Err(e) => e,
+        };
+        let Some(queued) = self.cache.forget(&key, &uid) else {
+            return;
+        };
+        match error {
+            BindError::PodGone(_) => debug!(pod = %key, "pod deleted before its binding"),
+            e => {
+                warn!(pod = %key, error = %e, "binding failed; retrying after backoff");
+                self.queue.backoff(queued, now);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use berth_engine::CycleConfig;
+    use k8s_openapi::api::core::v1::{Node, Pod};
+
+    use super::*;
+    use crate::cache::{Change, Kind, WatchEvent};
+    use crate::queue::Place;
+    use crate::testing::{bound, node, pod};
+
+    const POLICY: &str = r#"{"kind": "Policy", "apiVersion": "v1",
+        "predicates": [{"name": "GeneralPredicates"}],
+        "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]}"#;
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Call {
+        Bind(String, String),
+        Unschedulable(String, String, bool),
+    }
+
+    #[derive(Clone, Default)]
+    struct Recorder(Rc<RefCell<Vec<Call>>>);
+
+    impl Recorder {
+        fn take(&self) -> Vec<Call> {
+            std::mem::take(&mut self.0.borrow_mut())
+        }
+    }
+
+    impl Backend for Recorder {
+        fn bind(&self, pod: &berth_engine::model::Pod, node: &str) {
+            self.0
+                .borrow_mut()
+                .push(Call::Bind(pod.meta.name.clone(), node.into()));
+        }
+        fn unschedulable(&self, pod: &berth_engine::model::Pod, message: &str, set: bool) {
+            self.0.borrow_mut().push(Call::Unschedulable(
+                pod.meta.name.clone(),
+                message.into(),
+                set,
+            ));
+        }
+    }
+
+    struct Fixture {
+        lp: SchedulingLoop<Recorder>,
+        calls: Recorder,
+        now: Instant,
+    }
+
+    impl Fixture {
+        /// A synced, leading loop.
+        fn new() -> Self {
+            let mut f = Self::idle();
+            f.lp.handle(Input::Leader(true), f.now);
+            f
+        }
+
+        /// A loop that has synced nothing and does not lead.
+        fn idle() -> Self {
+            let policy = berth_policy::parse(POLICY, "test.json").unwrap();
+            let scheduler =
+                berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap();
+            let calls = Recorder::default();
+            let lp = SchedulingLoop::new(
+                "berth",
+                scheduler,
+                calls.clone(),
+                QueueConfig::default(),
+                Metrics::new("berth"),
+                Arc::new(Health::default()),
+            );
+            let mut f = Fixture {
+                lp,
+                calls,
+                now: Instant::now(),
+            };
+            f.sync();
+            f
+        }
+
+        fn sync(&mut self) {
+            for kind in Kind::ALL {
+                let event = match kind {
+                    Kind::Node => WatchEvent::Node(Change::Synced),
+                    Kind::Pod => WatchEvent::Pod(Change::Synced),
+                    Kind::Namespace => WatchEvent::Namespace(Change::Synced),
+                    Kind::Service => WatchEvent::Service(Change::Synced),
+                    Kind::ReplicationController => {
+                        WatchEvent::ReplicationController(Change::Synced)
+                    }
+                    Kind::ReplicaSet => WatchEvent::ReplicaSet(Change::Synced),
+                    Kind::StatefulSet => WatchEvent::StatefulSet(Change::Synced),
+                    Kind::PersistentVolume => WatchEvent::PersistentVolume(Change::Synced),
+                    Kind::PersistentVolumeClaim => {
+                        WatchEvent::PersistentVolumeClaim(Change::Synced)
+                    }
+                    Kind::StorageClass => WatchEvent::StorageClass(Change::Synced),
+                    Kind::CsiNode => WatchEvent::CsiNode(Change::Synced),
+                    Kind::PriorityClass => WatchEvent::PriorityClass(Change::Synced),
+                };
+                self.lp.handle(Input::Watch(Box::new(event)), self.now);
+            }
+        }
+
+        fn node(&mut self, n: Node) {
+            self.lp.handle(
+                Input::Watch(Box::new(WatchEvent::Node(Change::Apply(n)))),
+                self.now,
+            );
+        }
+
+        fn pod(&mut self, p: Pod) {
+            self.lp.handle(
+                Input::Watch(Box::new(WatchEvent::Pod(Change::Apply(p)))),
+                self.now,
+            );
+        }
+
+        fn run(&mut self) {
+            while self.lp.queue().has_active() {
+                self.lp.step(self.now);
+            }
+        }
+
+        fn bound(&mut self, pod: &str, result: Result<(), BindError>) {
+            self.lp.handle(
+                Input::Bound(BindOutcome {
+                    key: format!("default/{pod}"),
+                    uid: format!("uid-{pod}"),
+                    node: String::new(),
+                    result,
+                }),
+                self.now,
+            );
+        }
+    }
+
+    fn bind(pod: &str, node: &str) -> Call {
+        Call::Bind(pod.into(), node.into())
+    }
+
+    #[test]
+    fn assumed_pods_count_at_once_so_no_node_is_overcommitted() {
+        let mut f = Fixture::new();
+        f.node(node("n1", 1));
+        f.node(node("n2", 1));
+        for name in ["a", "b", "c"] {
+            f.pod(pod(name, "berth", 600));
+        }
+        f.run();
+        let calls = f.calls.take();
+        assert_eq!(calls.len(), 3);
+        let nodes: Vec<&str> = calls
+            .iter()
+            .filter_map(|c| match c {
+                Call::Bind(_, n) => Some(n.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(nodes.len(), 2, "{calls:?}");
+        assert_ne!(nodes[0], nodes[1]);
+        assert_eq!(
+            calls[2],
+            Call::Unschedulable(
+                "c".into(),
+                "0/2 nodes are available: 2 Insufficient cpu.".into(),
+                true
+            )
+        );
+    }
+
+    #[test]
+    fn an_unchanged_failure_reports_the_event_again_but_not_the_condition() {
+        let mut f = Fixture::new();
+        f.node(node("n1", 1));
+        f.pod(pod("big", "berth", 2000));
+        f.run();
+        f.now += Duration::from_secs(60);
+        f.lp.step(f.now);
+        let message = "0/1 nodes are available: 1 Insufficient cpu.".to_string();
+        assert_eq!(
+            f.calls.take(),
+            [
+                Call::Unschedulable("big".into(), message.clone(), true),
+                Call::Unschedulable("big".into(), message, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reloaded_policy_applies_from_the_next_step_and_retries_unschedulable_pods() {
+        let mut f = Fixture::new();
+        let strict = r#"{"predicates":[{"name":"RequireSsd","argument":{"labelsPresence":{"labels":["ssd"],"presence":true}}}],"priorities":[]}"#;
+        let build = |text: &str| {
+            let policy = berth_policy::parse(text, "test.json").unwrap();
+            berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap()
+        };
+        f.lp.scheduler = build(strict);
+        f.node(node("n1", 4));
+        f.pod(pod("web", "berth", 100));
+        f.run();
+        assert!(matches!(f.calls.take()[..], [Call::Unschedulable(..)]));
+        let mut reloaded = Some(build(POLICY));
+        f.lp.updates = Some(Box::new(move || reloaded.take()));
+        f.now += Duration::from_secs(1);
+        f.lp.step(f.now);
+        assert_eq!(f.calls.take(), [bind("web", "n1")]);
+    }
+
+    #[test]
+    fn a_new_node_lets_an_unschedulable_pod_in_after_its_backoff() {
+        let mut f = Fixture::new();
+        f.node(node("n1", 1));
+        f.pod(pod("big", "berth", 2000));
+        f.run();
+        f.calls.take();
+        f.node(node("n2", 4));
+        assert_eq!(f.lp.queue().place("default/big"), Some(Place::Backoff));
+        f.now += Duration::from_secs(1);
+        f.lp.step(f.now);
+        assert_eq!(f.calls.take(), [bind("big", "n2")]);
+    }
+
+    #[test]
+    fn a_rejected_binding_is_forgotten_and_retried_a_vanished_pod_is_not() {
+        let mut f = Fixture::new();
+        f.node(node("n1", 1));
+        f.pod(pod("a", "berth", 600));
+        f.pod(pod("b", "berth", 300));
+        f.run();
+        assert_eq!(f.calls.take(), [bind("a", "n1"), bind("b", "n1")]);
+        f.bound("a", Err(BindError::Conflict("already assigned".into())));
+        f.bound("b", Err(BindError::PodGone("not found".into())));
+        assert_eq!(f.lp.queue().place("default/a"), Some(Place::Backoff));
+        assert!(!f.lp.queue().contains("default/b"));
+        assert_eq!(f.lp.cache().assumed_count(), 0);
+        let c = f.lp.cache().cluster();
+        assert_eq!(c.node(c.node_by_name("n1").unwrap()).requested.milli_cpu, 0);
+        // The conflict was another scheduler's binding: the watch shows it, and the pod
+        // leaves the queue instead of being bound twice.
+        f.pod(bound(pod("a", "berth", 600), "n1"));
+        assert!(!f.lp.queue().contains("default/a"));
+        f.now += Duration::from_secs(10);
+        f.run();
+        assert_eq!(f.calls.take(), []);
+    }
+
+    #[test]
+    fn a_successful_binding_keeps_the_assumption_until_the_watch_confirms() {
+        let mut f = Fixture::new();
+        f.node(node("n1", 1));
+        f.pod(pod("a", "berth", 600));
+        f.run();
+        f.bound("a", Ok(()));
+        assert_eq!(f.lp.cache().assumed_count(), 1);
+        f.pod(bound(pod("a", "berth", 600), "n1"));
+        assert_eq!(f.lp.cache().assumed_count(), 0);
+        f.pod(pod("b", "berth", 600));
+        f.run();
+        assert!(matches!(&f.calls.take()[..], [_, Call::Unschedulable(..)]));
+    }
+
+    #[test]
+    fn only_a_synced_leader_schedules() {
+        let mut f = Fixture::idle();
+        f.node(node("n1", 1));
+        f.pod(pod("a", "berth", 100));
+        f.lp.step(f.now);
+        assert_eq!(f.calls.take(), []);
+        f.lp.handle(Input::Leader(true), f.now);
+        f.lp.step(f.now);
+        assert_eq!(f.calls.take(), [bind("a", "n1")]);
+        f.lp.handle(Input::Leader(false), f.now);
+        f.pod(pod("b", "berth", 100));
+        f.lp.step(f.now);
+        assert_eq!(f.calls.take(), []);
+    }
+
+    #[test]
+    fn the_loop_returns_on_shutdown() {
+        let f = Fixture::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        tx.send(Input::Shutdown).unwrap();
+        f.lp.run(rx);
+    }
+}

@@ -1,0 +1,28 @@
+//! Berth's WASM plugin runtime: policy predicates and priorities served by sandboxed
+//! `wasm32-wasip1` modules, batched per pod, hot-reloaded.
+//!
+//! The ABI is specified in docs/plugin-abi.md; [`abi`] holds its names and numbers. A
+//! [`Runtime`] owns the wasm engine; a [`PluginHost`] loads modules from a directory and is the
+//! [`berth_engine::registry::PluginFactory`] the engine builds rules with; a [`Reloader`]
+//! watches the plugins directory and the policy file and swaps new versions in between cycles.
+//!
+//! Architecture invariants: the engine never sees wasmtime; a plugin is called a few times
+//! per pod (one call per chunk of nodes), never once per node; every call is bounded in time
+//! and memory, and a failing call costs that call only.
+
+pub mod abi;
+mod error;
+mod factory;
+mod host;
+mod plugin;
+mod rules;
+mod runtime;
+mod view;
+mod watch;
+
+pub use error::{LoadError, WatchError};
+pub use factory::PluginHost;
+pub use plugin::{Kind, Plugin, PluginStats, Reloaded};
+pub use rules::{WasmFilter, WasmScore};
+pub use runtime::Runtime;
+pub use watch::{ReloadStatus, Reloader};

@@ -1,0 +1,94 @@
+//! Plugins as engine rules: prepare runs the guest over all nodes; the per-node check or
+//! score reads the table it filled.
+
+use std::sync::Arc;
+
+use berth_engine::cluster::{NodeId, NodeInfo};
+use berth_engine::framework::{
+    CycleContext, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore, Reason, ScorePrep,
+    ScoreRule, normalize_reduce,
+};
+
+use crate::abi::Normalize;
+use crate::plugin::{Plugin, Table};
+
+/// A predicate served by a plugin.
+pub struct WasmFilter(pub Arc<Plugin>);
+
+/// A priority served by a plugin.
+pub struct WasmScore(pub Arc<Plugin>);
+
+struct Verdicts(Table);
+
+impl NodeCheck for Verdicts {
+    #[inline]
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        match self.0.reason(node.id) {
+            None => true,
+            Some(r) => {
+                reasons.push(r.clone());
+                false
+            }
+        }
+    }
+
+    fn mask(&self) -> Option<&[bool]> {
+        match &self.0 {
+            Table::Verdicts { mask, .. } => Some(mask),
+            Table::Scores(_) => None,
+        }
+    }
+}
+
+impl FilterRule for WasmFilter {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
+        let (table, _) = self.0.evaluate(ctx);
+        match &table {
+            Table::Verdicts {
+                any_rejected: false,
+                ..
+            } => FilterPrep::Skip,
+            _ => FilterPrep::Check(Box::new(Verdicts(table))),
+        }
+    }
+}
+
+struct Scores {
+    table: Table,
+    normalize: Normalize,
+}
+
+impl NodeScore for Scores {
+    #[inline]
+    fn score(&self, node: &NodeInfo) -> i64 {
+        self.table.score(node.id)
+    }
+
+    fn normalize(&self, _nodes: &[NodeId], scores: &mut [i64]) {
+        match self.normalize {
+            Normalize::None => {
+                for s in scores.iter_mut() {
+                    *s = (*s).clamp(0, MAX_NODE_SCORE);
+                }
+            }
+            Normalize::Reduce | Normalize::ReduceReverse => {
+                // Bounded so that upstream's `max * s / highest` cannot overflow.
+                for s in scores.iter_mut() {
+                    *s = (*s).clamp(0, i64::MAX / MAX_NODE_SCORE);
+                }
+                normalize_reduce(
+                    scores,
+                    MAX_NODE_SCORE,
+                    self.normalize == Normalize::ReduceReverse,
+                );
+            }
+        }
+    }
+}
+
+impl ScoreRule for WasmScore {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
+        let (table, normalize) = self.0.evaluate(ctx);
+        ScorePrep::PerNode(Box::new(Scores { table, normalize }))
+    }
+}

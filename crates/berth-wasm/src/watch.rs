@@ -1,0 +1,213 @@
+//! Hot reload: watch the plugins directory and the policy file, rebuild off the scheduling
+//! path, and hand new versions over between cycles.
+//!
+//! A changed module is swapped inside its plugin (the next pod's prepare sees it); a changed
+//! policy becomes a whole new scheduler that the scheduling loop takes between two cycles
+//! with [`Reloader::take_scheduler`]. Directories are watched, not files, because editors
+//! save by writing a temporary file and renaming it, and Kubernetes ConfigMap volumes swap a
+//! symlink; any event leads to a rescan that compares contents, so duplicate events, renames
+//! and partial writes all come down to "did the bytes change, and do they load?". A file
+//! that fails to load (or disappears) leaves the last good version running and is reported.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use berth_engine::registry::scheduler_with_plugins;
+use berth_engine::scheduler::{CycleConfig, Scheduler};
+use berth_policy::EffectivePolicy;
+use notify::{RecommendedWatcher, RecursiveMode};
+use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+
+use crate::error::WatchError;
+use crate::factory::PluginHost;
+use crate::plugin::Reloaded;
+use crate::runtime::content_hash;
+
+/// What reloading has done so far; the metrics of hot reload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadStatus {
+    /// Policies swapped in after the first.
+    pub policy_reloads: u64,
+    /// Policy changes rejected (the running policy stayed).
+    pub policy_failures: u64,
+    /// Module versions swapped in.
+    pub module_reloads: u64,
+    /// Module changes rejected (the running version stayed).
+    pub module_failures: u64,
+    /// Rescans run (one per debounced burst of file events).
+    pub rescans: u64,
+    /// The most recent error, if the latest attempt of its kind failed.
+    pub last_error: Option<String>,
+}
+
+struct Shared {
+    host: Arc<PluginHost>,
+    policy_path: PathBuf,
+    config: CycleConfig,
+    /// Hash of the policy text running now.
+    policy_hash: Mutex<u64>,
+    policy: Mutex<EffectivePolicy>,
+    pending: Mutex<Option<Scheduler>>,
+    status: Mutex<ReloadStatus>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Watches a policy file and a plugins directory.
+pub struct Reloader {
+    shared: Arc<Shared>,
+    _debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+}
+
+impl Reloader {
+    /// Loads the policy and its plugins, returns the first scheduler, and starts watching.
+    /// `debounce` is how long the files must be quiet before a rescan.
+    pub fn start(
+        host: Arc<PluginHost>,
+        policy_path: &Path,
+        config: CycleConfig,
+        debounce: Duration,
+    ) -> Result<(Reloader, Scheduler), WatchError> {
+        let text = std::fs::read_to_string(policy_path).map_err(|source| {
+            berth_policy::PolicyError::Read {
+                file: policy_path.display().to_string(),
+                source,
+            }
+        })?;
+        let policy = berth_policy::parse(&text, &policy_path.display().to_string())?;
+        let scheduler = scheduler_with_plugins(&policy, config, &*host)?;
+        let shared = Arc::new(Shared {
+            host: host.clone(),
+            policy_path: policy_path.to_path_buf(),
+            config,
+            policy_hash: Mutex::new(content_hash(text.as_bytes())),
+            policy: Mutex::new(policy),
+            pending: Mutex::new(None),
+            status: Mutex::new(ReloadStatus::default()),
+        });
+        let handler_shared = shared.clone();
+        let mut debouncer =
+            new_debouncer(
+                debounce,
+                None,
+                move |result: DebounceEventResult| match result {
+                    Ok(events) if events.is_empty() => {}
+                    Ok(_) => handler_shared.rescan(),
+                    Err(errors) => {
+                        for e in errors {
+                            tracing::warn!("file watch error: {e}");
+                        }
+                        handler_shared.rescan();
+                    }
+                },
+            )
+            .map_err(|source| WatchError::Notify {
+                path: host.dir().to_path_buf(),
+                source,
+            })?;
+        let policy_dir = match policy_path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut dirs = vec![(host.dir().to_path_buf(), RecursiveMode::Recursive)];
+        if !same_dir(&policy_dir, host.dir()) {
+            dirs.push((policy_dir, RecursiveMode::NonRecursive));
+        }
+        for (dir, mode) in dirs {
+            debouncer
+                .watch(&dir, mode)
+                .map_err(|source| WatchError::Notify { path: dir, source })?;
+        }
+        Ok((
+            Reloader {
+                shared,
+                _debouncer: debouncer,
+            },
+            scheduler,
+        ))
+    }
+
+    /// A scheduler for a changed policy, once per change; the caller swaps it in between
+    /// cycles. None when the policy has not changed since the last call.
+    pub fn take_scheduler(&self) -> Option<Scheduler> {
+        lock(&self.shared.pending).take()
+    }
+
+    /// The policy running now (the last one that loaded).
+    pub fn policy(&self) -> EffectivePolicy {
+        lock(&self.shared.policy).clone()
+    }
+
+    /// The counters and last error.
+    pub fn status(&self) -> ReloadStatus {
+        lock(&self.shared.status).clone()
+    }
+
+    /// Rescans now, as a file event would.
+    pub fn rescan(&self) {
+        self.shared.rescan();
+    }
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+impl Shared {
+    fn rescan(&self) {
+        let mut module_reloads = 0;
+        let mut module_errors = Vec::new();
+        for (_, result) in self.host.reload_modules() {
+            match result {
+                Ok(Reloaded::Swapped { .. }) => module_reloads += 1,
+                Ok(Reloaded::Unchanged) => {}
+                Err(e) => module_errors.push(e.to_string()),
+            }
+        }
+        let policy_result = self.reload_policy();
+        let mut status = lock(&self.status);
+        status.rescans += 1;
+        status.module_reloads += module_reloads;
+        status.module_failures += module_errors.len() as u64;
+        match policy_result {
+            Ok(true) => status.policy_reloads += 1,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!("policy reload failed, keeping the running policy: {e}");
+                status.policy_failures += 1;
+                status.last_error = Some(e);
+                return;
+            }
+        }
+        if let Some(e) = module_errors.pop() {
+            status.last_error = Some(e);
+        } else if module_reloads > 0 || matches!(policy_result, Ok(true)) {
+            status.last_error = None;
+        }
+    }
+
+    /// Loads the policy file if its contents changed; true when a new scheduler is pending.
+    fn reload_policy(&self) -> Result<bool, String> {
+        let file = self.policy_path.display().to_string();
+        let text = std::fs::read_to_string(&self.policy_path)
+            .map_err(|e| format!("{file}: cannot read the policy file: {e}"))?;
+        let hash = content_hash(text.as_bytes());
+        if hash == *lock(&self.policy_hash) {
+            return Ok(false);
+        }
+        let policy = berth_policy::parse(&text, &file).map_err(|e| e.to_string())?;
+        let scheduler =
+            scheduler_with_plugins(&policy, self.config, &*self.host).map_err(|e| e.to_string())?;
+        *lock(&self.pending) = Some(scheduler);
+        *lock(&self.policy) = policy;
+        *lock(&self.policy_hash) = hash;
+        tracing::info!(policy = %file, "policy reloaded");
+        Ok(true)
+    }
+}

@@ -1,0 +1,208 @@
+//! Hot reload: modules replaced while pods are being scheduled, and the file watcher picking
+//! up module and policy changes (rename-on-save, partial writes, broken files, deletes).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use berth_engine::CycleConfig;
+use berth_engine::model::Node;
+use berth_engine::testkit::{cluster, node, pod};
+use berth_wasm::Reloader;
+use common::{Plugins, fixture, schedule};
+
+/// The `modes` fixture requiring label `key` instead of `gpu`.
+fn requiring(key: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/modes.wat");
+    let text = std::fs::read_to_string(path).expect("fixture");
+    let text = text
+        .replace("\"gpu\"", &format!("\"{key}\""))
+        .replace("no gpu label", &format!("no {key} label"));
+    wat::parse_str(text).expect("wat")
+}
+
+/// Node i carries gpu when i % 3 == 0, ssd when i % 3 == 1, neither otherwise.
+fn labelled_nodes(n: usize) -> Vec<Node> {
+    (0..n)
+        .map(|i| {
+            let b = node(&format!("node-{i}"))
+                .cpu(64_000)
+                .mem(256 << 30)
+                .pods(500);
+            match i % 3 {
+                0 => b.label("gpu", "a100"),
+                1 => b.label("ssd", "yes"),
+                _ => b,
+            }
+            .build()
+        })
+        .collect()
+}
+
+fn index(name: &str) -> usize {
+    name.strip_prefix("node-")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not placed: {name}"))
+}
+
+const POLICY: &str = r#"{"predicates": [{"name": "GpuFit", "argument": {"wasm": {"module": "modes.wasm"}}}],
+    "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]}"#;
+
+#[test]
+fn module_replaced_100_times_while_scheduling() {
+    let plugins = Plugins::new(&[("modes", fixture("modes"))]);
+    let mut sched = plugins.scheduler(POLICY).expect("scheduler");
+    let mut cl = cluster(labelled_nodes(900), vec![]);
+    let (gpu, ssd) = (requiring("gpu"), requiring("ssd"));
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let host = plugins.host.clone();
+        let dir = plugins.dir.path().to_path_buf();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut failures = 0;
+            for k in 0..100 {
+                let bytes: Vec<u8> = match k % 10 {
+                    // A partial write: the first half of a valid module.
+                    9 => gpu[..gpu.len() / 2].to_vec(),
+                    _ if k % 2 == 0 => ssd.clone(),
+                    _ => gpu.clone(),
+                };
+                std::fs::write(dir.join("modes.wasm"), &bytes).expect("write");
+                for (_, result) in host.reload_modules() {
+                    failures += usize::from(result.is_err());
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            done.store(true, Ordering::Relaxed);
+            failures
+        })
+    };
+    let mut placed = 0;
+    while !done.load(Ordering::Relaxed) || placed < 50 {
+        let got = schedule(
+            &mut cl,
+            &mut sched,
+            vec![pod(&format!("p{placed}")).req(10, 1 << 20).build()],
+        );
+        let i = index(&got[0]);
+        assert_ne!(
+            i % 3,
+            2,
+            "pod {placed} on {}, which has neither label",
+            got[0]
+        );
+        placed += 1;
+    }
+    let failures = writer.join().expect("writer");
+    assert_eq!(failures, 10, "every partial write is rejected");
+    let plugin = &plugins.host.plugins()[0];
+    assert_eq!(plugin.stats().reload_failures.load(Ordering::Relaxed), 10);
+    assert!(
+        plugin.version() > 50,
+        "versions swapped in: {}",
+        plugin.version()
+    );
+    assert_eq!(plugin.stats().failures.load(Ordering::Relaxed), 0);
+}
+
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !ready() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    start.elapsed()
+}
+
+/// Saves like an editor: write a temporary file, then rename it over the target.
+fn save(path: &std::path::Path, bytes: &[u8]) {
+    let tmp = path.with_extension("swp");
+    std::fs::write(&tmp, bytes).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
+#[test]
+fn watcher_reloads_modules_and_the_policy() {
+    let plugins = Plugins::new(&[("modes", fixture("modes"))]);
+    let policy_path = plugins.dir.path().join("policy.json");
+    std::fs::write(&policy_path, POLICY).expect("policy");
+    let config = CycleConfig {
+        percentage_of_nodes_to_score: 100,
+        ..CycleConfig::default()
+    };
+    let (reloader, mut sched) = Reloader::start(
+        plugins.host.clone(),
+        &policy_path,
+        config,
+        Duration::from_millis(50),
+    )
+    .expect("reloader");
+    let mut cl = cluster(labelled_nodes(6), vec![]);
+    let mut next = 0;
+    let mut place = |sched: &mut berth_engine::Scheduler| {
+        next += 1;
+        index(&schedule(&mut cl, sched, vec![pod(&format!("p{next}")).build()])[0]) % 3
+    };
+    assert_eq!(place(&mut sched), 0, "gpu nodes first");
+
+    // A new module version, saved by rename: live within a second.
+    let module = plugins.dir.path().join("modes.wasm");
+    save(&module, &requiring("ssd"));
+    let plugin = plugins.host.plugins()[0].clone();
+    let latency = wait_for("module version 2", || plugin.version() == 2);
+    assert!(latency < Duration::from_secs(1), "reload took {latency:?}");
+    assert_eq!(place(&mut sched), 1, "ssd nodes after the swap");
+
+    // A broken write and a delete keep the running version.
+    std::fs::write(&module, b"\0asm\x01\0\0\0\x05").expect("write");
+    wait_for("a module failure", || {
+        reloader.status().module_failures >= 1
+    });
+    std::fs::remove_file(&module).expect("delete");
+    wait_for("a second module failure", || {
+        reloader.status().module_failures >= 2
+    });
+    assert!(
+        reloader
+            .status()
+            .last_error
+            .is_some_and(|e| e.contains("modes.wasm: cannot read the module")),
+        "{:?}",
+        reloader.status()
+    );
+    assert_eq!(plugin.version(), 2);
+    assert_eq!(place(&mut sched), 1, "still the last good version");
+
+    // A new policy: built-in labelsPresence on gpu, no plugin.
+    save(
+        &policy_path,
+        br#"{"predicates": [{"name": "NeedsGpu", "argument": {"labelsPresence": {"labels": ["gpu"], "presence": true}}}],
+            "priorities": []}"#,
+    );
+    wait_for("the new policy", || reloader.status().policy_reloads == 1);
+    let mut sched = reloader.take_scheduler().expect("a new scheduler");
+    assert!(reloader.take_scheduler().is_none(), "handed over once");
+    assert_eq!(place(&mut sched), 0);
+
+    // A broken policy leaves the running one and says why.
+    save(&policy_path, b"{\"predicates\": [");
+    wait_for("a policy failure", || {
+        reloader.status().policy_failures == 1
+    });
+    assert!(reloader.take_scheduler().is_none());
+    let status = reloader.status();
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("policy.json: line 1")),
+        "{status:?}"
+    );
+    assert_eq!(reloader.policy().predicates.len(), 3, "the running policy");
+}

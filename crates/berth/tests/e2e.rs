@@ -1,0 +1,744 @@
+//! `berth run` against a real control plane (etcd + kube-apiserver on loopback, from
+//! berth-testcluster), authenticated as the deploy/ ServiceAccount with the deploy/ RBAC
+//! applied, so these tests also prove the shipped permissions suffice.
+//!
+//! Berth runs as the built binary, in its own process group under a watchdog, so a test
+//! can SIGKILL it like a crashed replica and nothing outlives the test. The tests share the
+//! machine's two cores, so they run one at a time.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use berth_testcluster::{ClusterOptions, TestCluster, node_template};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::Client;
+use kube::api::{Api, ListParams, PostParams};
+use rustix::process::{Pid, Signal, kill_process_group};
+use serde_json::json;
+use tokio::sync::Mutex;
+
+const NAMESPACE: &str = "berth-system";
+const ACCOUNT: &str = "berth";
+const LEASE: &str = "berth";
+const POLICY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy");
+
+/// One test at a time: each runs a control plane and schedulers on a two-core machine.
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+/// A cluster with deploy/'s manifests (but the example pod) applied, and a kubeconfig for
+/// deploy/'s ServiceAccount.
+struct Env {
+    cluster: TestCluster,
+    admin: Client,
+    kubeconfig: PathBuf,
+}
+
+impl Env {
+    async fn start(opts: ClusterOptions) -> Result<Env> {
+        let cluster = TestCluster::start(opts).await?;
+        let deploy = Path::new(DEPLOY);
+        cluster
+            .apply_files(&[
+                deploy.join("namespace.yaml"),
+                deploy.join("serviceaccount.yaml"),
+                deploy.join("rbac.yaml"),
+                // Stored but inert (no controller-manager runs it): the API server checks
+                // the manifests.
+                deploy.join("policy.yaml"),
+                deploy.join("deployment.yaml"),
+            ])
+            .await?;
+        let token = cluster.service_account_token(NAMESPACE, ACCOUNT).await?;
+        let kubeconfig = cluster.kubeconfig_for_token(&token)?;
+        let admin = cluster.admin_client()?;
+        Ok(Env {
+            cluster,
+            admin,
+            kubeconfig,
+        })
+    }
+
+    /// Starts a Berth replica with leader election on, as deploy/ runs it.
+    fn berth(&self, identity: &str, extra: &[&str]) -> Result<Berth> {
+        Berth::spawn(self, identity, extra)
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.admin.clone(), "default")
+    }
+
+    async fn create_pods(&self, pods: Vec<Pod>) -> Result<()> {
+        let api = self.pods();
+        futures::stream::iter(pods)
+            .map(|pod| {
+                let api = api.clone();
+                async move { api.create(&PostParams::default(), &pod).await }
+            })
+            .buffer_unordered(32)
+            .try_collect::<Vec<_>>()
+            .await?;
+        Ok(())
+    }
+
+    /// Waits until `count` pods whose names start with `prefix` are bound; returns them.
+    async fn wait_bound(&self, prefix: &str, count: usize, timeout: Duration) -> Result<Vec<Pod>> {
+        let api = self.pods();
+        eventually(
+            &format!("{count} {prefix}* pods bound"),
+            timeout,
+            || async {
+                let bound: Vec<Pod> = api
+                    .list(&ListParams::default())
+                    .await?
+                    .items
+                    .into_iter()
+                    .filter(|p| p.metadata.name.as_deref().unwrap_or("").starts_with(prefix))
+                    .filter(|p| node_name(p).is_some())
+                    .collect();
+                Ok((bound.len() >= count).then_some(bound))
+            },
+        )
+        .await
+    }
+
+    /// Events of reason `reason` about pods, by pod name.
+    async fn events(&self, reason: &str) -> Result<HashMap<String, Vec<Event>>> {
+        let api: Api<Event> = Api::namespaced(self.admin.clone(), "default");
+        let mut by_pod: HashMap<String, Vec<Event>> = HashMap::new();
+        for e in api.list(&ListParams::default()).await?.items {
+            if e.reason.as_deref() == Some(reason) {
+                let pod = e
+                    .regarding
+                    .as_ref()
+                    .and_then(|r| r.name.clone())
+                    .unwrap_or_default();
+                by_pod.entry(pod).or_default().push(e);
+            }
+        }
+        Ok(by_pod)
+    }
+
+    async fn leader(&self) -> Result<Option<String>> {
+        let api: Api<Lease> = Api::namespaced(self.admin.clone(), NAMESPACE);
+        Ok(api
+            .get_opt(LEASE)
+            .await?
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity))
+    }
+}
+
+/// A `berth run` process in its own process group, killed with the group when dropped; a
+/// watchdog kills it too if the test process dies or it outlives its bound.
+struct Berth {
+    child: Child,
+    log: PathBuf,
+    metrics: u16,
+}
+
+/// Kills the scheduler when the test process is gone or after `limit` seconds, whichever
+/// comes first; `exec` keeps the scheduler the process group's leader.
+const WATCHDOG: &str = r#"
+parent=$1 limit=$2
+shift 2
+server=$$
+(
+    elapsed=0
+    while [ "$elapsed" -lt "$limit" ] && kill -0 "$parent" 2>/dev/null; do
+        sleep 1
+        elapsed=$((elapsed + 1))
+    done
+    kill -KILL "$server"
+) </dev/null >/dev/null 2>&1 &
+exec "$@"
+"#;
+
+/// Hard bound on a scheduler process's life.
+const BERTH_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+impl Berth {
+    fn spawn(env: &Env, identity: &str, extra: &[&str]) -> Result<Berth> {
+        let metrics = free_port()?;
+        let log = env.cluster.dir().join(format!("berth-{identity}.log"));
+        let out = std::fs::File::create(&log)?;
+        let mut args: Vec<String> = [
+            "run",
+            "--policy",
+            POLICY,
+            "--scheduler-name",
+            "berth",
+            "--leader-elect",
+            "true",
+            "--lease-name",
+            LEASE,
+            "--lease-namespace",
+            NAMESPACE,
+            "--lease-duration",
+            "4",
+            "--identity",
+            identity,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.push("--kubeconfig".into());
+        args.push(env.kubeconfig.display().to_string());
+        args.push("--metrics-addr".into());
+        args.push(format!("127.0.0.1:{metrics}"));
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("sh")
+            .arg(std::process::id().to_string())
+            .arg(BERTH_LIFETIME.as_secs().to_string())
+            .arg(env!("CARGO_BIN_EXE_berth"))
+            .args(&args)
+            .env("RUST_LOG", "info,berth_daemon=debug")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .process_group(0)
+            .spawn()
+            .context("starting berth run")?;
+        Ok(Berth {
+            child,
+            log,
+            metrics,
+        })
+    }
+
+    fn kill(&mut self) {
+        // Already gone is fine: the point is that it is gone.
+        let _ = kill_process_group(Pid::from_child(&self.child), Signal::KILL);
+        let _ = self.child.wait();
+    }
+
+    fn terminate(&mut self) -> Result<std::process::ExitStatus> {
+        kill_process_group(Pid::from_child(&self.child), Signal::TERM)?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("berth did not stop within 20 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// GET on the operations port: (status code, body).
+    fn get(&self, path: &str) -> Result<(u16, String)> {
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, self.metrics))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text)?;
+        let code = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .context("no HTTP status")?;
+        let body = text
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_string();
+        Ok((code, body))
+    }
+
+    async fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                bail!("berth exited ({status}):\n{}", self.log());
+            }
+            if matches!(self.get("/readyz"), Ok((200, _))) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("berth not ready after 60 s:\n{}", self.log());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Berth {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `check` every 100 ms until it returns a value, failing after `timeout`; an error
+/// counts as "not yet" (the apiserver may be restarting) and is reported if time runs out.
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let outcome = check().await;
+        if let Ok(Some(value)) = outcome {
+            return Ok(value);
+        }
+        if Instant::now() > deadline {
+            let why = outcome
+                .err()
+                .map(|e| format!(": {e:#}"))
+                .unwrap_or_default();
+            bail!("timed out after {timeout:?} waiting for {what}{why}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}
+
+fn node_name(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.node_name.as_deref()
+}
+
+/// A pending pod for `scheduler` requesting `cpu` and 64Mi, with optional spec fields.
+fn pod(name: &str, scheduler: &str, cpu: &str, spec: serde_json::Value) -> Pod {
+    let mut value = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [{
+                "name": "c", "image": "pause",
+                "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}
+            }]
+        }
+    });
+    if let (Some(base), Some(more)) = (value["spec"].as_object_mut(), spec.as_object()) {
+        base.extend(more.clone());
+    }
+    serde_json::from_value(value).expect("valid pod")
+}
+
+/// Runs `test` within `limit`, printing the schedulers' logs' tails if it fails.
+async fn bounded<F: std::future::Future<Output = Result<()>>>(limit: Duration, test: F) {
+    match tokio::time::timeout(limit, test).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => panic!("{e:#}"),
+        Err(_) => panic!("test did not finish within {limit:?}"),
+    }
+}
+
+/// Every node's pods fit its allocatable cpu and pod count.
+async fn assert_not_overcommitted(env: &Env, pods: &[Pod]) -> Result<()> {
+    let nodes: Api<Node> = Api::all(env.admin.clone());
+    let mut used: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    for p in pods {
+        let cpu = p.spec.as_ref().unwrap().containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("cpu"))
+            .map(|q| milli(&q.0))
+            .unwrap_or(0);
+        let entry = used.entry(node_name(p).unwrap().to_string()).or_default();
+        entry.0 += cpu;
+        entry.1 += 1;
+    }
+    for n in nodes.list(&ListParams::default()).await?.items {
+        let name = n.metadata.name.clone().unwrap();
+        let alloc = n.status.unwrap().allocatable.unwrap();
+        let (cpu, count) = used.get(&name).copied().unwrap_or_default();
+        let cpu_cap = milli(&alloc["cpu"].0);
+        let pods_cap: i64 = alloc["pods"].0.parse()?;
+        assert!(
+            cpu <= cpu_cap && count <= pods_cap,
+            "node {name} overcommitted: {cpu}m of {cpu_cap}m cpu, {count} of {pods_cap} pods"
+        );
+    }
+    Ok(())
+}
+
+fn milli(q: &str) -> i64 {
+    match q.strip_suffix('m') {
+        Some(m) => m.parse().unwrap(),
+        None => q.parse::<i64>().unwrap() * 1000,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_land_where_the_policy_says_and_failures_are_explained() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(240), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        let nodes: Api<Node> = Api::all(env.admin.clone());
+        let mut big = node_template("big", "8", "16Gi", 110);
+        big.metadata.name = Some("big".into());
+        let mut ssd = node_template("ssd", "2", "4Gi", 110);
+        ssd.metadata.name = Some("ssd".into());
+        ssd.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("disk".into(), "ssd".into());
+        let mut tainted = node_template("tainted", "16", "32Gi", 110);
+        tainted.metadata.name = Some("tainted".into());
+        tainted.spec.get_or_insert_default().taints = Some(vec![serde_json::from_value(
+            json!({"key": "dedicated", "value": "batch", "effect": "NoSchedule"}),
+        )?]);
+        env.cluster.create_nodes_with(1, |_| big.clone()).await?;
+        env.cluster.create_nodes_with(1, |_| ssd.clone()).await?;
+        env.cluster
+            .create_nodes_with(1, |_| tainted.clone())
+            .await?;
+        assert_eq!(nodes.list(&ListParams::default()).await?.items.len(), 3);
+
+        let mut berth = env.berth("solo", &[])?;
+        berth.wait_ready().await?;
+        env.create_pods(vec![
+            pod(
+                "wants-ssd",
+                "berth",
+                "500m",
+                json!({"nodeSelector": {"disk": "ssd"}}),
+            ),
+            pod("needs-6-cpu", "berth", "6", json!({})),
+            pod(
+                "tolerates",
+                "berth",
+                "100m",
+                json!({
+                    "nodeSelector": {"kubernetes.io/hostname": "tainted"},
+                    "tolerations": [{"key": "dedicated", "operator": "Equal",
+                        "value": "batch", "effect": "NoSchedule"}]
+                }),
+            ),
+            pod("too-big", "berth", "100", json!({})),
+            pod("not-ours", "other-scheduler", "100m", json!({})),
+        ])
+        .await?;
+        let bound = env.wait_bound("", 3, Duration::from_secs(60)).await?;
+        let placed: BTreeMap<&str, &str> = bound
+            .iter()
+            .map(|p| (p.metadata.name.as_deref().unwrap(), node_name(p).unwrap()))
+            .collect();
+        assert_eq!(
+            placed,
+            BTreeMap::from([
+                ("needs-6-cpu", "big"),
+                ("tolerates", "tainted"),
+                ("wants-ssd", "ssd")
+            ])
+        );
+
+        // The pod that fits nowhere: an Event and the PodScheduled condition, same words.
+        let api = env.pods();
+        let message = eventually(
+            "too-big's PodScheduled condition",
+            Duration::from_secs(30),
+            || async {
+                let p = api.get("too-big").await?;
+                let condition = p
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|c| c.type_ == "PodScheduled");
+                Ok(condition
+                    .filter(|c| c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+                    .map(|c| c.message.unwrap_or_default()))
+            },
+        )
+        .await?;
+        assert!(
+            message.starts_with("0/3 nodes are available: ")
+                && message.contains("Insufficient cpu"),
+            "{message}"
+        );
+        let failed = env.events("FailedScheduling").await?;
+        let notes: Vec<&str> = failed["too-big"]
+            .iter()
+            .filter_map(|e| e.note.as_deref())
+            .collect();
+        assert!(notes.contains(&message.as_str()), "{notes:?} vs {message}");
+        assert_eq!(failed["too-big"][0].type_.as_deref(), Some("Warning"));
+
+        let scheduled = env.events("Scheduled").await?;
+        for (name, node) in &placed {
+            let notes: Vec<&str> = scheduled[*name]
+                .iter()
+                .filter_map(|e| e.note.as_deref())
+                .collect();
+            assert_eq!(
+                notes,
+                [format!("Successfully assigned default/{name} to {node}")]
+            );
+        }
+
+        // Another scheduler's pod: no node, no event from Berth.
+        let theirs = api.get("not-ours").await?;
+        assert_eq!(node_name(&theirs), None);
+        assert!(!scheduled.contains_key("not-ours") && !failed.contains_key("not-ours"));
+
+        let (code, metrics) = berth.get("/metrics")?;
+        assert_eq!(code, 200);
+        assert!(
+            metrics.contains(
+                r#"scheduler_schedule_attempts_total{result="scheduled",profile="berth"} 3"#
+            ),
+            "{metrics}"
+        );
+        assert_eq!(berth.get("/healthz")?.0, 200);
+        let status = berth.terminate()?;
+        assert!(status.success(), "exit {status}:\n{}", berth.log());
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_takes_over_when_the_leader_dies_and_binds_every_pod_once() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(300), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        env.cluster
+            .create_nodes(20, &node_template("node", "4", "8Gi", 110))
+            .await?;
+        // A low client rate keeps the first leader busy long enough to be killed mid-run.
+        let limits = ["--qps", "20", "--burst", "20"];
+        let mut a = env.berth("replica-a", &limits)?;
+        a.wait_ready().await?;
+        let mut b = env.berth("replica-b", &limits)?;
+        b.wait_ready().await?;
+        let first = eventually("a lease holder", Duration::from_secs(30), || async {
+            env.leader().await
+        })
+        .await?;
+        let total = 200;
+        env.create_pods(
+            (0..total)
+                .map(|i| pod(&format!("p-{i}"), "berth", "100m", json!({})))
+                .collect(),
+        )
+        .await?;
+        env.wait_bound("p-", 40, Duration::from_secs(60)).await?;
+        let (dead, standby) = if first == "replica-a" {
+            (&mut a, "replica-b")
+        } else {
+            (&mut b, "replica-a")
+        };
+        dead.kill();
+        let killed_at = Instant::now();
+        eventually(
+            "the standby to take the lease",
+            Duration::from_secs(30),
+            || async { Ok((env.leader().await?.as_deref() == Some(standby)).then_some(())) },
+        )
+        .await?;
+        let takeover = killed_at.elapsed();
+        let bound = env
+            .wait_bound("p-", total, Duration::from_secs(120))
+            .await?;
+        assert_eq!(bound.len(), total);
+        assert_not_overcommitted(&env, &bound).await?;
+        // Every pod bound once: the API server refuses a second binding, and no pod has more
+        // than one Scheduled event; both replicas bound some. A killed replica's last events
+        // may be lost, so wait until no more arrive rather than for one per pod.
+        let mut scheduled = env.events("Scheduled").await?;
+        loop {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let now = env.events("Scheduled").await?;
+            if now.len() == scheduled.len() {
+                break;
+            }
+            scheduled = now;
+        }
+        let mut by_replica: BTreeMap<String, usize> = BTreeMap::new();
+        for (pod, events) in &scheduled {
+            assert!(events.len() <= 1, "{pod} scheduled {} times", events.len());
+            let who = events[0].reporting_instance.clone().unwrap_or_default();
+            *by_replica.entry(who).or_default() += 1;
+        }
+        assert_eq!(by_replica.len(), 2, "{by_replica:?}");
+        assert!(
+            takeover < Duration::from_secs(10),
+            "takeover took {takeover:?}"
+        );
+        eprintln!(
+            "leader {first} killed; takeover in {takeover:?}; Scheduled events: {by_replica:?}"
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn berth_reconnects_after_an_apiserver_restart_and_finishes() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(300), async {
+        let mut env = Env::start(ClusterOptions::default()).await?;
+        env.cluster
+            .create_nodes(10, &node_template("node", "4", "8Gi", 110))
+            .await?;
+        let mut berth = env.berth("solo", &[])?;
+        berth.wait_ready().await?;
+        env.create_pods(
+            (0..50)
+                .map(|i| pod(&format!("before-{i}"), "berth", "100m", json!({})))
+                .collect(),
+        )
+        .await?;
+        env.wait_bound("before-", 50, Duration::from_secs(60))
+            .await?;
+        env.cluster.restart_apiserver().await?;
+        // Made after the restart: only a reconnected watch sees them.
+        env.create_pods(
+            (0..50)
+                .map(|i| pod(&format!("after-{i}"), "berth", "100m", json!({})))
+                .collect(),
+        )
+        .await?;
+        let bound = env.wait_bound("after-", 50, Duration::from_secs(120)).await;
+        if let Err(e) = bound {
+            bail!("{e:#}\nberth log:\n{}", berth.log());
+        }
+        let all = env.wait_bound("", 100, Duration::from_secs(10)).await?;
+        assert_not_overcommitted(&env, &all).await?;
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_pods_on_five_hundred_nodes_fill_them_exactly() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(600), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        // Room for exactly 1,000 one-cpu pods: any accounting slip leaves a pod pending or
+        // overcommits a node.
+        env.cluster
+            .create_nodes(500, &node_template("node", "2", "8Gi", 110))
+            .await?;
+        let mut berth = env.berth("solo", &["--qps", "500", "--burst", "1000"])?;
+        berth.wait_ready().await?;
+        let started = Instant::now();
+        env.create_pods(
+            (0..1000)
+                .map(|i| pod(&format!("p-{i}"), "berth", "1", json!({})))
+                .collect(),
+        )
+        .await?;
+        let bound = env.wait_bound("p-", 1000, Duration::from_secs(400)).await;
+        let bound = match bound {
+            Ok(b) => b,
+            Err(e) => bail!("{e:#}\nberth log tail:\n{}", tail(&berth.log(), 40)),
+        };
+        assert_not_overcommitted(&env, &bound).await?;
+        eprintln!(
+            "1000 pods on 500 nodes bound in {:?} (debug build)",
+            started.elapsed()
+        );
+        Ok(())
+    })
+    .await;
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// End-to-end throughput: 5,000 pods on 1,000 nodes, from the moment Berth is ready (its
+/// caches hold every pending pod) until the watch shows the last pod bound. A measurement,
+/// not a test with a time bound on the result:
+/// `cargo test --release -p berth --test e2e -- --ignored --nocapture throughput`
+/// (`BERTH_BENCH_QPS`, default 5000, sets the client QPS; burst is twice that).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run explicitly, in release mode"]
+async fn throughput_5000_pods_on_1000_nodes() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(1200), async {
+        let qps: u32 = std::env::var("BERTH_BENCH_QPS")
+            .ok()
+            .and_then(|q| q.parse().ok())
+            .unwrap_or(5000);
+        let (nodes, pods) = (1000, 5000);
+        let env = Env::start(
+            ClusterOptions::default()
+                .for_throughput()
+                .max_lifetime(Duration::from_secs(1200)),
+        )
+        .await?;
+        env.cluster
+            .create_nodes(nodes, &node_template("node", "32", "128Gi", 110))
+            .await?;
+        env.create_pods(
+            (0..pods)
+                .map(|i| pod(&format!("p-{i}"), "berth", "100m", json!({})))
+                .collect(),
+        )
+        .await?;
+        let (q, b) = (qps.to_string(), (qps * 2).to_string());
+        let mut berth = env.berth("bench", &["--qps", &q, "--burst", &b])?;
+        let started = Instant::now();
+        // Count bindings from a watch, not by listing 5,000 pods over and over.
+        let api = env.pods();
+        let config = kube::runtime::watcher::Config::default().fields("spec.nodeName!=");
+        let mut stream = std::pin::pin!(kube::runtime::watcher(api, config));
+        berth.wait_ready().await?;
+        let ready = Instant::now();
+        let mut bound = std::collections::HashSet::new();
+        let mut per_second: BTreeMap<u64, usize> = BTreeMap::new();
+        while bound.len() < pods {
+            let event = stream.next().await.context("watch ended")??;
+            if let kube::runtime::watcher::Event::Apply(p)
+            | kube::runtime::watcher::Event::InitApply(p) = event
+                && bound.insert(p.metadata.name.clone().unwrap_or_default())
+            {
+                *per_second.entry(ready.elapsed().as_secs()).or_default() += 1;
+            }
+        }
+        let elapsed = ready.elapsed();
+        let all = env.wait_bound("p-", pods, Duration::from_secs(30)).await?;
+        assert_not_overcommitted(&env, &all).await?;
+        let windows: Vec<usize> = per_second.values().copied().collect();
+        // Berth's own account: time in scheduling cycles and in binding requests.
+        let (_, metrics) = berth.get("/metrics")?;
+        for line in metrics.lines().filter(|l| {
+            (l.contains("_sum") || l.contains("_count"))
+                && (l.starts_with("scheduler_scheduling_attempt_duration_seconds")
+                    || l.starts_with("scheduler_framework_extension_point_duration_seconds"))
+        }) {
+            eprintln!("  {line}");
+        }
+        if let Ok(dir) = std::env::var("BERTH_BENCH_LOG_DIR") {
+            std::fs::copy(&berth.log, Path::new(&dir).join("berth-bench.log"))?;
+        }
+        eprintln!(
+            "throughput: {pods} pods on {nodes} nodes, client qps {qps} burst {}: \
+             {:.1} s from ready ({:.1} s to ready), {:.0} pods/s; per 1 s window: {windows:?}",
+            qps * 2,
+            elapsed.as_secs_f64(),
+            (ready - started).as_secs_f64(),
+            pods as f64 / elapsed.as_secs_f64()
+        );
+        Ok(())
+    })
+    .await;
+}

@@ -1,0 +1,3 @@
+module berth.dev/plugin
+
+go 1.24
