@@ -66,6 +66,13 @@ struct BindLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    plugin: String,
+    extension_point: &'static str,
+    status: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LeaderLabels {
     name: String,
 }
@@ -82,6 +89,7 @@ pub struct Metrics {
     pending: Family<QueueLabels, Gauge>,
     phase_duration: HistogramFamily<PhaseLabels>,
     bind_duration: HistogramFamily<BindLabels>,
+    rule_duration: HistogramFamily<RuleLabels>,
     leader: Family<LeaderLabels, Gauge>,
 }
 
@@ -131,6 +139,14 @@ impl Metrics {
             "Latency for running an extension point (Bind: the pods/binding request).",
             bind_duration.clone(),
         );
+        let rule_duration = HistogramFamily::<RuleLabels>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration of each rule's (and WASM plugin's) per-pod preparation, by policy entry.",
+            rule_duration.clone(),
+        );
         let leader = Family::<LeaderLabels, Gauge>::default();
         registry.register(
             "leader_election_master_status",
@@ -145,6 +161,7 @@ impl Metrics {
             pending,
             phase_duration,
             bind_duration,
+            rule_duration,
             leader,
         }
     }
@@ -171,6 +188,16 @@ impl Metrics {
         self.phase_duration
             .get_or_create(&PhaseLabels { phase })
             .observe(seconds);
+    }
+
+    /// Records one rule's preparation time in a cycle (`plugin` is the policy entry's name).
+    pub fn rule(&self, plugin: &str, extension_point: &'static str, seconds: f64) {
+        let labels = RuleLabels {
+            plugin: plugin.to_string(),
+            extension_point,
+            status: "Success",
+        };
+        self.rule_duration.get_or_create(&labels).observe(seconds);
     }
 
     /// Records one binding request.
@@ -225,6 +252,7 @@ mod tests {
         m.attempt(AttemptResult::Unschedulable, 0.001);
         m.pending(3, 1, 2);
         m.leader(true);
+        m.rule("GpuModel", "PreFilter", 0.0003);
         let text = m.encode();
         for line in [
             r#"scheduler_schedule_attempts_total{result="scheduled",profile="berth"} 1"#,
@@ -236,5 +264,8 @@ mod tests {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
         assert!(text.contains("scheduler_scheduling_attempt_duration_seconds_bucket"));
+        assert!(text.contains(
+            r#"scheduler_plugin_execution_duration_seconds_count{plugin="GpuModel",extension_point="PreFilter",status="Success"} 1"#
+        ), "{text}");
     }
 }

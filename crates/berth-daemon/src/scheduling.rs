@@ -183,6 +183,10 @@ impl<B: Backend> SchedulingLoop<B> {
             .phase(Phase::Compile, (compiled - start).as_secs_f64());
         let decision = self.scheduler.schedule(self.cache.cluster(), &info, false);
         let decided = Instant::now();
+        for (rule, point, elapsed) in self.scheduler.last_cycle_timings() {
+            self.metrics
+                .rule(rule, point.as_str(), elapsed.as_secs_f64());
+        }
         self.metrics
             .phase(Phase::Algorithm, (decided - compiled).as_secs_f64());
         let key = queued.key();
@@ -456,6 +460,12 @@ mod tests {
         f.now += Duration::from_secs(1);
         f.lp.step(f.now);
         assert_eq!(f.calls.take(), [bind("web", "n1")]);
+        // Each rule of the policy now running reports its preparation time.
+        let text = f.lp.metrics.encode();
+        assert!(
+            text.contains(r#"plugin="PodToleratesNodeTaints",extension_point="PreFilter""#),
+            "{text}"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -132,6 +133,36 @@ pub struct WeightedScore {
     pub weight: i64,
 }
 
+/// Where in a cycle a rule's time was spent (upstream's extension point names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtensionPoint {
+    /// A filter's per-pod preparation.
+    PreFilter,
+    /// A score rule's per-pod preparation.
+    PreScore,
+}
+
+impl ExtensionPoint {
+    /// Upstream's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtensionPoint::PreFilter => "PreFilter",
+            ExtensionPoint::PreScore => "PreScore",
+        }
+    }
+}
+
+/// How long one rule's preparation took in the last cycle. Per-node work is not timed: a
+/// clock read per node and rule would cost more than most rules; preparation is where rules
+/// (and WASM plugins, which run all nodes in batches there) do their per-pod work.
+#[derive(Debug, Clone, Copy)]
+struct RuleTiming {
+    /// Index into the filters or the scores.
+    index: usize,
+    point: ExtensionPoint,
+    elapsed: Duration,
+}
+
 /// A configured scheduler: the rules of a policy and the cycle's state between pods.
 pub struct Scheduler {
     filters: Vec<NamedFilter>,
@@ -139,6 +170,7 @@ pub struct Scheduler {
     config: CycleConfig,
     next_start: usize,
     rng: ChaCha8Rng,
+    timings: Vec<RuleTiming>,
 }
 
 impl Scheduler {
@@ -150,6 +182,7 @@ impl Scheduler {
             config,
             next_start: 0,
             rng: ChaCha8Rng::seed_from_u64(config.seed),
+            timings: Vec::new(),
         }
     }
 
@@ -161,6 +194,19 @@ impl Scheduler {
     /// The score rules with their weights.
     pub fn scores(&self) -> &[WeightedScore] {
         &self.scores
+    }
+
+    /// Each rule's preparation time in the last cycle: (policy entry name, extension point,
+    /// duration). A cycle that ended early (a filter rejecting the pod everywhere) times only
+    /// the rules it prepared.
+    pub fn last_cycle_timings(&self) -> impl Iterator<Item = (&str, ExtensionPoint, Duration)> {
+        self.timings.iter().map(|t| {
+            let name = match t.point {
+                ExtensionPoint::PreFilter => &self.filters[t.index].name,
+                ExtensionPoint::PreScore => &self.scores[t.index].name,
+            };
+            (name.as_str(), t.point, t.elapsed)
+        })
     }
 
     /// How many feasible nodes to find before scoring (upstream's numFeasibleNodesToFind).
@@ -192,15 +238,38 @@ impl Scheduler {
             };
         }
         let ctx = CycleContext { cluster, pod };
+        self.timings.clear();
         let mut checks: Vec<Box<dyn NodeCheck + '_>> = Vec::new();
-        for f in &self.filters {
-            match f.rule.prepare(ctx) {
+        for (index, f) in self.filters.iter().enumerate() {
+            let started = Instant::now();
+            let prep = f.rule.prepare(ctx);
+            self.timings.push(RuleTiming {
+                index,
+                point: ExtensionPoint::PreFilter,
+                elapsed: started.elapsed(),
+            });
+            match prep {
                 FilterPrep::Skip => {}
                 FilterPrep::Check(c) => checks.push(c),
                 FilterPrep::RejectAll(reasons) => return reject_all(cluster, &reasons, explain),
             }
         }
-        let preps: Vec<ScorePrep<'_>> = self.scores.iter().map(|s| s.rule.prepare(ctx)).collect();
+        let timings = &mut self.timings;
+        let preps: Vec<ScorePrep<'_>> = self
+            .scores
+            .iter()
+            .enumerate()
+            .map(|(index, s)| {
+                let started = Instant::now();
+                let prep = s.rule.prepare(ctx);
+                timings.push(RuleTiming {
+                    index,
+                    point: ExtensionPoint::PreScore,
+                    elapsed: started.elapsed(),
+                });
+                prep
+            })
+            .collect();
         let scorers: Vec<&dyn NodeScore> = preps
             .iter()
             .filter_map(|p| match p {
@@ -743,6 +812,31 @@ mod tests {
                 resources_fit::REASON_CPU,
                 node_selector::REASON
             )
+        );
+    }
+
+    #[test]
+    fn each_rule_preparation_is_timed_under_its_policy_name() {
+        let mut c = zoned(3);
+        let p = c.compile_pod(pod("p").build());
+        let mut s = scheduler(
+            r#"{"predicates":[{"name":"GeneralPredicates"}],"priorities":[{"name":"LeastRequestedPriority","weight":1}]}"#,
+            CycleConfig::default(),
+        );
+        s.schedule(&c, &p, false);
+        let seen: Vec<(String, &str)> = s
+            .last_cycle_timings()
+            .map(|(name, point, _)| (name.to_string(), point.as_str()))
+            .collect();
+        let expect = |name: &str, point: &'static str| (name.to_string(), point);
+        assert_eq!(
+            seen,
+            [
+                expect("CheckNodeUnschedulable", "PreFilter"),
+                expect("GeneralPredicates", "PreFilter"),
+                expect("PodToleratesNodeTaints", "PreFilter"),
+                expect("LeastRequestedPriority", "PreScore"),
+            ]
         );
     }
 
