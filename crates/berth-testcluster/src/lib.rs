@@ -34,6 +34,7 @@ use secrecy::SecretString;
 use tempfile::TempDir;
 
 pub use nodes::node_template;
+pub use process::bounded_command;
 pub use wait::{wait_for, wait_until};
 
 use process::Server;

@@ -34,6 +34,26 @@ server=$$
 exec "$@"
 "#;
 
+/// A command running `program` (add its arguments to the command) in a new process group
+/// under the watchdog: it is killed when the test process is gone or after `lifetime`, and
+/// `dir`, if given, is removed when the test process died. For servers a test starts itself,
+/// such as the scheduler under test.
+pub fn bounded_command(program: &Path, lifetime: Duration, dir: Option<&Path>) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(WATCHDOG)
+        .arg("sh")
+        .arg(std::process::id().to_string())
+        .arg(lifetime.as_secs().max(1).to_string())
+        // `rm -rf ""` removes nothing.
+        .arg(dir.map_or(Path::new(""), |d| d))
+        .arg(program)
+        .stdin(Stdio::null())
+        .process_group(0);
+    command
+}
+
 /// One running server, killed with its whole process group when dropped.
 pub(crate) struct Server {
     name: &'static str,
@@ -54,19 +74,10 @@ impl Server {
         let log = dir.join(format!("{name}.log"));
         let out = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone()?;
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(WATCHDOG)
-            .arg("sh")
-            .arg(std::process::id().to_string())
-            .arg(lifetime.as_secs().max(1).to_string())
-            .arg(dir)
-            .arg(program)
+        let child = bounded_command(program, lifetime, Some(dir))
             .args(args)
-            .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
-            .process_group(0)
             .spawn()
             .with_context(|| format!("starting {name} ({})", program.display()))?;
         Ok(Self { name, child, log })

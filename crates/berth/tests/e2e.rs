@@ -9,9 +9,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -146,23 +145,6 @@ struct Berth {
     metrics: u16,
 }
 
-/// Kills the scheduler when the test process is gone or after `limit` seconds, whichever
-/// comes first; `exec` keeps the scheduler the process group's leader.
-const WATCHDOG: &str = r#"
-parent=$1 limit=$2
-shift 2
-server=$$
-(
-    elapsed=0
-    while [ "$elapsed" -lt "$limit" ] && kill -0 "$parent" 2>/dev/null; do
-        sleep 1
-        elapsed=$((elapsed + 1))
-    done
-    kill -KILL "$server"
-) </dev/null >/dev/null 2>&1 &
-exec "$@"
-"#;
-
 /// Hard bound on a scheduler process's life.
 const BERTH_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
@@ -196,21 +178,17 @@ impl Berth {
         args.push("--metrics-addr".into());
         args.push(format!("127.0.0.1:{metrics}"));
         args.extend(extra.iter().map(|s| s.to_string()));
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(WATCHDOG)
-            .arg("sh")
-            .arg(std::process::id().to_string())
-            .arg(BERTH_LIFETIME.as_secs().to_string())
-            .arg(env!("CARGO_BIN_EXE_berth"))
-            .args(&args)
-            .env("RUST_LOG", "info,berth_daemon=debug")
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .process_group(0)
-            .spawn()
-            .context("starting berth run")?;
+        let child = berth_testcluster::bounded_command(
+            Path::new(env!("CARGO_BIN_EXE_berth")),
+            BERTH_LIFETIME,
+            None,
+        )
+        .args(&args)
+        .env("RUST_LOG", "info,berth_daemon=debug")
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .context("starting berth run")?;
         Ok(Berth {
             child,
             log,
