@@ -16,9 +16,18 @@ use crate::Input;
 use crate::binder::Binder;
 use crate::client::{ClientError, ClientSettings, connect};
 use crate::leader::{LeaseSettings, campaign};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, ReloadSource};
 use crate::queue::QueueConfig;
 use crate::scheduling::{Health, SchedulerUpdates, SchedulingLoop};
+
+/// Hot reloading, from whatever watches the policy file and plugins: newer schedulers to swap
+/// in between cycles, and reload totals for /metrics.
+pub struct Reloading {
+    /// Newer schedulers.
+    pub updates: SchedulerUpdates,
+    /// Reload totals.
+    pub status: ReloadSource,
+}
 
 /// Everything `berth run` configures.
 #[derive(Debug, Clone)]
@@ -77,14 +86,19 @@ pub enum DaemonError {
 pub async fn run(
     config: DaemonConfig,
     scheduler: Scheduler,
-    updates: Option<SchedulerUpdates>,
+    reloading: Option<Reloading>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), DaemonError> {
     let client = connect(&config.client).await?;
     let events = connect(&config.client).await?;
     let runtime = tokio::runtime::Handle::current();
     let (inputs, receiver) = mpsc::channel::<Input>();
-    let metrics = Metrics::new(&config.scheduler_name);
+    let mut metrics = Metrics::new(&config.scheduler_name);
+    let mut updates = None;
+    if let Some(r) = reloading {
+        metrics = metrics.with_reload_source(r.status);
+        updates = Some(r.updates);
+    }
     let health = Arc::new(Health::default());
     let (stop_tx, stop) = watch::channel(false);
 

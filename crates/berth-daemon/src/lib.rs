@@ -17,7 +17,7 @@ pub mod scheduling;
 mod server;
 pub mod watch;
 
-pub use daemon::{DaemonConfig, DaemonError, run, termination_signal};
+pub use daemon::{DaemonConfig, DaemonError, Reloading, run, termination_signal};
 
 /// What the scheduling thread reacts to.
 #[derive(Debug)]

@@ -73,6 +73,28 @@ struct RuleLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReloadLabels {
+    object: &'static str,
+    result: &'static str,
+}
+
+/// Totals of hot reloads so far, from whatever watches the policy and plugins.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReloadCounts {
+    /// Policies swapped in after the first.
+    pub policy_applied: u64,
+    /// Policy changes rejected (the running policy stayed).
+    pub policy_rejected: u64,
+    /// Plugin module versions swapped in.
+    pub module_applied: u64,
+    /// Plugin module changes rejected (the running version stayed).
+    pub module_rejected: u64,
+}
+
+/// Where the reload totals come from, read at each scrape.
+pub type ReloadSource = Arc<dyn Fn() -> ReloadCounts + Send + Sync>;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LeaderLabels {
     name: String,
 }
@@ -91,6 +113,8 @@ pub struct Metrics {
     bind_duration: HistogramFamily<BindLabels>,
     rule_duration: HistogramFamily<RuleLabels>,
     leader: Family<LeaderLabels, Gauge>,
+    reloads: Family<ReloadLabels, Gauge>,
+    reload_source: Option<ReloadSource>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -147,6 +171,13 @@ impl Metrics {
             "Duration of each rule's (and WASM plugin's) per-pod preparation, by policy entry.",
             rule_duration.clone(),
         );
+        let reloads = Family::<ReloadLabels, Gauge>::default();
+        registry.register(
+            "berth_reloads",
+            "Hot reloads of the policy file and plugin modules so far, applied or rejected \
+             (a rejected one leaves the last good version running; the log says why).",
+            reloads.clone(),
+        );
         let leader = Family::<LeaderLabels, Gauge>::default();
         registry.register(
             "leader_election_master_status",
@@ -162,6 +193,8 @@ impl Metrics {
             phase_duration,
             bind_duration,
             rule_duration,
+            reloads,
+            reload_source: None,
             leader,
         }
     }
@@ -188,6 +221,12 @@ impl Metrics {
         self.phase_duration
             .get_or_create(&PhaseLabels { phase })
             .observe(seconds);
+    }
+
+    /// Reports reload totals from `source` at every scrape.
+    pub fn with_reload_source(mut self, source: ReloadSource) -> Self {
+        self.reload_source = Some(source);
+        self
     }
 
     /// Records one rule's preparation time in a cycle (`plugin` is the policy entry's name).
@@ -234,6 +273,19 @@ impl Metrics {
 
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> String {
+        if let Some(source) = &self.reload_source {
+            let counts = source();
+            for (object, result, value) in [
+                ("policy", "applied", counts.policy_applied),
+                ("policy", "rejected", counts.policy_rejected),
+                ("module", "applied", counts.module_applied),
+                ("module", "rejected", counts.module_rejected),
+            ] {
+                self.reloads
+                    .get_or_create(&ReloadLabels { object, result })
+                    .set(i64::try_from(value).unwrap_or(i64::MAX));
+            }
+        }
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
@@ -253,6 +305,10 @@ mod tests {
         m.pending(3, 1, 2);
         m.leader(true);
         m.rule("GpuModel", "PreFilter", 0.0003);
+        let m = m.with_reload_source(Arc::new(|| ReloadCounts {
+            module_rejected: 2,
+            ..ReloadCounts::default()
+        }));
         let text = m.encode();
         for line in [
             r#"scheduler_schedule_attempts_total{result="scheduled",profile="berth"} 1"#,
@@ -260,6 +316,8 @@ mod tests {
             r#"scheduler_pending_pods{queue="active"} 3"#,
             r#"scheduler_pending_pods{queue="unschedulable"} 2"#,
             r#"leader_election_master_status{name="berth"} 1"#,
+            r#"berth_reloads{object="module",result="rejected"} 2"#,
+            r#"berth_reloads{object="policy",result="applied"} 0"#,
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

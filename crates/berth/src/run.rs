@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use berth_daemon::client::ClientSettings;
 use berth_daemon::leader::LeaseSettings;
-use berth_daemon::{DaemonConfig, termination_signal};
+use berth_daemon::metrics::ReloadCounts;
+use berth_daemon::{DaemonConfig, Reloading, termination_signal};
 use berth_engine::CycleConfig;
 use berth_wasm::{PluginHost, Reloader, Runtime};
 use clap::ValueEnum;
@@ -105,9 +106,23 @@ pub fn run(args: &Args) -> Result<()> {
     let (reloader, scheduler) = Reloader::start(host, &args.policy, config, RELOAD_DEBOUNCE)
         .with_context(|| format!("policy {}", args.policy.display()))?;
     let reloader = Arc::new(reloader);
-    let updates = {
-        let reloader = reloader.clone();
-        Box::new(move || reloader.take_scheduler())
+    let reloading = Reloading {
+        updates: {
+            let reloader = reloader.clone();
+            Box::new(move || reloader.take_scheduler())
+        },
+        status: {
+            let reloader = reloader.clone();
+            Arc::new(move || {
+                let s = reloader.status();
+                ReloadCounts {
+                    policy_applied: s.policy_reloads,
+                    policy_rejected: s.policy_failures,
+                    module_applied: s.module_reloads,
+                    module_rejected: s.module_failures,
+                }
+            })
+        },
     };
 
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
@@ -142,7 +157,7 @@ pub fn run(args: &Args) -> Result<()> {
     runtime.block_on(berth_daemon::run(
         daemon,
         scheduler,
-        Some(updates),
+        Some(reloading),
         termination_signal(),
     ))?;
     drop(reloader);
