@@ -7,7 +7,10 @@ use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use berth_engine::model;
-use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use berth_engine::rules::volume_binding::VolumeBindings;
+use k8s_openapi::api::core::v1::{
+    Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -83,6 +86,78 @@ pub async fn bind(
     .await
     .map(drop)
     .map_err(classify)
+}
+
+/// The annotation a claim left to provisioning gets: the node to create its volume for.
+pub const SELECTED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
+
+/// Writes the volume bindings a placement assumed, before the pod is bound, as upstream's
+/// volume binder does: a chosen volume gets the claim in its `claimRef` (the PV controller
+/// completes the binding), a claim left to provisioning gets the selected node. Each write
+/// replaces the object at the version read, so a concurrent change fails (409) rather than
+/// being overwritten; the pod is then retried like any rejected binding.
+pub async fn bind_volumes(
+    client: &Client,
+    volumes: &VolumeBindings,
+    node: &str,
+) -> Result<(), BindError> {
+    // A missing volume or claim is no reason to drop the pod, as a 404 on the pod is.
+    let volume_error = |e: kube::Error| match classify(e) {
+        BindError::PodGone(m) => BindError::Other(format!("volume binding: {m}")),
+        other => other,
+    };
+    let split = |claim: &str| {
+        claim
+            .split_once('/')
+            .map(|(ns, name)| (ns.to_string(), name.to_string()))
+            .unwrap_or_else(|| (String::new(), claim.to_string()))
+    };
+    for (claim, volume) in &volumes.bound {
+        let (namespace, name) = split(claim);
+        let api: Api<PersistentVolume> = Api::all(client.clone());
+        let mut pv = api.get(volume).await.map_err(volume_error)?;
+        let spec = pv.spec.get_or_insert_default();
+        if let Some(taken) = &spec.claim_ref {
+            if taken.namespace.as_deref() == Some(&namespace)
+                && taken.name.as_deref() == Some(&name)
+            {
+                continue;
+            }
+            return Err(BindError::Conflict(format!(
+                "persistentvolume {volume} is already claimed by {}/{}",
+                taken.namespace.as_deref().unwrap_or(""),
+                taken.name.as_deref().unwrap_or("")
+            )));
+        }
+        spec.claim_ref = Some(ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("PersistentVolumeClaim".into()),
+            namespace: Some(namespace),
+            name: Some(name),
+            ..ObjectReference::default()
+        });
+        api.replace(volume, &PostParams::default(), &pv)
+            .await
+            .map_err(volume_error)?;
+    }
+    for claim in &volumes.provisioning {
+        let (namespace, name) = split(claim);
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &namespace);
+        let mut pvc = api.get(&name).await.map_err(volume_error)?;
+        let annotations = pvc.metadata.annotations.get_or_insert_default();
+        if annotations
+            .get(SELECTED_NODE_ANNOTATION)
+            .map(String::as_str)
+            == Some(node)
+        {
+            continue;
+        }
+        annotations.insert(SELECTED_NODE_ANNOTATION.into(), node.into());
+        api.replace(&name, &PostParams::default(), &pvc)
+            .await
+            .map_err(volume_error)?;
+    }
+    Ok(())
 }
 
 fn classify(error: kube::Error) -> BindError {
@@ -234,13 +309,14 @@ impl Binder {
 /// without one.
 pub trait Backend {
     /// Binds an assumed pod; the outcome comes back as [`Input::Bound`].
-    fn bind(&self, pod: &model::Pod, node: &str);
+    /// Binds a pod to a node, after writing its claims' volume bindings.
+    fn bind(&self, pod: &model::Pod, node: &str, volumes: VolumeBindings);
     /// Reports that a pod fits no node.
     fn unschedulable(&self, pod: &model::Pod, message: &str, set_condition: bool);
 }
 
 impl Backend for Binder {
-    fn bind(&self, pod: &model::Pod, node: &str) {
+    fn bind(&self, pod: &model::Pod, node: &str, volumes: VolumeBindings) {
         let this = self.clone();
         let reference = pod_reference(pod);
         let (namespace, name, uid) = (
@@ -253,7 +329,10 @@ impl Backend for Binder {
             async move {
                 let permit = this.binds.acquire().await;
                 let start = Instant::now();
-                let result = bind(&this.client, &namespace, &name, &uid, &node).await;
+                let result = match bind_volumes(&this.client, &volumes, &node).await {
+                    Ok(()) => bind(&this.client, &namespace, &name, &uid, &node).await,
+                    Err(e) => Err(e),
+                };
                 this.metrics
                     .bind(result.is_ok(), start.elapsed().as_secs_f64());
                 let key = format!("{namespace}/{name}");

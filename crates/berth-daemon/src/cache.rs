@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
+use berth_engine::rules::volume_binding::{VolumeBindings, bind_pod_volumes};
 use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
 use berth_kube::PriorityResolver;
 use berth_kube::convert::{self, ConvertError};
@@ -220,15 +221,18 @@ impl Cache {
     }
 
     /// Counts a pod on `node` at once, before its binding is sent, so the next cycle sees
-    /// it. Returns the node's name.
+    /// it; its delayed-binding claims are assumed bound to the volumes chosen for them (or
+    /// to provisioning on the node), so no later pod takes the same volume. Returns the
+    /// node's name and those volume bindings, which must reach the API before the pod's.
     pub fn assume(
         &mut self,
         queued: QueuedPod,
         info: PodInfo,
         node: NodeId,
-    ) -> Result<String, ClusterError> {
+    ) -> Result<(String, VolumeBindings), ClusterError> {
         let name = self.cluster.node(node).name().to_string();
         let key = queued.key();
+        let volumes = bind_pod_volumes(&mut self.cluster, &info, node);
         self.cluster.insert_pod(info, Some(node))?;
         self.assumed.insert(
             key,
@@ -237,7 +241,7 @@ impl Cache {
                 queued,
             },
         );
-        Ok(name)
+        Ok((name, volumes))
     }
 
     /// Drops the assumption for the pod with this key and UID (its binding failed) and
@@ -775,7 +779,7 @@ mod tests {
         let queued = f.queue.pop(f.now).unwrap();
         let info = f.cache.compile(queued.pod.clone());
         let n1 = f.cache.cluster().node_by_name("n1").unwrap();
-        assert_eq!(f.cache.assume(queued, info, n1).unwrap(), "n1");
+        assert_eq!(f.cache.assume(queued, info, n1).unwrap().0, "n1");
         assert_eq!(f.on("n1"), (500, vec!["a".into()]));
         // The watch still shows it pending (an update from before the binding): ignored.
         f.pod(Change::Apply(pod("a", "berth", 500)));

@@ -194,11 +194,11 @@ impl<B: Backend> SchedulingLoop<B> {
             (Some(node), _) => {
                 let pod = queued.pod.clone();
                 match self.cache.assume(queued, info, node) {
-                    Ok(node_name) => {
+                    Ok((node_name, volumes)) => {
                         self.metrics
                             .phase(Phase::Assume, decided.elapsed().as_secs_f64());
                         debug!(pod = %key, node = %node_name, "assumed");
-                        self.backend.bind(&pod, &node_name);
+                        self.backend.bind(&pod, &node_name, volumes);
                         self.metrics
                             .attempt(AttemptResult::Scheduled, start.elapsed().as_secs_f64());
                     }
@@ -251,6 +251,7 @@ impl<B: Backend> SchedulingLoop<B> {
 
 #[cfg(test)]
 mod tests {
+    use berth_engine::rules::volume_binding::VolumeBindings;
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -269,6 +270,7 @@ mod tests {
     #[derive(Debug, Clone, PartialEq, Eq)]
     enum Call {
         Bind(String, String),
+        Volumes(String, Vec<(String, String)>, Vec<String>),
         Unschedulable(String, String, bool),
     }
 
@@ -282,10 +284,16 @@ mod tests {
     }
 
     impl Backend for Recorder {
-        fn bind(&self, pod: &berth_engine::model::Pod, node: &str) {
-            self.0
-                .borrow_mut()
-                .push(Call::Bind(pod.meta.name.clone(), node.into()));
+        fn bind(&self, pod: &berth_engine::model::Pod, node: &str, volumes: VolumeBindings) {
+            let mut calls = self.0.borrow_mut();
+            if !volumes.bound.is_empty() || !volumes.provisioning.is_empty() {
+                calls.push(Call::Volumes(
+                    pod.meta.name.clone(),
+                    volumes.bound,
+                    volumes.provisioning,
+                ));
+            }
+            calls.push(Call::Bind(pod.meta.name.clone(), node.into()));
         }
         fn unschedulable(&self, pod: &berth_engine::model::Pod, message: &str, set: bool) {
             self.0.borrow_mut().push(Call::Unschedulable(

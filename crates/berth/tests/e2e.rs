@@ -17,7 +17,7 @@ use anyhow::{Context, Result, bail};
 use berth_testcluster::{ClusterOptions, TestCluster, node_template};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -485,6 +485,93 @@ async fn pods_land_where_the_policy_says_and_failures_are_explained() {
         assert_eq!(berth.get("/healthz")?.0, 200);
         let status = berth.terminate()?;
         assert!(status.success(), "exit {status}:\n{}", berth.log());
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_binding_claims_are_bound_before_their_pods() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(180), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        let mut local = node_template("local", "4", "8Gi", 110);
+        local.metadata.name = Some("local".into());
+        env.cluster.create_nodes_with(1, |_| local.clone()).await?;
+        env.cluster
+            .apply_yaml(
+                r#"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: dynamic}
+provisioner: example.com/fake-csi
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-local}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: local
+  local: {path: /mnt/disk}
+  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [local]}]}]}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: default}
+spec: {accessModes: [ReadWriteOnce], storageClassName: local, resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: fresh, namespace: default}
+spec: {accessModes: [ReadWriteOnce], storageClassName: dynamic, resources: {requests: {storage: 1Gi}}}
+"#,
+            )
+            .await?;
+        // No PV controller runs here to mark the volume Available, as one would.
+        let pvs: Api<PersistentVolume> = Api::all(env.admin.clone());
+        let mut pv = pvs.get_status("pv-local").await?;
+        pv.status.get_or_insert_default().phase = Some("Available".into());
+        pvs.replace_status("pv-local", &PostParams::default(), &pv)
+            .await?;
+
+        let mut berth = env.berth("solo", &[])?;
+        berth.wait_ready().await?;
+        let claim = |claim: &str| {
+            json!({"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": claim}}]})
+        };
+        env.create_pods(vec![
+            pod("uses-local", "berth", "100m", claim("data")),
+            pod("uses-fresh", "berth", "100m", claim("fresh")),
+        ])
+        .await?;
+        env.wait_bound("uses-", 2, Duration::from_secs(60)).await?;
+        let claim_ref = pvs.get("pv-local").await?.spec.and_then(|s| s.claim_ref);
+        assert_eq!(
+            claim_ref.map(|r| (r.namespace, r.name)),
+            Some((Some("default".into()), Some("data".into()))),
+            "the chosen volume names its claim"
+        );
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.admin.clone(), "default");
+        let fresh = claims.get("fresh").await?;
+        assert_eq!(
+            fresh
+                .metadata
+                .annotations
+                .unwrap_or_default()
+                .get("volume.kubernetes.io/selected-node")
+                .map(String::as_str),
+            Some("local"),
+            "the claim left to provisioning names the node"
+        );
+        berth.terminate()?;
         Ok(())
     })
     .await;
