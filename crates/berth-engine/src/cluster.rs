@@ -535,6 +535,11 @@ impl Cluster {
         self.node_by_name.len()
     }
 
+    /// Whether `id` names a node still in the cluster.
+    pub fn has_node(&self, id: NodeId) -> bool {
+        self.nodes.get(id.0 as usize).is_some_and(Option::is_some)
+    }
+
     /// A node by id. Panics if the id is stale, which is a bug in the caller.
     #[inline]
     pub fn node(&self, id: NodeId) -> &NodeInfo {

@@ -485,14 +485,10 @@ pub struct VolumeBindings {
 /// to provisioning gets `volume.kubernetes.io/selected-node`, which keeps later pods sharing
 /// the claim on that node. Does nothing if the node does not pass this rule for the pod.
 pub fn bind_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId) -> VolumeBindings {
-    let Some(node_name) = cluster
-        .node_order()
-        .contains(&node)
-        .then(|| cluster.node(node).name().to_string())
-    else {
-        return VolumeBindings::default();
-    };
     let mut result = VolumeBindings::default();
+    if !cluster.has_node(node) {
+        return result;
+    }
     let mut to_bind: Vec<((String, String), String)> = Vec::new();
     let mut to_provision: Vec<(String, String)> = Vec::new();
     {
@@ -515,6 +511,7 @@ pub fn bind_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId) -> V
         }
         to_provision.extend(plan.selected_claims.iter().map(|u| key(u.claim)));
     }
+    let node_name = cluster.node(node).name().to_string();
     let mut done: HashSet<(String, String)> = HashSet::new();
     for (claim_key, volume) in to_bind {
         if !done.insert(claim_key.clone()) {
