@@ -514,74 +514,43 @@ impl Cache {
     }
 
     fn persistent_volume(&mut self, change: Change<PersistentVolume>) -> Effect {
-        match change {
-            Change::Synced => Effect::Synced,
-            Change::Apply(object) => {
-                if let Some(pv) = converted(convert::persistent_volume(&object)) {
-                    self.cluster
-                        .persistent_volumes
-                        .insert(pv.meta.name.clone(), pv);
-                }
-                Effect::CouldHelp
-            }
-            Change::Delete(key) => {
-                self.cluster.persistent_volumes.remove(&key.name);
-                Effect::None
-            }
-        }
+        apply_keyed(
+            change,
+            &mut self.cluster.persistent_volumes,
+            convert::persistent_volume,
+            |pv| pv.meta.name.clone(),
+            |key| key.name.clone(),
+        )
     }
 
     fn persistent_volume_claim(&mut self, change: Change<PersistentVolumeClaim>) -> Effect {
-        match change {
-            Change::Synced => Effect::Synced,
-            Change::Apply(object) => {
-                if let Some(claim) = converted(convert::persistent_volume_claim(&object)) {
-                    let key = (claim.meta.namespace.clone(), claim.meta.name.clone());
-                    self.cluster.persistent_volume_claims.insert(key, claim);
-                }
-                Effect::CouldHelp
-            }
-            Change::Delete(key) => {
-                self.cluster
-                    .persistent_volume_claims
-                    .remove(&(key.namespace().to_string(), key.name));
-                Effect::None
-            }
-        }
+        apply_keyed(
+            change,
+            &mut self.cluster.persistent_volume_claims,
+            convert::persistent_volume_claim,
+            |claim| (claim.meta.namespace.clone(), claim.meta.name.clone()),
+            |key| (key.namespace().to_string(), key.name.clone()),
+        )
     }
 
     fn storage_class(&mut self, change: Change<StorageClass>) -> Effect {
-        match change {
-            Change::Synced => Effect::Synced,
-            Change::Apply(object) => {
-                if let Some(class) = converted(convert::storage_class(&object)) {
-                    self.cluster
-                        .storage_classes
-                        .insert(class.meta.name.clone(), class);
-                }
-                Effect::CouldHelp
-            }
-            Change::Delete(key) => {
-                self.cluster.storage_classes.remove(&key.name);
-                Effect::None
-            }
-        }
+        apply_keyed(
+            change,
+            &mut self.cluster.storage_classes,
+            convert::storage_class,
+            |class| class.meta.name.clone(),
+            |key| key.name.clone(),
+        )
     }
 
     fn csi_node(&mut self, change: Change<CSINode>) -> Effect {
-        match change {
-            Change::Synced => Effect::Synced,
-            Change::Apply(object) => {
-                if let Some(csi) = converted(convert::csi_node(&object)) {
-                    self.cluster.csi_nodes.insert(csi.meta.name.clone(), csi);
-                }
-                Effect::CouldHelp
-            }
-            Change::Delete(key) => {
-                self.cluster.csi_nodes.remove(&key.name);
-                Effect::None
-            }
-        }
+        apply_keyed(
+            change,
+            &mut self.cluster.csi_nodes,
+            convert::csi_node,
+            |csi| csi.meta.name.clone(),
+            |key| key.name.clone(),
+        )
     }
 
     /// Priority classes only affect pods converted later; admission has normally written
@@ -630,6 +599,30 @@ fn gated(pod: &Pod) -> bool {
 }
 
 /// The converted object, or None after logging why it cannot be used.
+/// Applies a change to one of the cluster's maps of objects the volume rules read, keyed by
+/// name (or namespace and name). A new or changed object could let a waiting pod fit.
+fn apply_keyed<K, T, Key: std::hash::Hash + Eq, S: std::hash::BuildHasher>(
+    change: Change<K>,
+    map: &mut HashMap<Key, T, S>,
+    convert: fn(&K) -> Result<T, ConvertError>,
+    key_of: fn(&T) -> Key,
+    key_of_deleted: fn(&ObjectKey) -> Key,
+) -> Effect {
+    match change {
+        Change::Synced => Effect::Synced,
+        Change::Apply(object) => {
+            if let Some(value) = converted(convert(&object)) {
+                map.insert(key_of(&value), value);
+            }
+            Effect::CouldHelp
+        }
+        Change::Delete(key) => {
+            map.remove(&key_of_deleted(&key));
+            Effect::None
+        }
+    }
+}
+
 fn converted<T>(result: Result<T, ConvertError>) -> Option<T> {
     result
         .inspect_err(|e| warn!(error = %e, "object left out of the cache"))
