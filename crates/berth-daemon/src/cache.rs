@@ -11,8 +11,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use berth_engine::rules::volume_binding::{VolumeBindings, bind_pod_volumes};
+use berth_engine::rules::volume_binding::VolumeBindings;
 use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
+use berth_engine::{Reservation, Scheduler};
 use berth_kube::PriorityResolver;
 use berth_kube::convert::{self, ConvertError};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -171,6 +172,8 @@ pub struct Assumed {
     pub node: String,
     /// The pod as it was queued, to requeue it if the binding fails.
     pub queued: QueuedPod,
+    /// What Reserve recorded, for Unreserve if the binding fails.
+    pub reservation: Reservation,
 }
 
 /// The engine cluster kept current from watch events, plus assumptions.
@@ -221,33 +224,46 @@ impl Cache {
     }
 
     /// Counts a pod on `node` at once, before its binding is sent, so the next cycle sees
-    /// it; its delayed-binding claims are assumed bound to the volumes chosen for them (or
-    /// to provisioning on the node), so no later pod takes the same volume. Returns the
-    /// node's name and those volume bindings, which must reach the API before the pod's.
+    /// it, after the scheduler's Reserve stage (with CheckVolumeBinding, delayed-binding
+    /// claims are assumed bound to the volumes chosen for them, or to provisioning on the
+    /// node, so no later pod takes the same volume). Returns the node's name and those volume
+    /// bindings, which must reach the API before the pod's.
     pub fn assume(
         &mut self,
+        scheduler: &Scheduler,
         queued: QueuedPod,
         info: PodInfo,
         node: NodeId,
     ) -> Result<(String, VolumeBindings), ClusterError> {
         let name = self.cluster.node(node).name().to_string();
         let key = queued.key();
-        let volumes = bind_pod_volumes(&mut self.cluster, &info, node);
-        self.cluster.insert_pod(info, Some(node))?;
+        let reservation = scheduler.reserve(&mut self.cluster, &info, node);
+        if let Err(e) = self.cluster.insert_pod(info, Some(node)) {
+            scheduler.unreserve(&mut self.cluster, &reservation);
+            return Err(e);
+        }
+        let volumes = reservation.volumes.clone();
         self.assumed.insert(
             key,
             Assumed {
                 node: name.clone(),
                 queued,
+                reservation,
             },
         );
         Ok((name, volumes))
     }
 
+    /// Unreserve for a placement whose binding failed.
+    pub fn unreserve(&mut self, scheduler: &Scheduler, reservation: &Reservation) {
+        scheduler.unreserve(&mut self.cluster, reservation);
+    }
+
     /// Drops the assumption for the pod with this key and UID (its binding failed) and
-    /// returns the queued pod for a retry. None when the watch has meanwhile shown the pod
-    /// bound, deleted or re-created: then there is nothing to undo.
-    pub fn forget(&mut self, key: &str, uid: &str) -> Option<QueuedPod> {
+    /// returns the queued pod for a retry with its reservation (for [`Cache::unreserve`]).
+    /// None when the watch has meanwhile shown the pod bound, deleted or re-created: then
+    /// there is nothing to undo.
+    pub fn forget(&mut self, key: &str, uid: &str) -> Option<(QueuedPod, Reservation)> {
         if self.assumed.get(key)?.queued.pod.meta.uid != uid {
             return None;
         }
@@ -260,7 +276,7 @@ impl Cache {
         {
             self.unplaced.remove(key);
         }
-        Some(assumed.queued)
+        Some((assumed.queued, assumed.reservation))
     }
 
     /// Applies one watch event. Pending pods of this scheduler go to (or leave) `queue`;
@@ -639,11 +655,19 @@ mod tests {
         cache: Cache,
         queue: Queue,
         now: Instant,
+        scheduler: Scheduler,
     }
 
     impl Fixture {
         fn new() -> Self {
+            let policy = berth_policy::parse(
+                r#"{"predicates":[{"name":"CheckVolumeBinding"}],"priorities":[]}"#,
+                "test.json",
+            )
+            .expect("policy");
             Fixture {
+                scheduler: berth_engine::registry::scheduler_for(&policy, Default::default())
+                    .expect("scheduler"),
                 cache: Cache::new("berth"),
                 queue: Queue::new(QueueConfig::default()),
                 now: Instant::now(),
@@ -772,7 +796,10 @@ mod tests {
         let queued = f.queue.pop(f.now).unwrap();
         let info = f.cache.compile(queued.pod.clone());
         let n1 = f.cache.cluster().node_by_name("n1").unwrap();
-        assert_eq!(f.cache.assume(queued, info, n1).unwrap().0, "n1");
+        assert_eq!(
+            f.cache.assume(&f.scheduler, queued, info, n1).unwrap().0,
+            "n1"
+        );
         assert_eq!(f.on("n1"), (500, vec!["a".into()]));
         // The watch still shows it pending (an update from before the binding): ignored.
         f.pod(Change::Apply(pod("a", "berth", 500)));
@@ -780,7 +807,7 @@ mod tests {
         assert_eq!(f.on("n1").0, 500);
         // A failed binding for another UID changes nothing; for this one it undoes it.
         assert!(f.cache.forget("default/a", "uid-other").is_none());
-        let back = f.cache.forget("default/a", "uid-a").expect("assumed");
+        let (back, _) = f.cache.forget("default/a", "uid-a").expect("assumed");
         assert_eq!(back.pod.meta.name, "a");
         assert_eq!(f.on("n1"), (0, vec![]));
     }
@@ -793,7 +820,7 @@ mod tests {
         let queued = f.queue.pop(f.now).unwrap();
         let info = f.cache.compile(queued.pod.clone());
         let n1 = f.cache.cluster().node_by_name("n1").unwrap();
-        f.cache.assume(queued, info, n1).unwrap();
+        f.cache.assume(&f.scheduler, queued, info, n1).unwrap();
         f.pod(Change::Apply(bound(pod("a", "berth", 500), "n1")));
         assert_eq!(f.cache.assumed_count(), 0);
         assert_eq!(f.on("n1"), (500, vec!["a".into()]));

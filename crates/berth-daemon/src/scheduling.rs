@@ -193,7 +193,7 @@ impl<B: Backend> SchedulingLoop<B> {
         match (decision.node, decision.fit_error) {
             (Some(node), _) => {
                 let pod = queued.pod.clone();
-                match self.cache.assume(queued, info, node) {
+                match self.cache.assume(&self.scheduler, queued, info, node) {
                     Ok((node_name, volumes)) => {
                         self.metrics
                             .phase(Phase::Assume, decided.elapsed().as_secs_f64());
@@ -236,9 +236,10 @@ impl<B: Backend> SchedulingLoop<B> {
             Ok(()) => return,
             Err(e) => e,
         };
-        let Some(queued) = self.cache.forget(&key, &uid) else {
+        let Some((queued, reservation)) = self.cache.forget(&key, &uid) else {
             return;
         };
+        self.cache.unreserve(&self.scheduler, &reservation);
         match error {
             BindError::PodGone(_) => debug!(pod = %key, "pod deleted before its binding"),
             e => {

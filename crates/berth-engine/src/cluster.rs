@@ -67,8 +67,9 @@ impl HostPort {
 ///
 /// Laid out hot fields first (`repr(C)` keeps the order): what filters and scores read for
 /// every node sits in the first few cache lines; the node as given is boxed, since only
-/// reports and rare rules read it.
-#[derive(Debug)]
+/// reports and rare rules read it. Cloned only one node at a time, for the hypothetical
+/// checks of preemption and nominated pods.
+#[derive(Debug, Clone)]
 #[repr(C)]
 pub struct NodeInfo {
     /// The node's id in the cluster, so per-node tables built in `prepare` can be indexed
@@ -129,6 +130,46 @@ impl NodeInfo {
     /// The node's conditions.
     pub fn conditions(&self) -> &NodeConditions {
         &self.conditions
+    }
+
+    /// Counts `pod` in this node's aggregates. `id` is None for a pod that is not in the
+    /// cluster (a nominated pod added to a hypothetical copy of the node): it then takes one
+    /// of the node's pod slots instead of appearing in `pods`, since rules look listed pods
+    /// up in the cluster.
+    pub fn add_pod(&mut self, pod: &PodInfo, id: Option<PodId>) {
+        self.requested.add(&pod.request);
+        self.nonzero_milli_cpu += pod.nonzero_milli_cpu;
+        self.nonzero_memory += pod.nonzero_memory;
+        match id {
+            Some(id) => {
+                self.pods.push(id);
+                if pod.affinity.has_pod_terms() {
+                    self.pods_with_affinity.push(id);
+                }
+            }
+            None => self.allowed_pods -= 1,
+        }
+        if pod.needs_ip {
+            self.pods_needing_ip += 1;
+        }
+        self.used_ports.extend(pod.host_ports.iter().cloned());
+    }
+
+    /// Undoes [`NodeInfo::add_pod`] for a pod of the cluster.
+    pub fn remove_pod(&mut self, pod: &PodInfo, id: PodId) {
+        self.requested.sub(&pod.request);
+        self.nonzero_milli_cpu -= pod.nonzero_milli_cpu;
+        self.nonzero_memory -= pod.nonzero_memory;
+        remove_item(&mut self.pods, id);
+        if pod.needs_ip {
+            self.pods_needing_ip -= 1;
+        }
+        for hp in &pod.host_ports {
+            if let Some(i) = self.used_ports.iter().position(|u| u == hp) {
+                self.used_ports.swap_remove(i);
+            }
+        }
+        remove_item(&mut self.pods_with_affinity, id);
     }
 }
 
@@ -630,16 +671,8 @@ impl Cluster {
             .expect("live node id");
         node.name()
             .clone_into(pod.pod.node_name.get_or_insert_default());
-        node.requested.add(&pod.request);
-        node.nonzero_milli_cpu += pod.nonzero_milli_cpu;
-        node.nonzero_memory += pod.nonzero_memory;
-        node.pods.push(id);
-        if pod.needs_ip {
-            node.pods_needing_ip += 1;
-        }
-        node.used_ports.extend(pod.host_ports.iter().cloned());
+        node.add_pod(pod, Some(id));
         if pod.affinity.has_pod_terms() {
-            node.pods_with_affinity.push(id);
             self.pods_with_affinity.push(id);
             index_terms(
                 &mut self.anti_affinity_terms,
@@ -666,19 +699,7 @@ impl Cluster {
         pod.pod.node_name = None;
         let pod = self.pods[id.0 as usize].as_ref().expect("live pod id");
         if let Some(node) = self.nodes[node_id.0 as usize].as_mut() {
-            node.requested.sub(&pod.request);
-            node.nonzero_milli_cpu -= pod.nonzero_milli_cpu;
-            node.nonzero_memory -= pod.nonzero_memory;
-            remove_item(&mut node.pods, id);
-            if pod.needs_ip {
-                node.pods_needing_ip -= 1;
-            }
-            for hp in &pod.host_ports {
-                if let Some(i) = node.used_ports.iter().position(|u| u == hp) {
-                    node.used_ports.swap_remove(i);
-                }
-            }
-            remove_item(&mut node.pods_with_affinity, id);
+            node.remove_pod(pod, id);
         }
         if pod.affinity.has_pod_terms() {
             remove_item(&mut self.pods_with_affinity, id);

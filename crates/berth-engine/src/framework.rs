@@ -9,7 +9,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
+use crate::model::{PersistentVolume, PersistentVolumeClaim};
 use crate::podinfo::PodInfo;
+use crate::rules::volume_binding::VolumeBindings;
 
 /// The largest score a rule gives a node.
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -93,10 +95,57 @@ impl<'a> FilterPrep<'a> {
     }
 }
 
+/// How a node that failed a filter might still take the pod: upstream's status codes
+/// `Unschedulable` and `UnschedulableAndUnresolvable`. Preemption looks only at nodes whose
+/// failures are all `Unschedulable`: removing pods cannot fix the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FailureKind {
+    /// Removing pods from the node could make it fit (resources, ports, anti-affinity).
+    Unschedulable,
+    /// Nothing about the node's pods can change the outcome (selectors, taints, node name,
+    /// volume topology).
+    UnschedulableAndUnresolvable,
+}
+
+/// What Reserve did for one placement: what the caller must write to the API before the
+/// pod is bound, and what Unreserve needs to take it back.
+#[derive(Debug, Clone, Default)]
+pub struct Reservation {
+    /// Volume bindings assumed for the pod's delayed-binding claims (CheckVolumeBinding).
+    pub volumes: VolumeBindings,
+    /// The volumes and claims as they were before Reserve changed them, restored by
+    /// Unreserve.
+    pub(crate) previous_volumes: Vec<PersistentVolume>,
+    /// See `previous_volumes`.
+    pub(crate) previous_claims: Vec<PersistentVolumeClaim>,
+}
+
 /// A filter (a policy predicate).
 pub trait FilterRule: Send + Sync {
     /// Prepares the rule for one pod.
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a>;
+
+    /// The kind of one of this rule's failure reasons (from `check` or `RejectAll`), as
+    /// upstream's plugin for the predicate returns it. Most failures are `Unschedulable`.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::Unschedulable
+    }
+
+    /// Reserve: records in the cluster the side effects of placing `pod` on `node` that
+    /// later cycles must see before the pod is bound (upstream's Reserve extension point).
+    /// Runs before the pod is assigned; the default does nothing.
+    fn reserve(
+        &self,
+        _cluster: &mut Cluster,
+        _pod: &PodInfo,
+        _node: NodeId,
+        _into: &mut Reservation,
+    ) {
+    }
+
+    /// Unreserve: undoes what `reserve` recorded, when the placement fails later (a rejected
+    /// binding). The default does nothing.
+    fn unreserve(&self, _cluster: &mut Cluster, _reservation: &Reservation) {}
 }
 
 /// The per-node scoring of a score rule, after preparation.

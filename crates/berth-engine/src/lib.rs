@@ -5,11 +5,14 @@
 //! [`model`] types, compile a [`Scheduler`] from a policy, and run one cycle per pod.
 
 pub mod cluster;
+mod filters;
 pub mod framework;
 mod json;
 pub mod labels;
 pub mod model;
+pub mod nominator;
 pub mod podinfo;
+pub mod preemption;
 pub mod registry;
 pub mod resources;
 pub mod rules;
@@ -18,6 +21,7 @@ pub mod simulation;
 pub mod testkit;
 
 pub use cluster::{Cluster, ClusterError, NodeId, NodeInfo, PodId};
-pub use framework::{CycleContext, FilterRule, Reason, ScoreRule};
+pub use framework::{CycleContext, FailureKind, FilterRule, Reason, Reservation, ScoreRule};
+pub use nominator::Nominator;
 pub use podinfo::PodInfo;
 pub use scheduler::{CycleConfig, Decision, Explanation, FitError, Scheduler};

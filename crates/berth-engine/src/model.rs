@@ -363,6 +363,13 @@ pub struct Pod {
     pub host_network: bool,
     /// `spec.topologySpreadConstraints`.
     pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// `spec.preemptionPolicy` is `Never`: the pod waits instead of preempting.
+    pub preempt_never: bool,
+    /// `status.nominatedNodeName`: the node a preemption cleared for this pending pod.
+    pub nominated_node_name: Option<String>,
+    /// `status.startTime`, seconds since the epoch (None: not started yet). Preemption
+    /// spares pods that started earlier.
+    pub start_time: Option<i64>,
 }
 
 impl Pod {
@@ -375,6 +382,20 @@ impl Pod {
     pub fn controller(&self) -> Option<&OwnerRef> {
         self.meta.owners.iter().find(|o| o.controller)
     }
+}
+
+/// A PodDisruptionBudget (`policy/v1`): what preemption reads of it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PodDisruptionBudget {
+    /// Metadata (namespace and name).
+    pub meta: Meta,
+    /// `spec.selector`; None or empty selects no pod (upstream's preemption skips such a
+    /// budget).
+    pub selector: Option<LabelSelector>,
+    /// `status.disruptionsAllowed`.
+    pub disruptions_allowed: i32,
+    /// `status.disruptedPods`: names of pods already being evicted, not counted again.
+    pub disrupted_pods: Vec<String>,
 }
 
 /// A namespace.

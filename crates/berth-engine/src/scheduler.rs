@@ -11,10 +11,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::cluster::{Cluster, NodeId, NodeInfo};
+use crate::cluster::{Cluster, NodeId};
+use crate::filters::PreparedFilters;
 use crate::framework::{
-    CycleContext, FilterPrep, FilterRule, NodeCheck, NodeScore, Reason, ScorePrep, ScoreRule,
+    CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, NodeScore, Reason, Reservation,
+    ScorePrep, ScoreRule,
 };
+use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 
 /// Below this many nodes a pass runs on the calling thread: a pass over fewer nodes takes
@@ -31,6 +34,9 @@ const TASKS_PER_THREAD: usize = 4;
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream's floor on the adaptive percentage of nodes to score.
 const MIN_FEASIBLE_NODES_PERCENTAGE: usize = 5;
+
+/// Mixed into the seed of preemption's generator, so it differs from the tie-break one.
+const PREEMPTION_SEED: u64 = 0x7072_6565_6d70_7421;
 
 /// The message when the cluster has no node at all (upstream's ErrNoNodesAvailable).
 pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
@@ -54,6 +60,16 @@ pub struct FitError {
     pub num_all_nodes: usize,
     /// Reason -> number of nodes that gave it.
     pub reasons: BTreeMap<String, usize>,
+    /// The nodes whose failure is UnschedulableAndUnresolvable (removing pods cannot help),
+    /// in id order. Preemption considers only the others.
+    pub unresolvable: Vec<NodeId>,
+}
+
+impl FitError {
+    /// Whether preemption cannot help on `node`.
+    pub fn is_unresolvable(&self, node: NodeId) -> bool {
+        self.unresolvable.binary_search(&node).is_ok()
+    }
 }
 
 impl fmt::Display for FitError {
@@ -170,6 +186,9 @@ pub struct Scheduler {
     config: CycleConfig,
     next_start: usize,
     rng: ChaCha8Rng,
+    /// Preemption's own generator (the dry run's random offset), seeded from the same seed
+    /// but separate, so a preemption attempt does not shift later tie-breaks.
+    preemption_rng: ChaCha8Rng,
     timings: Vec<RuleTiming>,
 }
 
@@ -182,6 +201,7 @@ impl Scheduler {
             config,
             next_start: 0,
             rng: ChaCha8Rng::seed_from_u64(config.seed),
+            preemption_rng: ChaCha8Rng::seed_from_u64(config.seed ^ PREEMPTION_SEED),
             timings: Vec::new(),
         }
     }
@@ -189,6 +209,16 @@ impl Scheduler {
     /// The filters, in evaluation order.
     pub fn filters(&self) -> &[NamedFilter] {
         &self.filters
+    }
+
+    /// The policy's `alwaysCheckAllPredicates`.
+    pub(crate) fn check_all(&self) -> bool {
+        self.config.always_check_all_predicates
+    }
+
+    /// The seeded generator of preemption's candidate offset.
+    pub(crate) fn preemption_rng(&mut self) -> &mut ChaCha8Rng {
+        &mut self.preemption_rng
     }
 
     /// The score rules with their weights.
@@ -209,6 +239,24 @@ impl Scheduler {
         })
     }
 
+    /// Reserve: each filter records the side effects of placing `pod` on `node` (volume
+    /// bindings for CheckVolumeBinding), before the caller assigns the pod. Only the policy's
+    /// filters run, so a policy without CheckVolumeBinding binds no volumes, as upstream.
+    pub fn reserve(&self, cluster: &mut Cluster, pod: &PodInfo, node: NodeId) -> Reservation {
+        let mut reservation = Reservation::default();
+        for f in &self.filters {
+            f.rule.reserve(cluster, pod, node, &mut reservation);
+        }
+        reservation
+    }
+
+    /// Unreserve: undoes [`Scheduler::reserve`] (the binding failed), filters in reverse.
+    pub fn unreserve(&self, cluster: &mut Cluster, reservation: &Reservation) {
+        for f in self.filters.iter().rev() {
+            f.rule.unreserve(cluster, reservation);
+        }
+    }
+
     /// How many feasible nodes to find before scoring (upstream's numFeasibleNodesToFind).
     pub fn feasible_nodes_to_find(&self, all: usize) -> usize {
         let pct = self.config.percentage_of_nodes_to_score as usize;
@@ -223,9 +271,60 @@ impl Scheduler {
         (all * adaptive / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
     }
 
-    /// Runs one scheduling cycle for `pod`. The cluster is only read; the caller assigns the
-    /// pod to the chosen node.
+    /// Runs one scheduling cycle for `pod` with no pod nominated anywhere. The cluster is
+    /// only read; the caller assigns the pod to the chosen node.
     pub fn schedule(&mut self, cluster: &Cluster, pod: &PodInfo, explain: bool) -> Decision {
+        self.schedule_with(cluster, &Nominator::new(), pod, explain)
+    }
+
+    /// Prepares every filter for `pod` (upstream's PreFilter), timing each; a filter that
+    /// rejects the pod everywhere ends preparation with its reasons and their kind.
+    pub(crate) fn prepare_filters<'a>(
+        filters: &'a [NamedFilter],
+        check_all: bool,
+        ctx: CycleContext<'a>,
+        mut timed: impl FnMut(usize, Duration),
+    ) -> Result<PreparedFilters<'a>, (Vec<Reason>, FailureKind)> {
+        let mut prepared = PreparedFilters {
+            checks: Vec::new(),
+            owners: Vec::new(),
+            filters,
+            check_all,
+        };
+        for (index, f) in filters.iter().enumerate() {
+            let started = Instant::now();
+            let prep = f.rule.prepare(ctx);
+            timed(index, started.elapsed());
+            match prep {
+                FilterPrep::Skip => {}
+                FilterPrep::Check(c) => {
+                    prepared.checks.push(c);
+                    prepared.owners.push(index);
+                }
+                FilterPrep::RejectAll(reasons) => {
+                    let kind = reasons
+                        .iter()
+                        .map(|r| f.rule.failure_kind(r))
+                        .max()
+                        .unwrap_or(FailureKind::Unschedulable);
+                    return Err((reasons, kind));
+                }
+            }
+        }
+        Ok(prepared)
+    }
+
+    /// Runs one scheduling cycle for `pod`, with the nominated pods of `nominator` counted on
+    /// their nodes as upstream does (see [`crate::filters`]). A pod whose
+    /// `status.nominatedNodeName` names a node that passes the filters goes there without
+    /// scoring (v1.22's PreferNominatedNode).
+    pub fn schedule_with(
+        &mut self,
+        cluster: &Cluster,
+        nominator: &Nominator,
+        pod: &PodInfo,
+        explain: bool,
+    ) -> Decision {
         let all = cluster.node_count();
         if all == 0 {
             return Decision {
@@ -233,27 +332,57 @@ impl Scheduler {
                 fit_error: Some(FitError {
                     num_all_nodes: 0,
                     reasons: BTreeMap::new(),
+                    unresolvable: Vec::new(),
                 }),
                 explanation: explain.then(Explanation::default),
             };
         }
         let ctx = CycleContext { cluster, pod };
         self.timings.clear();
-        let mut checks: Vec<Box<dyn NodeCheck + '_>> = Vec::new();
-        for (index, f) in self.filters.iter().enumerate() {
-            let started = Instant::now();
-            let prep = f.rule.prepare(ctx);
-            self.timings.push(RuleTiming {
-                index,
-                point: ExtensionPoint::PreFilter,
-                elapsed: started.elapsed(),
-            });
-            match prep {
-                FilterPrep::Skip => {}
-                FilterPrep::Check(c) => checks.push(c),
-                FilterPrep::RejectAll(reasons) => return reject_all(cluster, &reasons, explain),
+        let timings = &mut self.timings;
+        let prepared = Self::prepare_filters(
+            &self.filters,
+            self.config.always_check_all_predicates,
+            ctx,
+            |index, elapsed| {
+                timings.push(RuleTiming {
+                    index,
+                    point: ExtensionPoint::PreFilter,
+                    elapsed,
+                })
+            },
+        );
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err((reasons, kind)) => return reject_all(cluster, &reasons, kind, explain),
+        };
+        let nominated = (!nominator.is_empty()).then_some(nominator);
+        if let Some(id) = pod
+            .pod
+            .nominated_node_name
+            .as_deref()
+            .and_then(|n| cluster.node_by_name(n))
+        {
+            let node = cluster.node(id);
+            let fits = match nominated {
+                Some(n) => prepared
+                    .status_with_nominated(node, n.for_node(id), pod)
+                    .passes(),
+                None => prepared.passes(node),
+            };
+            // Upstream evaluates the nominated node as a list of one node, which leaves its
+            // next start index at 0.
+            self.next_start = 0;
+            if fits {
+                return Decision {
+                    node: Some(id),
+                    fit_error: None,
+                    explanation: explain
+                        .then(|| explain_nodes(cluster, &[id], |_| Vec::new(), &[], &[], all - 1)),
+                };
             }
         }
+        let checks = &prepared.checks;
         let timings = &mut self.timings;
         let preps: Vec<ScorePrep<'_>> = self
             .scores
@@ -278,27 +407,46 @@ impl Scheduler {
             })
             .collect();
         let start = self.next_start % all;
-        let pass = self.evaluate(cluster, start, &checks, &scorers);
+        let pass = self.evaluate(
+            cluster,
+            start,
+            checks,
+            &scorers,
+            nominated.map(|n| (n, pod)),
+        );
         self.next_start = (start + pass.visited) % all;
         let visited = || -> Vec<NodeId> {
             (0..pass.visited)
                 .map(|i| cluster.node_order()[(start + i) % all])
                 .collect()
         };
-        let check_all = self.config.always_check_all_predicates;
-        let reasons = |id: NodeId| node_reasons(cluster.node(id), &checks, check_all);
+        let status = |id: NodeId| {
+            let node = cluster.node(id);
+            match nominated {
+                Some(n) => prepared.status_with_nominated(node, n.for_node(id), pod),
+                None => prepared.status(node),
+            }
+        };
+        let reasons = |id: NodeId| status(id).reasons;
         if pass.feasible.is_empty() {
             let mut counts = BTreeMap::new();
+            let mut unresolvable = Vec::new();
             for id in visited() {
-                for r in reasons(id) {
+                let s = status(id);
+                for r in s.reasons {
                     *counts.entry(r.as_str().to_string()).or_insert(0) += 1;
                 }
+                if s.kind == Some(FailureKind::UnschedulableAndUnresolvable) {
+                    unresolvable.push(id);
+                }
             }
+            unresolvable.sort_unstable();
             return Decision {
                 node: None,
                 fit_error: Some(FitError {
                     num_all_nodes: all,
                     reasons: counts,
+                    unresolvable,
                 }),
                 explanation: explain
                     .then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], 0)),
@@ -364,6 +512,7 @@ impl Scheduler {
         start: usize,
         checks: &[Box<dyn NodeCheck + '_>],
         scorers: &[&dyn NodeScore],
+        nominated: Option<(&Nominator, &PodInfo)>,
     ) -> Pass {
         let order = cluster.node_order();
         let all = order.len();
@@ -398,7 +547,11 @@ impl Scheduler {
                 if let Some(p) = rejected_by.filter(|p| *p > 0) {
                     check_order.swap(p - 1, p);
                 }
-                if rejected_by.is_none() {
+                let feasible = rejected_by.is_none()
+                    && nominated.is_none_or(|(n, pod)| {
+                        crate::filters::passes_nominated(checks, node, n.for_node(id), pod)
+                    });
+                if feasible {
                     chunk.positions.push(i - first);
                     chunk.feasible.push(id);
                     for (column, s) in chunk.columns.iter_mut().zip(scorers) {
@@ -455,23 +608,6 @@ impl Scheduler {
         }
         pass
     }
-}
-
-/// A node's failure reasons, evaluated as the policy says: every filter when
-/// `alwaysCheckAllPredicates`, else up to the first failing one. Empty when it passes. Only
-/// needed to report, so the hot path does not collect them.
-fn node_reasons(
-    node: &NodeInfo,
-    checks: &[Box<dyn NodeCheck + '_>],
-    check_all: bool,
-) -> Vec<Reason> {
-    let mut reasons = Vec::new();
-    for c in checks {
-        if !c.check(node, &mut reasons) && !check_all {
-            break;
-        }
-    }
-    reasons
 }
 
 /// What one evaluation pass found.
@@ -550,17 +686,23 @@ fn normalized_columns(
     }
 }
 
-fn reject_all(cluster: &Cluster, reasons: &[Reason], explain: bool) -> Decision {
+fn reject_all(cluster: &Cluster, reasons: &[Reason], kind: FailureKind, explain: bool) -> Decision {
     let all = cluster.node_count();
     let counts = reasons
         .iter()
         .map(|r| (r.as_str().to_string(), all))
         .collect();
+    let mut unresolvable = Vec::new();
+    if kind == FailureKind::UnschedulableAndUnresolvable {
+        unresolvable = cluster.node_order().to_vec();
+        unresolvable.sort_unstable();
+    }
     Decision {
         node: None,
         fit_error: Some(FitError {
             num_all_nodes: all,
             reasons: counts,
+            unresolvable,
         }),
         explanation: explain.then(|| {
             explain_nodes(
@@ -634,6 +776,7 @@ fn select_best(rng: &mut ChaCha8Rng, totals: &[i64]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nominator::Nominator;
     use crate::rules::{least_requested::LeastRequested, node_selector, resources_fit};
     use crate::testkit::*;
 
@@ -838,6 +981,90 @@ mod tests {
                 expect("LeastRequestedPriority", "PreScore"),
             ]
         );
+    }
+
+    /// Upstream's RunFilterPluginsWithNominatedPods: nominated pods of equal or higher
+    /// priority hold their room; lower ones do not; a pod is not held back by itself.
+    #[test]
+    fn nominated_pods_of_equal_or_higher_priority_hold_their_node() {
+        let text = r#"{"predicates":[{"name":"PodFitsResources"}],"priorities":[]}"#;
+        let mut c = cluster(vec![node("n1").cpu(1000).build()], vec![]);
+        let n1 = c.node_by_name("n1").expect("n1");
+        let cases = [
+            ("higher priority nominated", 100, "other", false),
+            ("equal priority nominated", 10, "other", false),
+            ("lower priority nominated", 5, "other", true),
+            ("the pod's own nomination", 100, "p", true),
+        ];
+        for (name, nominated_priority, nominated_name, fits) in cases {
+            let mut nominator = Nominator::new();
+            nominator.add(
+                c.compile_pod(
+                    pod(nominated_name)
+                        .req(800, 0)
+                        .priority(nominated_priority)
+                        .build(),
+                ),
+                n1,
+            );
+            let p = c.compile_pod(pod("p").req(500, 0).priority(10).build());
+            let d =
+                scheduler(text, CycleConfig::default()).schedule_with(&c, &nominator, &p, false);
+            assert_eq!(d.node.is_some(), fits, "{name}");
+            if !fits {
+                assert_eq!(
+                    d.fit_error.expect("unschedulable").to_string(),
+                    format!("0/1 nodes are available: 1 {}.", resources_fit::REASON_CPU),
+                    "{name}: reasons come from the pass with the nominated pods"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_nominated_pod_goes_to_its_node_when_it_fits_there() {
+        let mut c = zoned(5);
+        let p = c.compile_pod(pod("p").nominated("n3").build());
+        let mut s = scheduler(
+            r#"{"predicates":[],"priorities":[{"name":"LeastRequestedPriority","weight":1}]}"#,
+            CycleConfig::default(),
+        );
+        s.next_start = 2;
+        let d = s.schedule(&c, &p, false);
+        assert_eq!(c.node(d.node.expect("placed")).name(), "n3");
+        assert_eq!(
+            s.next_start, 0,
+            "upstream's one-node evaluation resets the start"
+        );
+    }
+
+    /// Upstream's status codes: NodeResourcesFit fails as Unschedulable, TaintToleration
+    /// and NodeAffinity as UnschedulableAndUnresolvable; merged, unresolvable wins.
+    #[test]
+    fn failures_carry_upstream_kinds() {
+        let text = r#"{"predicates":[{"name":"GeneralPredicates"}],"priorities":[],"alwaysCheckAllPredicates":true}"#;
+        let mut c = cluster(
+            vec![
+                node("small").cpu(100).label("disk", "ssd").build(),
+                node("tainted")
+                    .cpu(8000)
+                    .label("disk", "ssd")
+                    .taint("k", "v", crate::model::TaintEffect::NoSchedule)
+                    .build(),
+                node("hdd").cpu(8000).build(),
+                node("both").cpu(100).build(),
+            ],
+            vec![],
+        );
+        let p = c.compile_pod(pod("p").req(1000, 0).node_selector("disk", "ssd").build());
+        let d = scheduler(text, CycleConfig::default()).schedule(&c, &p, false);
+        let fit = d.fit_error.expect("unschedulable");
+        let unresolvable: Vec<&str> = fit
+            .unresolvable
+            .iter()
+            .map(|id| c.node(*id).name())
+            .collect();
+        assert_eq!(unresolvable, ["tainted", "hdd", "both"]);
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Scheduling a batch of pending pods against a cluster, one at a time, in queue order: the
 //! engine side of `berth simulate` and `berth bench`.
 
-use crate::cluster::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError, PodId};
 use crate::model::Pod;
+use crate::nominator::Nominator;
+use crate::podinfo::PodInfo;
+use crate::preemption::{DisruptionBudgets, PreemptionExplanation, PreemptionOutcome};
 use crate::scheduler::{Decision, Scheduler};
 
 /// Sorts pending pods into scheduling-queue order: higher priority first, then older
@@ -22,8 +25,15 @@ pub struct Outcome {
     pub pod: String,
     /// The chosen node's name.
     pub node: Option<String>,
-    /// The decision, with the fit error and explanation if any.
+    /// The decision, with the fit error and explanation if any. After a preemption, the
+    /// decision of the cycle run once the victims were gone.
     pub decision: Decision,
+    /// The node the pod preempted on, if it did.
+    pub nominated_node: Option<String>,
+    /// The pods it evicted there (`namespace/name`), in eviction order.
+    pub victims: Vec<String>,
+    /// What preemption considered, when the pod fit nowhere (and explaining was asked for).
+    pub preemption: Option<PreemptionReport>,
 }
 
 impl Outcome {
@@ -33,30 +43,179 @@ impl Outcome {
     }
 }
 
-/// Schedules `pending` (already in queue order) one by one. A placed pod is assigned at once,
-/// so the next pod sees it; a pod that fits nowhere stays out of the cluster. Fails if a
-/// pending pod has the name of a pod already in the cluster.
+/// A preemption attempt in words, by node and pod name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreemptionReport {
+    /// Why the pod did not try to preempt, if it did not.
+    pub not_eligible: Option<String>,
+    /// Each victim with why it was chosen.
+    pub victims: Vec<(String, String)>,
+    /// Every candidate node: its victims, budget violations, and why it lost (None: chosen).
+    pub candidates: Vec<CandidateReport>,
+    /// Nodes tried that could not be freed, with why.
+    pub rejected: Vec<(String, String)>,
+    /// Nodes not tried because removing pods cannot help there.
+    pub unresolvable: usize,
+}
+
+/// One candidate node of a preemption.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CandidateReport {
+    /// The node.
+    pub node: String,
+    /// Its victims (`namespace/name`).
+    pub victims: Vec<String>,
+    /// How many of them violate a PodDisruptionBudget.
+    pub pdb_violations: usize,
+    /// Why it lost to the chosen node; None for the chosen node.
+    pub lost_on: Option<String>,
+}
+
+/// Schedules `pending` (already in queue order) one by one, without PodDisruptionBudgets.
+/// See [`schedule_all_with`].
 pub fn schedule_all(
     cluster: &mut Cluster,
     scheduler: &mut Scheduler,
     pending: Vec<Pod>,
     explain: bool,
+    each: impl FnMut(&Outcome),
+) -> Result<(), ClusterError> {
+    schedule_all_with(
+        cluster,
+        scheduler,
+        &DisruptionBudgets::new(),
+        pending,
+        explain,
+        each,
+    )
+}
+
+/// Schedules `pending` (already in queue order) one by one. A placed pod is reserved and
+/// assigned at once, so the next pod sees it. A pod that fits nowhere preempts if it can:
+/// its victims are removed from the cluster and it is scheduled again, as the cluster
+/// settles once they are gone (usually onto the node it preempted on); if it still does not
+/// fit, it stays nominated there for the pods after it. Fails if a pending pod has the name
+/// of a pod already in the cluster.
+pub fn schedule_all_with(
+    cluster: &mut Cluster,
+    scheduler: &mut Scheduler,
+    budgets: &DisruptionBudgets,
+    pending: Vec<Pod>,
+    explain: bool,
     mut each: impl FnMut(&Outcome),
 ) -> Result<(), ClusterError> {
+    let mut nominator = Nominator::new();
     for pod in pending {
-        let info = cluster.compile_pod(pod);
-        let decision = scheduler.schedule(cluster, &info, explain);
+        let mut info = cluster.compile_pod(pod);
         let key = info.key();
-        let node = decision.node.map(|n| cluster.node(n).name().to_string());
+        let mut decision = scheduler.schedule_with(cluster, &nominator, &info, explain);
+        let mut outcome = Outcome {
+            pod: key.clone(),
+            node: None,
+            decision: decision.clone(),
+            nominated_node: None,
+            victims: Vec::new(),
+            preemption: None,
+        };
+        if let Some(fit) = &decision.fit_error {
+            let (result, explained) = scheduler.preempt(cluster, &nominator, budgets, &info, fit);
+            let mut report = explain.then(|| report(cluster, &explained));
+            if let (PreemptionOutcome::NotEligible(why), Some(r)) = (&result, report.as_mut()) {
+                r.not_eligible = Some((*why).to_string());
+            }
+            if let PreemptionOutcome::Preempt {
+                candidate,
+                clear_nominations,
+            } = result
+            {
+                let node_name = cluster.node(candidate.node).name().to_string();
+                if let Some(r) = report.as_mut() {
+                    r.victims = candidate
+                        .victims
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| {
+                            let why =
+                                victim_reason(cluster.pod(*v), &info, i < candidate.pdb_violations);
+                            (cluster.pod(*v).key(), why)
+                        })
+                        .collect();
+                }
+                outcome.victims = evict(cluster, &candidate.victims);
+                for k in clear_nominations {
+                    nominator.remove(&k);
+                }
+                outcome.nominated_node = Some(node_name.clone());
+                info.pod.nominated_node_name = Some(node_name);
+                decision = scheduler.schedule_with(cluster, &nominator, &info, explain);
+                if decision.node.is_none() {
+                    nominator.add(info.clone(), candidate.node);
+                }
+                outcome.decision = decision.clone();
+            }
+            outcome.preemption = report;
+        }
         if let Some(node_id) = decision.node {
-            crate::rules::volume_binding::bind_pod_volumes(cluster, &info, node_id);
+            outcome.node = Some(cluster.node(node_id).name().to_string());
+            nominator.remove(&key);
+            scheduler.reserve(cluster, &info, node_id);
             cluster.insert_pod(info, Some(node_id))?;
         }
-        each(&Outcome {
-            pod: key,
-            node,
-            decision,
-        });
+        each(&outcome);
     }
     Ok(())
+}
+
+/// Removes the victims from the cluster; returns their keys.
+fn evict(cluster: &mut Cluster, victims: &[PodId]) -> Vec<String> {
+    let keys: Vec<(String, String)> = victims
+        .iter()
+        .map(|v| {
+            let p = &cluster.pod(*v).pod;
+            (p.meta.namespace.clone(), p.meta.name.clone())
+        })
+        .collect();
+    keys.into_iter()
+        .map(|(namespace, name)| {
+            cluster.remove_pod(&namespace, &name);
+            format!("{namespace}/{name}")
+        })
+        .collect()
+}
+
+/// Why a victim was chosen, in words.
+fn victim_reason(victim: &PodInfo, preemptor: &PodInfo, violates_pdb: bool) -> String {
+    let mut why = format!(
+        "priority {} is below the preemptor's {}, and the preemptor does not fit with it back on the node",
+        victim.pod.priority, preemptor.pod.priority
+    );
+    if violates_pdb {
+        why.push_str("; evicting it violates a PodDisruptionBudget (tried first to keep)");
+    }
+    why
+}
+
+/// The explanation by name.
+fn report(cluster: &Cluster, e: &PreemptionExplanation) -> PreemptionReport {
+    let name = |id| cluster.node(id).name().to_string();
+    PreemptionReport {
+        not_eligible: None,
+        victims: Vec::new(),
+        candidates: e
+            .candidates
+            .iter()
+            .map(|(c, lost)| CandidateReport {
+                node: name(c.node),
+                victims: c.victims.iter().map(|v| cluster.pod(*v).key()).collect(),
+                pdb_violations: c.pdb_violations,
+                lost_on: lost.map(|l| l.to_string()),
+            })
+            .collect(),
+        rejected: e
+            .rejected
+            .iter()
+            .map(|(id, why)| (name(*id), why.clone()))
+            .collect(),
+        unresolvable: e.unresolvable,
+    }
 }

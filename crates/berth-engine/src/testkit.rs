@@ -300,6 +300,21 @@ impl PodBuilder {
         });
         self
     }
+    /// `status.startTime` (seconds).
+    pub fn started(mut self, t: i64) -> Self {
+        self.0.start_time = Some(t);
+        self
+    }
+    /// `preemptionPolicy: Never`.
+    pub fn preempt_never(mut self) -> Self {
+        self.0.preempt_never = true;
+        self
+    }
+    /// `status.nominatedNodeName`.
+    pub fn nominated(mut self, node: &str) -> Self {
+        self.0.nominated_node_name = Some(node.into());
+        self
+    }
     /// Marks it terminating.
     pub fn terminating(mut self) -> Self {
         self.0.meta.deleting = true;

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
     ResourceRequirements, Service,
 };
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -50,6 +51,8 @@ pub struct ClusterObjects {
     pub csi_nodes: Vec<CSINode>,
     /// `scheduling.k8s.io/v1 PriorityClass` objects.
     pub priority_classes: Vec<PriorityClass>,
+    /// `policy/v1 PodDisruptionBudget` objects.
+    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
     /// Problems that did not stop loading, such as kinds the scheduler does not use.
     pub warnings: Vec<String>,
 }
@@ -310,6 +313,12 @@ impl Loader<'_> {
             "StorageClass" => item.add_to(&mut objects.storage_classes, seen, Cluster, no_checks),
             "CSINode" => item.add_to(&mut objects.csi_nodes, seen, Cluster, no_checks),
             "PriorityClass" => item.add_to(&mut objects.priority_classes, seen, Cluster, no_checks),
+            "PodDisruptionBudget" => item.add_to(
+                &mut objects.pod_disruption_budgets,
+                seen,
+                Namespaced,
+                no_checks,
+            ),
             _ => {
                 objects.warnings.push(format!(
                     "{}: kind {kind} is not used by the scheduler, skipped",

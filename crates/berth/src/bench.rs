@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use crate::{Format, bench_wasm, bundled, plugins};
+use crate::{Format, bench_preemption, bench_wasm, bundled, plugins};
 
 /// A benchmark workload.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -29,6 +29,10 @@ pub enum Workload {
     /// predicate and a labelPreference priority; `--compare-wasm` runs the same logic as
     /// WASM plugins beside it.
     NodeLabel,
+    /// Every node full of priority-0 pods; each pending pod has priority 1000 and must
+    /// preempt. Reports preemptions per second (`--running` is ignored: the nodes are
+    /// filled to capacity).
+    Preemption,
 }
 
 impl Workload {
@@ -37,6 +41,7 @@ impl Workload {
             Workload::Basic => "basic",
             Workload::AntiAffinity => "anti-affinity",
             Workload::NodeLabel => "node-label",
+            Workload::Preemption => "preemption",
         }
     }
 }
@@ -53,15 +58,16 @@ pub struct Args {
     /// Number of pods running before the benchmark starts.
     #[arg(long, default_value_t = 1000)]
     running: usize,
-    /// Number of pending pods to schedule.
-    #[arg(long, default_value_t = 10000)]
-    pods: usize,
+    /// Number of pending pods to schedule (default 10,000; 1,000 for `--workload
+    /// preemption`).
+    #[arg(long)]
+    pods: Option<usize>,
     /// Policy file (default: the bundled OpenShift policy).
     #[arg(long)]
     policy: Option<PathBuf>,
     /// Seed of the synthetic cluster and of tie-breaking.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// Percentage of nodes to find feasible before scoring (100 = score every feasible node).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: u32,
@@ -104,8 +110,23 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());
     let (mut scheduler, _plugins) = plugins::scheduler(&policy, &dir, config(args))?;
-    print_result(&measure(args, &mut scheduler)?, args.output);
+    let result = if args.workload == Workload::Preemption {
+        bench_preemption::measure(args, &mut scheduler)?
+    } else {
+        measure(args, &mut scheduler)?
+    };
+    print_result(&result, args.output);
     Ok(())
+}
+
+impl Args {
+    /// The number of pending pods.
+    pub(crate) fn pods(&self) -> usize {
+        self.pods.unwrap_or(match self.workload {
+            Workload::Preemption => 1000,
+            _ => 10000,
+        })
+    }
 }
 
 /// The cycle settings of a run.
@@ -132,9 +153,9 @@ pub fn print_result(result: &serde_json::Value, format: Format) {
 /// Builds the seeded cluster and pending pods and times scheduling them with `scheduler`.
 pub fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_json::Value> {
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-    let apps = ((args.running + args.pods) / PODS_PER_APP).max(1);
+    let apps = ((args.running + args.pods()) / PODS_PER_APP).max(1);
     let mut cluster = build_cluster(&mut rng, args, apps)?;
-    let pending: Vec<Pod> = (0..args.pods)
+    let pending: Vec<Pod> = (0..args.pods())
         .map(|i| synthetic_pod(&mut rng, args.workload, &format!("pending-{i}"), apps, None))
         .collect();
 
@@ -157,28 +178,22 @@ pub fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_json::Val
         }
         Ok((latencies, scheduled, start.elapsed().as_secs_f64()))
     })?;
-    let mut latencies = latencies;
     // A digest of every placement, so runs of different policies can be compared for equal
     // decisions, not just equal counts.
     let placements = cluster.pods().fold(0xcbf2_9ce4_8422_2325u64, |h, (id, p)| {
         let node = p.node.map_or(u64::MAX, |n| u64::from(n.0));
         (h ^ (u64::from(id.0) << 32 | node)).wrapping_mul(0x0100_0000_01b3)
     });
-    latencies.sort_unstable();
-    let pct = |p: f64| {
-        latencies
-            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
-            .map_or(0.0, |ns| *ns as f64 / 1000.0)
-    };
+    let pct = percentiles(latencies);
     Ok(json!({
         "workload": args.workload.name(),
         "nodes": args.nodes,
         "running": args.running,
-        "pods": args.pods,
+        "pods": args.pods(),
         "scheduled": scheduled,
         "placement_digest": format!("{placements:016x}"),
-        "pods_per_sec": (args.pods as f64 / elapsed).round(),
-        "mean_us": (elapsed * 1e6 / args.pods.max(1) as f64 * 10.0).round() / 10.0,
+        "pods_per_sec": (args.pods() as f64 / elapsed).round(),
+        "mean_us": (elapsed * 1e6 / args.pods().max(1) as f64 * 10.0).round() / 10.0,
         "p50_us": (pct(0.50) * 10.0).round() / 10.0,
         "p99_us": (pct(0.99) * 10.0).round() / 10.0,
         "peak_rss_mib": peak_rss_mib(),
@@ -227,7 +242,7 @@ fn app_name(a: usize) -> String {
     format!("app-{a}")
 }
 
-fn synthetic_node(rng: &mut ChaCha8Rng, i: usize) -> Node {
+pub(crate) fn synthetic_node(rng: &mut ChaCha8Rng, i: usize) -> Node {
     let region = i % REGIONS;
     let zone = (i / REGIONS) % ZONES_PER_REGION;
     let (cores, mem_gi) = [(16, 64), (32, 128), (64, 256)][rng.random_range(0..3)];
@@ -308,8 +323,18 @@ fn synthetic_pod(
     pod
 }
 
+/// Per-pod latencies (ns) as a percentile function in µs.
+pub(crate) fn percentiles(mut latencies: Vec<u64>) -> impl Fn(f64) -> f64 {
+    latencies.sort_unstable();
+    move |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+            .map_or(0.0, |ns| *ns as f64 / 1000.0)
+    }
+}
+
 /// Peak resident memory of this process (VmHWM), in MiB; 0 where /proc is unavailable.
-fn peak_rss_mib() -> f64 {
+pub(crate) fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use berth_engine::simulation::{Outcome, queue_order, schedule_all};
+use berth_engine::simulation::{Outcome, PreemptionReport, queue_order, schedule_all_with};
 use berth_engine::{CycleConfig, Explanation};
 use serde_json::{Value, json};
 
@@ -76,6 +76,7 @@ pub fn run(args: &Args) -> Result<()> {
     let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());
     let (mut scheduler, _plugins) = plugins::scheduler(&policy, &dir, config)?;
     let mut cluster = snapshot.cluster;
+    let budgets = snapshot.budgets;
     let mut pending = snapshot.pending;
     if let Some(name) = &args.scheduler_name {
         pending.retain(|p| &p.scheduler_name == name);
@@ -99,20 +100,28 @@ pub fn run(args: &Args) -> Result<()> {
     if args.output == Format::Table && !args.explain {
         writeln!(out, "{:<40} {:<24} MESSAGE", "POD", "NODE")?;
     }
-    schedule_all(&mut cluster, &mut scheduler, pending, args.explain, |o| {
-        if o.node.is_some() {
-            placed += 1;
-        } else {
-            failed += 1;
-        }
-        let written = match args.output {
-            Format::Json => writeln!(out, "{}", json_line(o)),
-            Format::Table => write_table(&mut out, o, args.explain),
-        };
-        if let Err(e) = written {
-            write_error.get_or_insert(e);
-        }
-    })?;
+    let explain = args.explain;
+    schedule_all_with(
+        &mut cluster,
+        &mut scheduler,
+        &budgets,
+        pending,
+        explain,
+        |o| {
+            if o.node.is_some() {
+                placed += 1;
+            } else {
+                failed += 1;
+            }
+            let written = match args.output {
+                Format::Json => writeln!(out, "{}", json_line(o)),
+                Format::Table => write_table(&mut out, o, args.explain),
+            };
+            if let Err(e) = written {
+                write_error.get_or_insert(e);
+            }
+        },
+    )?;
     if let Some(e) = write_error {
         return Err(e.into());
     }
@@ -129,10 +138,77 @@ pub fn run(args: &Args) -> Result<()> {
 
 fn json_line(o: &Outcome) -> Value {
     let mut v = json!({"pod": o.pod, "node": o.node, "message": o.message()});
+    if o.nominated_node.is_some() {
+        v["nominatedNode"] = json!(o.nominated_node);
+        v["victims"] = json!(o.victims);
+    }
     if let Some(e) = &o.decision.explanation {
         v["explain"] = explain_json(e);
     }
+    if let Some(p) = &o.preemption {
+        v["explain"]["preemption"] = preemption_json(p);
+    }
     v
+}
+
+fn preemption_json(p: &PreemptionReport) -> Value {
+    let victims: Vec<Value> = p
+        .victims
+        .iter()
+        .map(|(pod, why)| json!({"pod": pod, "why": why}))
+        .collect();
+    let candidates: Vec<Value> = p
+        .candidates
+        .iter()
+        .map(|c| {
+            json!({"node": c.node, "victims": c.victims, "pdbViolations": c.pdb_violations,
+                   "chosen": c.lost_on.is_none(), "lostOn": c.lost_on})
+        })
+        .collect();
+    let rejected: Vec<Value> = p
+        .rejected
+        .iter()
+        .map(|(node, why)| json!({"node": node, "why": why}))
+        .collect();
+    json!({"notEligible": p.not_eligible, "victims": victims, "candidates": candidates,
+           "rejected": rejected, "unresolvableNodes": p.unresolvable})
+}
+
+/// The preemption part of `--explain` as text.
+fn write_preemption(out: &mut impl Write, p: &PreemptionReport) -> io::Result<()> {
+    if let Some(why) = &p.not_eligible {
+        return writeln!(out, "  preemption: not attempted: {why}");
+    }
+    if p.candidates.is_empty() {
+        writeln!(out, "  preemption: no node can be freed for the pod")?;
+    }
+    for (pod, why) in &p.victims {
+        writeln!(out, "  victim {pod}: {why}")?;
+    }
+    for c in &p.candidates {
+        let verdict = c
+            .lost_on
+            .as_deref()
+            .map_or("chosen".to_string(), |l| format!("lost: {l}"));
+        writeln!(
+            out,
+            "  candidate {}: victims [{}], {} PDB violation(s): {verdict}",
+            c.node,
+            c.victims.join(", "),
+            c.pdb_violations
+        )?;
+    }
+    for (node, why) in &p.rejected {
+        writeln!(out, "  not a candidate {node}: {why}")?;
+    }
+    if p.unresolvable > 0 {
+        writeln!(
+            out,
+            "  {} node(s) not tried: removing pods cannot help there",
+            p.unresolvable
+        )?;
+    }
+    Ok(())
 }
 
 fn explain_json(e: &Explanation) -> Value {
@@ -164,13 +240,24 @@ fn explain_json(e: &Explanation) -> Value {
 
 fn write_table(out: &mut impl Write, o: &Outcome, explain: bool) -> io::Result<()> {
     let node = o.node.as_deref().unwrap_or("<none>");
-    let message = o.message().unwrap_or_default();
+    let mut message = o.message().unwrap_or_default();
+    if let Some(nominated) = &o.nominated_node {
+        let preempted = format!("preempted {} on {nominated}", o.victims.join(", "));
+        message = if message.is_empty() {
+            preempted
+        } else {
+            format!("{message} ({preempted})")
+        };
+    }
     if !explain {
         return writeln!(out, "{:<40} {:<24} {message}", o.pod, node);
     }
     writeln!(out, "{} -> {node}", o.pod)?;
     if !message.is_empty() {
         writeln!(out, "  {message}")?;
+    }
+    if let Some(p) = &o.preemption {
+        write_preemption(out, p)?;
     }
     let Some(e) = &o.decision.explanation else {
         return Ok(());

@@ -3,7 +3,7 @@
 //! off only the first failing one reports (v1.12 reported all four); with it on, all do.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::rules::host_ports::PodFitsHostPorts;
 use crate::rules::node_name::HostName;
 use crate::rules::node_selector::MatchNodeSelector;
@@ -46,6 +46,17 @@ impl NodeCheck for Check<'_> {
 }
 
 impl FilterRule for GeneralPredicates {
+    /// As the four plugins upstream runs: NodeName and NodeAffinity fail as
+    /// UnschedulableAndUnresolvable, NodeResourcesFit and NodePorts as Unschedulable.
+    fn failure_kind(&self, reason: &Reason) -> FailureKind {
+        let r = reason.as_str();
+        if r == crate::rules::node_name::REASON || r == crate::rules::node_selector::REASON {
+            FailureKind::UnschedulableAndUnresolvable
+        } else {
+            FailureKind::Unschedulable
+        }
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         let mut parts: Vec<Box<dyn NodeCheck + 'a>> =
             vec![Box::new(self.resources.checker(ctx.pod))];

@@ -10,7 +10,7 @@
 use rustc_hash::FxHashSet;
 
 use crate::cluster::{Cluster, NodeInfo};
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::labels::{Labels, Sym};
 use crate::podinfo::{AffinityTerm, PodInfo};
 
@@ -217,6 +217,16 @@ pub(crate) fn namespace_labels<'a>(cluster: &'a Cluster, pod: &PodInfo) -> Optio
 }
 
 impl FilterRule for MatchInterPodAffinity {
+    /// Upstream's InterPodAffinity: an unmet affinity is UnschedulableAndUnresolvable (preemption
+    /// does not add pods), unmet anti-affinity only Unschedulable.
+    fn failure_kind(&self, reason: &Reason) -> FailureKind {
+        if reason.as_str() == REASON_AFFINITY {
+            FailureKind::UnschedulableAndUnresolvable
+        } else {
+            FailureKind::Unschedulable
+        }
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         let (cluster, pod) = (ctx.cluster, ctx.pod);
         let affinity = &pod.affinity;

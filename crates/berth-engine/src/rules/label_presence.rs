@@ -3,7 +3,7 @@
 //! them. Values are not looked at.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::labels::Sym;
 
 /// The node has a label it must not have, or lacks one it must have.
@@ -46,6 +46,11 @@ impl NodeCheck for Check {
 }
 
 impl FilterRule for CheckNodeLabelPresence {
+    /// Upstream's NodeLabel fails as UnschedulableAndUnresolvable.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         if self.labels.is_empty() {
             return FilterPrep::Skip;

@@ -3,7 +3,7 @@
 //! `scheduler.alpha.kubernetes.io/node-selector`, else the policy's cluster-wide default.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::labels::Sym;
 
 /// The node does not match the namespace's node selector.
@@ -72,6 +72,11 @@ impl NodeCheck for Check {
 }
 
 impl FilterRule for MatchNamespaceNodeSelector {
+    /// Like node selectors: removing pods cannot change a node's labels.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         let cluster = ctx.cluster;
         let own = cluster

@@ -2,7 +2,7 @@
 //! out of disk, has its network, and is not cordoned.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 
 /// Ready is not True.
 pub const REASON_NOT_READY: &str = "node(s) were not ready";
@@ -37,6 +37,11 @@ impl NodeCheck for CheckNodeCondition {
 }
 
 impl FilterRule for CheckNodeCondition {
+    /// V1.12 listed these reasons among those preemption cannot resolve.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, _ctx: CycleContext<'a>) -> FilterPrep<'a> {
         FilterPrep::Check(Box::new(CheckNodeCondition))
     }

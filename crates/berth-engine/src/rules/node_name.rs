@@ -1,7 +1,7 @@
 //! HostName (v1.22 NodeName): a pod that names a node in `spec.nodeName` fits only there.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 
 /// The pod asks for another node.
 pub const REASON: &str = "node(s) didn't match the requested node name";
@@ -34,6 +34,11 @@ impl HostName {
 }
 
 impl FilterRule for HostName {
+    /// Upstream's NodeName fails as UnschedulableAndUnresolvable.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         FilterPrep::check_if(Self::checker(&ctx))
     }

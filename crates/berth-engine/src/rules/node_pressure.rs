@@ -2,7 +2,7 @@
 //! avoid nodes reporting resource pressure. Memory pressure only turns away BestEffort pods.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 
 /// MemoryPressure is True.
 pub const REASON_MEMORY: &str = "node(s) had memory pressure";
@@ -53,6 +53,11 @@ impl NodeCheck for NodePressure {
 }
 
 impl FilterRule for NodePressure {
+    /// V1.12 listed node pressure among the reasons preemption cannot resolve.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         if self.0 == Kind::Memory && !ctx.pod.is_best_effort() {
             return FilterPrep::Skip;

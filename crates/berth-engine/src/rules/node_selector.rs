@@ -2,7 +2,7 @@
 //! labels and, if the pod has required node affinity, at least one of its terms matches.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::labels::{Interner, Selector};
 use crate::podinfo::{NodeTerm, any_term_matches};
 
@@ -49,6 +49,11 @@ impl MatchNodeSelector {
 }
 
 impl FilterRule for MatchNodeSelector {
+    /// Upstream's NodeAffinity fails as UnschedulableAndUnresolvable.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         FilterPrep::check_if(Self::checker(&ctx))
     }

@@ -2,7 +2,7 @@
 //! pod tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::model::{Taint, TaintEffect};
 
 /// The node is cordoned.
@@ -27,6 +27,11 @@ impl NodeCheck for Check {
 }
 
 impl FilterRule for NodeUnschedulable {
+    /// Upstream's NodeUnschedulable fails as UnschedulableAndUnresolvable.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         let taint = Taint {
             key: UNSCHEDULABLE_TAINT_KEY.into(),

@@ -15,8 +15,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cluster::{Cluster, NamespaceFilter, NodeId, NodeInfo};
 use crate::framework::{
-    CycleContext, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore, Reason, ScorePrep,
-    ScoreRule,
+    CycleContext, FailureKind, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore,
+    Reason, ScorePrep, ScoreRule,
 };
 use crate::labels::Sym;
 use crate::model::WhenUnsatisfiable;
@@ -148,6 +148,16 @@ impl NodeCheck for FilterCheck<'_> {
 }
 
 impl FilterRule for EvenPodsSpread {
+    /// Upstream's PodTopologySpread: a node without the topology label is
+    /// UnschedulableAndUnresolvable, too much skew only Unschedulable.
+    fn failure_kind(&self, reason: &Reason) -> FailureKind {
+        if reason.as_str() == REASON_MISSING_LABEL {
+            FailureKind::UnschedulableAndUnresolvable
+        } else {
+            FailureKind::Unschedulable
+        }
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         let (cluster, pod) = (ctx.cluster, ctx.pod);
         let hard = constraints(pod, WhenUnsatisfiable::DoNotSchedule);

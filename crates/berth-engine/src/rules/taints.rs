@@ -2,7 +2,7 @@
 //! (v1.12): every NoSchedule/NoExecute taint (or only NoExecute ones) must be tolerated.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::model::{TaintEffect, Toleration};
 
 /// Builds the reason for an untolerated taint, in upstream's words.
@@ -57,6 +57,11 @@ impl NodeCheck for Check<'_> {
 }
 
 impl FilterRule for PodToleratesNodeTaints {
+    /// Upstream's TaintToleration fails as UnschedulableAndUnresolvable: evicting pods does not remove a taint.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         FilterPrep::Check(Box::new(Check {
             tolerations: &ctx.pod.pod.tolerations,

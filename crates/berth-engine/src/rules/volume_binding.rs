@@ -30,13 +30,16 @@
 //! capacity (no CSIStorageCapacity objects), and the translation of migrated in-tree volumes'
 //! topology.
 //!
-//! [`bind_pod_volumes`] records the binding upstream assumes once a node is chosen.
+//! Reserve records the binding upstream assumes once a node is chosen (its
+//! `AssumePodVolumes`); Unreserve restores the volumes and claims as they were.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{
+    CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, Reservation,
+};
 use crate::labels::{Interner, LabelSelector, Operator, Sym};
 use crate::model::PersistentVolumeClaim;
 use crate::podinfo::PodInfo;
@@ -59,12 +62,33 @@ pub const REASON_UNBOUND_IMMEDIATE: &str = "pod has unbound immediate Persistent
 pub struct CheckVolumeBinding;
 
 impl FilterRule for CheckVolumeBinding {
+    /// Upstream's VolumeBinding fails as UnschedulableAndUnresolvable, in PreFilter and Filter.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         match Plan::new(ctx.cluster, ctx.pod) {
             Err(reason) => FilterPrep::RejectAll(vec![reason]),
             Ok(None) => FilterPrep::Skip,
             Ok(Some(plan)) if plan.is_trivial() => FilterPrep::Skip,
             Ok(Some(plan)) => FilterPrep::Check(Box::new(plan)),
+        }
+    }
+
+    fn reserve(&self, cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: &mut Reservation) {
+        assume_pod_volumes(cluster, pod, node, into);
+    }
+
+    fn unreserve(&self, cluster: &mut Cluster, reservation: &Reservation) {
+        for pv in &reservation.previous_volumes {
+            cluster
+                .persistent_volumes
+                .insert(pv.meta.name.clone(), pv.clone());
+        }
+        for claim in &reservation.previous_claims {
+            let key = (claim.meta.namespace.clone(), claim.meta.name.clone());
+            cluster.persistent_volume_claims.insert(key, claim.clone());
         }
     }
 }
@@ -470,7 +494,7 @@ impl NodeCheck for Plan<'_> {
     }
 }
 
-/// What [`bind_pod_volumes`] recorded.
+/// What Reserve assumed for the pod's delayed-binding claims.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VolumeBindings {
     /// (claim as `namespace/name`, volume name): claims bound to existing volumes.
@@ -483,21 +507,21 @@ pub struct VolumeBindings {
 /// WaitForFirstConsumer claim matched to a volume is bound to it (the claim names the volume
 /// with binding completed, the volume points at the claim and is Bound), and each claim left
 /// to provisioning gets `volume.kubernetes.io/selected-node`, which keeps later pods sharing
-/// the claim on that node. Does nothing if the node does not pass this rule for the pod.
-pub fn bind_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId) -> VolumeBindings {
-    let mut result = VolumeBindings::default();
+/// the claim on that node. The objects as they were go to `into` for Unreserve. Does nothing
+/// if the node does not pass this rule for the pod.
+fn assume_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: &mut Reservation) {
     if !cluster.has_node(node) {
-        return result;
+        return;
     }
     let mut to_bind: Vec<((String, String), String)> = Vec::new();
     let mut to_provision: Vec<(String, String)> = Vec::new();
     {
         let Ok(Some(plan)) = Plan::new(cluster, pod) else {
-            return result;
+            return;
         };
         let mut picks = vec![None; plan.to_match.len()];
         if !plan.evaluate(cluster.node(node), &mut picks).fits() {
-            return result;
+            return;
         }
         let key = |c: &PersistentVolumeClaim| (c.meta.namespace.clone(), c.meta.name.clone());
         for (unbound, pick) in plan.to_match.iter().zip(&picks) {
@@ -518,17 +542,19 @@ pub fn bind_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId) -> V
             continue;
         }
         if let Some(pv) = cluster.persistent_volumes.get_mut(&volume) {
+            into.previous_volumes.push(pv.clone());
             pv.claim_ref = Some(claim_key.clone());
             pv.phase = "Bound".into();
         }
         if let Some(claim) = cluster.persistent_volume_claims.get_mut(&claim_key) {
+            into.previous_claims.push(claim.clone());
             claim.volume_name.clone_from(&volume);
             claim
                 .meta
                 .annotations
                 .insert(BIND_COMPLETED_ANNOTATION.into(), "yes".into());
         }
-        result
+        into.volumes
             .bound
             .push((format!("{}/{}", claim_key.0, claim_key.1), volume));
     }
@@ -537,16 +563,16 @@ pub fn bind_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId) -> V
             continue;
         }
         if let Some(claim) = cluster.persistent_volume_claims.get_mut(&claim_key) {
+            into.previous_claims.push(claim.clone());
             claim
                 .meta
                 .annotations
                 .insert(SELECTED_NODE_ANNOTATION.into(), node_name.clone());
         }
-        result
+        into.volumes
             .provisioning
             .push(format!("{}/{}", claim_key.0, claim_key.1));
     }
-    result
 }
 
 #[cfg(test)]
@@ -924,7 +950,9 @@ mod tests {
     fn chosen(cl: &mut Cluster, claims: &[&str], node: &str) -> VolumeBindings {
         let info = cl.compile_pod(pod_with(claims));
         let id = cl.node_by_name(node).expect("test node");
-        bind_pod_volumes(cl, &info, id)
+        let mut reservation = Reservation::default();
+        CheckVolumeBinding.reserve(cl, &info, id, &mut reservation);
+        reservation.volumes
     }
 
     fn bound(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -1169,6 +1197,21 @@ mod tests {
         );
         let got = run_filter(&CheckVolumeBinding, &mut cl, pod_with(&["late"]));
         assert!(passing(&got).is_empty());
+    }
+
+    #[test]
+    fn unreserve_restores_the_volumes_and_claims() {
+        let mut cl = setup(&["pv-node1a", "pv-bound"]);
+        let info = cl.compile_pod(pod_with(&["unbound-pvc", "provisioned-pvc"]));
+        let node1 = cl.node_by_name("node1").expect("node1");
+        let volumes_before = cl.persistent_volumes.clone();
+        let claims_before = cl.persistent_volume_claims.clone();
+        let mut reservation = Reservation::default();
+        CheckVolumeBinding.reserve(&mut cl, &info, node1, &mut reservation);
+        assert_ne!(cl.persistent_volume_claims, claims_before);
+        CheckVolumeBinding.unreserve(&mut cl, &reservation);
+        assert_eq!(cl.persistent_volumes, volumes_before);
+        assert_eq!(cl.persistent_volume_claims, claims_before);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use crate::cluster::{Cluster, NodeInfo, WellKnown};
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::labels::Sym;
 use crate::model::VolumeBindingMode;
 use crate::rules::volume_util::{
@@ -55,6 +55,11 @@ enum Step {
 }
 
 impl FilterRule for NoVolumeZoneConflict {
+    /// Upstream's VolumeZone fails as UnschedulableAndUnresolvable.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         let cluster = ctx.cluster;
         let namespace = ctx.pod.pod.meta.namespace.as_str();

@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::{
     self as core, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
     ReplicationController, Service,
 };
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -393,7 +394,24 @@ pub fn pod(
                 source: volume_source(v, &meta.name),
             })
             .collect();
+        let preempt_never = match spec.preemption_policy.as_deref() {
+            None | Some("PreemptLowerPriority") => false,
+            Some("Never") => true,
+            Some(other) => {
+                return Err(at.name("preemptionPolicy").problem(format!(
+                    "unknown policy {other:?} (expected PreemptLowerPriority, Never)"
+                )));
+            }
+        };
+        let status = pod.status.as_ref();
         Ok(model::Pod {
+            preempt_never,
+            nominated_node_name: status
+                .and_then(|s| s.nominated_node_name.clone())
+                .filter(|n| !n.is_empty()),
+            start_time: status
+                .and_then(|s| s.start_time.as_ref())
+                .map(|t| t.0.as_second()),
             node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
             scheduler_name: spec
                 .scheduler_name
@@ -861,6 +879,27 @@ pub fn persistent_volume_claim(
                 spec.and_then(|s| s.selector.as_ref()),
                 at.name("selector"),
             )?,
+            meta,
+        })
+    })
+}
+
+/// Converts a PodDisruptionBudget: its selector and the status fields preemption reads.
+pub fn pod_disruption_budget(
+    pdb: &PodDisruptionBudget,
+) -> Result<model::PodDisruptionBudget, ConvertError> {
+    convert(pdb, |meta| {
+        let status = pdb.status.as_ref();
+        Ok(model::PodDisruptionBudget {
+            selector: optional_selector(
+                pdb.spec.as_ref().and_then(|s| s.selector.as_ref()),
+                Field::root("spec").name("selector"),
+            )?,
+            disruptions_allowed: status.map_or(0, |s| s.disruptions_allowed),
+            disrupted_pods: status
+                .and_then(|s| s.disrupted_pods.as_ref())
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default(),
             meta,
         })
     })

@@ -1,12 +1,13 @@
 //! A whole cluster file as a ready-to-schedule engine cluster plus the pods to schedule.
 
 use berth_engine::model;
+use berth_engine::preemption::DisruptionBudgets;
 use berth_engine::{Cluster, ClusterError};
 
 use super::{
     ConvertError, Object, PriorityResolver, csi_node, is_terminal, namespace, node, object_ref,
-    persistent_volume, persistent_volume_claim, pod, replica_set, replication_controller, service,
-    stateful_set, storage_class,
+    persistent_volume, persistent_volume_claim, pod, pod_disruption_budget, replica_set,
+    replication_controller, service, stateful_set, storage_class,
 };
 use crate::ClusterObjects;
 
@@ -17,6 +18,8 @@ pub struct Snapshot {
     pub cluster: Cluster,
     /// Pods without a node that have not finished, in file order.
     pub pending: Vec<model::Pod>,
+    /// The PodDisruptionBudgets, for preemption.
+    pub budgets: DisruptionBudgets,
     /// The loader's warnings, then those of the conversion.
     pub warnings: Vec<String>,
 }
@@ -68,6 +71,10 @@ pub fn snapshot(objects: &ClusterObjects) -> Result<Snapshot, ConvertError> {
         let csi = csi_node(object)?;
         cluster.csi_nodes.insert(csi.meta.name.clone(), csi);
     }
+    let mut budgets = DisruptionBudgets::new();
+    for object in &objects.pod_disruption_budgets {
+        budgets.upsert(&mut cluster, &pod_disruption_budget(object)?);
+    }
     let priorities = PriorityResolver::new(&objects.priority_classes);
     let mut pending = Vec::new();
     for object in objects.pods.iter().filter(|p| !is_terminal(p)) {
@@ -88,6 +95,7 @@ pub fn snapshot(objects: &ClusterObjects) -> Result<Snapshot, ConvertError> {
     Ok(Snapshot {
         cluster,
         pending,
+        budgets,
         warnings,
     })
 }

@@ -1,0 +1,985 @@
+//! Preemption: v1.22's DefaultPreemption PostFilter.
+//!
+//! When a pod fits no node, [`Scheduler::preempt`] looks for a node where removing pods of
+//! lower priority lets it in:
+//! 1. Eligibility: not `preemptionPolicy: Never`; a pod already nominated somewhere waits
+//!    while lower-priority pods on that node are still terminating (unless that node now
+//!    fails for a reason removing pods cannot fix).
+//! 2. Potential nodes: those whose failure was only `Unschedulable`.
+//! 3. Dry run from a random offset (a generator seeded from the scheduler's seed) over the potential
+//!    nodes, stopping once `max(10% of them, 100)` candidates are found and at least one of
+//!    them violates no PodDisruptionBudget. On each node, on a copy of that node only: remove
+//!    every lower-priority pod; if the pod then fits (with the node's nominated pods, as the
+//!    cycle checks), add the removed pods back one by one, most important first (higher
+//!    priority, then earlier start), those whose eviction would violate a budget before the
+//!    others; a pod that does not fit back is a victim.
+//! 4. Choice, in upstream's order: fewest budget violations, lowest highest-victim
+//!    priority, smallest sum of victim priorities, fewest victims, latest start among the
+//!    highest-priority victims, then the first candidate.
+//!
+//! The caller carries the choice out (deletes the victims, nominates the pod, clears
+//! lower-priority nominations on the node).
+//!
+//! Not modelled: the PreFilter AddPod/RemovePod updates of rules whose prepared state
+//! covers other nodes' pods (inter-pod affinity, topology spread, service affinity): a dry
+//! run sees those rules as the cluster is, so a victim's anti-affinity toward the preemptor
+//! does not make its node a candidate. Node-local rules (resources, pod count, host ports,
+//! pod IPs, volumes on the node) see the node without its victims.
+
+use std::fmt;
+
+use rand::Rng;
+
+use crate::cluster::{Cluster, NodeId, PodId};
+use crate::filters::PreparedFilters;
+use crate::framework::CycleContext;
+use crate::labels::{Selector, Sym};
+use crate::model;
+use crate::nominator::Nominator;
+use crate::podinfo::PodInfo;
+use crate::scheduler::{FitError, Scheduler};
+
+/// Upstream's DefaultPreemptionArgs default `minCandidateNodesPercentage`.
+pub const MIN_CANDIDATE_NODES_PERCENTAGE: usize = 10;
+/// Upstream's DefaultPreemptionArgs default `minCandidateNodesAbsolute`.
+pub const MIN_CANDIDATE_NODES_ABSOLUTE: usize = 100;
+
+/// Why a pod does not preempt: `preemptionPolicy: Never`.
+pub const NOT_ELIGIBLE_NEVER: &str = "the pod's preemptionPolicy is Never";
+/// Why a pod does not preempt: its earlier victims are still going.
+pub const NOT_ELIGIBLE_TERMINATING: &str =
+    "pods of lower priority on the nominated node are still terminating";
+/// Upstream's status for a node that failed for a reason preemption cannot fix.
+pub const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
+
+/// A PodDisruptionBudget compiled for matching.
+#[derive(Debug, Clone)]
+struct Budget {
+    namespace: Sym,
+    name: String,
+    /// None: selects nothing (a missing or empty selector).
+    selector: Option<Selector>,
+    allowed: i32,
+    disrupted: Vec<String>,
+}
+
+/// The cluster's PodDisruptionBudgets, as preemption reads them.
+#[derive(Debug, Clone, Default)]
+pub struct DisruptionBudgets {
+    list: Vec<Budget>,
+}
+
+impl DisruptionBudgets {
+    /// No budgets.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces a budget (by namespace and name). Selectors are compiled against the
+    /// cluster's interner.
+    pub fn upsert(&mut self, cluster: &mut Cluster, pdb: &model::PodDisruptionBudget) {
+        let namespace = cluster.interner.intern(&pdb.meta.namespace);
+        let selector = pdb
+            .selector
+            .as_ref()
+            .map(|s| cluster.compile_selector(s))
+            .filter(|s| !s.is_empty());
+        let budget = Budget {
+            namespace,
+            name: pdb.meta.name.clone(),
+            selector,
+            allowed: pdb.disruptions_allowed,
+            disrupted: pdb.disrupted_pods.clone(),
+        };
+        match self
+            .list
+            .iter_mut()
+            .find(|b| b.namespace == namespace && b.name == budget.name)
+        {
+            Some(b) => *b = budget,
+            None => self.list.push(budget),
+        }
+    }
+
+    /// Removes a budget; false if there was none of that name.
+    pub fn remove(&mut self, cluster: &Cluster, namespace: &str, name: &str) -> bool {
+        let Some(ns) = cluster.interner.get(namespace) else {
+            return false;
+        };
+        let before = self.list.len();
+        self.list.retain(|b| !(b.namespace == ns && b.name == name));
+        self.list.len() != before
+    }
+
+    /// How many budgets there are.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Splits `pods` (kept in order) into those whose eviction would violate a budget and the
+    /// others (upstream's filterPodsWithPDBViolation): each matching budget's allowance is
+    /// spent pod by pod; a pod already listed in a budget's disrupted pods spends nothing.
+    fn split_violating(&self, cluster: &Cluster, pods: &[PodId]) -> (Vec<PodId>, Vec<PodId>) {
+        let mut allowed: Vec<i32> = self.list.iter().map(|b| b.allowed).collect();
+        let mut violating = Vec::new();
+        let mut others = Vec::new();
+        for &id in pods {
+            let pod = cluster.pod(id);
+            let mut violated = false;
+            if !pod.labels.is_empty() {
+                for (b, left) in self.list.iter().zip(allowed.iter_mut()) {
+                    let Some(selector) = &b.selector else {
+                        continue;
+                    };
+                    if b.namespace != pod.namespace || !selector.matches(&pod.labels) {
+                        continue;
+                    }
+                    if b.disrupted.contains(&pod.pod.meta.name) {
+                        continue;
+                    }
+                    *left -= 1;
+                    if *left < 0 {
+                        violated = true;
+                    }
+                }
+            }
+            if violated {
+                violating.push(id);
+            } else {
+                others.push(id);
+            }
+        }
+        (violating, others)
+    }
+}
+
+/// One node where preemption would let the pod in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The node.
+    pub node: NodeId,
+    /// The pods to evict: budget-violating ones first, each group most important first.
+    pub victims: Vec<PodId>,
+    /// How many victims' eviction violates a PodDisruptionBudget.
+    pub pdb_violations: usize,
+}
+
+/// The step of upstream's node choice at which a candidate lost to the chosen one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostOn {
+    /// More PodDisruptionBudget violations.
+    PdbViolations,
+    /// A higher-priority highest victim.
+    HighestPriority,
+    /// A larger sum of victim priorities.
+    SumOfPriorities,
+    /// More victims.
+    NumberOfVictims,
+    /// Its highest-priority victims started earlier (they have run longer).
+    StartTime,
+    /// A tie on every count: the first candidate wins.
+    Order,
+}
+
+impl fmt::Display for LostOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LostOn::PdbViolations => "more PodDisruptionBudget violations",
+            LostOn::HighestPriority => "a higher-priority highest victim",
+            LostOn::SumOfPriorities => "a larger sum of victim priorities",
+            LostOn::NumberOfVictims => "more victims",
+            LostOn::StartTime => "its highest-priority victims started earlier",
+            LostOn::Order => "an equal candidate came first",
+        })
+    }
+}
+
+/// What a preemption attempt found, for `--explain`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreemptionExplanation {
+    /// Every candidate dry-run found, in the order found, with why it lost (None: chosen).
+    pub candidates: Vec<(Candidate, Option<LostOn>)>,
+    /// Nodes dry-run that are no candidate, with why.
+    pub rejected: Vec<(NodeId, String)>,
+    /// Nodes skipped because their failure was UnschedulableAndUnresolvable.
+    pub unresolvable: usize,
+}
+
+/// The outcome of [`Scheduler::preempt`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreemptionOutcome {
+    /// The pod may not preempt now (a `NOT_ELIGIBLE_*` reason); any nomination stays.
+    NotEligible(&'static str),
+    /// No node can be freed for the pod: its nomination, if any, should be cleared.
+    NoCandidate,
+    /// Evict `victims` from `node` and nominate the pod there.
+    Preempt {
+        /// The chosen candidate.
+        candidate: Candidate,
+        /// Pods nominated to the node with a lower priority than the preemptor, whose
+        /// nominations must be cleared (`namespace/name`).
+        clear_nominations: Vec<String>,
+    },
+}
+
+/// Upstream's `GetPodStartTime`: the pod's start time, or "now" when it has none, which is
+/// later than every start time.
+fn start_time(pod: &PodInfo) -> i64 {
+    pod.pod.start_time.unwrap_or(i64::MAX)
+}
+
+/// Upstream's `MoreImportantPod` as an ordering: higher priority first, then earlier start.
+fn importance(a: &PodInfo, b: &PodInfo) -> std::cmp::Ordering {
+    b.pod
+        .priority
+        .cmp(&a.pod.priority)
+        .then(start_time(a).cmp(&start_time(b)))
+}
+
+impl Scheduler {
+    /// The PostFilter for a pod that fit nowhere (`fit` is that cycle's error): finds the
+    /// node to free and its victims, reading the cluster only.
+    pub fn preempt(
+        &mut self,
+        cluster: &Cluster,
+        nominator: &Nominator,
+        budgets: &DisruptionBudgets,
+        pod: &PodInfo,
+        fit: &FitError,
+    ) -> (PreemptionOutcome, PreemptionExplanation) {
+        let mut explanation = PreemptionExplanation::default();
+        if let Some(reason) = ineligible(cluster, pod, fit) {
+            return (PreemptionOutcome::NotEligible(reason), explanation);
+        }
+        let potential: Vec<NodeId> = cluster
+            .node_order()
+            .iter()
+            .copied()
+            .filter(|id| !fit.is_unresolvable(*id))
+            .collect();
+        explanation.unresolvable = cluster.node_count() - potential.len();
+        if potential.is_empty() {
+            return (PreemptionOutcome::NoCandidate, explanation);
+        }
+        let offset = self.preemption_rng().random_range(0..potential.len());
+        let (filters, check_all) = (self.filters(), self.check_all());
+        let ctx = CycleContext { cluster, pod };
+        let prepared = match Scheduler::prepare_filters(filters, check_all, ctx, |_, _| {}) {
+            Ok(p) => p,
+            // A filter rejects the pod everywhere, as it did in the cycle.
+            Err(_) => return (PreemptionOutcome::NoCandidate, explanation),
+        };
+        let wanted = candidates_to_find(potential.len());
+        let dry = DryRun {
+            cluster,
+            nominator,
+            budgets,
+            pod,
+            prepared: &prepared,
+        };
+        let mut clean = Vec::new();
+        let mut violating = Vec::new();
+        for i in 0..potential.len() {
+            let node = potential[(offset + i) % potential.len()];
+            match dry.select_victims(node) {
+                Ok(c) if c.pdb_violations == 0 => clean.push(c),
+                Ok(c) => violating.push(c),
+                Err(why) => explanation.rejected.push((node, why)),
+            }
+            if !clean.is_empty() && clean.len() + violating.len() >= wanted {
+                break;
+            }
+        }
+        clean.append(&mut violating);
+        let candidates = clean;
+        if candidates.is_empty() {
+            return (PreemptionOutcome::NoCandidate, explanation);
+        }
+        let lost = choose(cluster, &candidates);
+        let chosen = lost
+            .iter()
+            .position(Option::is_none)
+            .expect("one candidate is chosen");
+        let candidate = candidates[chosen].clone();
+        explanation.candidates = candidates.into_iter().zip(lost).collect();
+        let clear_nominations = nominator.lower_priority_on(candidate.node, pod.pod.priority);
+        (
+            PreemptionOutcome::Preempt {
+                candidate,
+                clear_nominations,
+            },
+            explanation,
+        )
+    }
+}
+
+/// Upstream's PodEligibleToPreemptOthers: None when the pod may preempt.
+fn ineligible(cluster: &Cluster, pod: &PodInfo, fit: &FitError) -> Option<&'static str> {
+    if pod.pod.preempt_never {
+        return Some(NOT_ELIGIBLE_NEVER);
+    }
+    let node = pod
+        .pod
+        .nominated_node_name
+        .as_deref()
+        .and_then(|n| cluster.node_by_name(n))?;
+    if fit.is_unresolvable(node) {
+        return None;
+    }
+    let terminating = cluster.node(node).pods.iter().any(|id| {
+        let p = cluster.pod(*id);
+        p.pod.meta.deleting && p.pod.priority < pod.pod.priority
+    });
+    terminating.then_some(NOT_ELIGIBLE_TERMINATING)
+}
+
+/// Upstream's calculateNumCandidates.
+pub fn candidates_to_find(potential: usize) -> usize {
+    (potential * MIN_CANDIDATE_NODES_PERCENTAGE / 100)
+        .max(MIN_CANDIDATE_NODES_ABSOLUTE)
+        .min(potential)
+}
+
+/// What a dry run reads.
+struct DryRun<'a> {
+    cluster: &'a Cluster,
+    nominator: &'a Nominator,
+    budgets: &'a DisruptionBudgets,
+    pod: &'a PodInfo,
+    prepared: &'a PreparedFilters<'a>,
+}
+
+impl DryRun<'_> {
+    /// Upstream's selectVictimsOnNode, on a copy of the node.
+    fn select_victims(&self, id: NodeId) -> Result<Candidate, String> {
+        let cluster = self.cluster;
+        let node = cluster.node(id);
+        let priority = self.pod.pod.priority;
+        let mut potential: Vec<PodId> = node
+            .pods
+            .iter()
+            .copied()
+            .filter(|p| cluster.pod(*p).pod.priority < priority)
+            .collect();
+        if potential.is_empty() {
+            return Err(format!(
+                "No victims found on node {} for preemptor pod {}",
+                node.name(),
+                self.pod.pod.meta.name
+            ));
+        }
+        let mut copy = node.clone();
+        for p in &potential {
+            copy.remove_pod(cluster.pod(*p), *p);
+        }
+        let nominated = self.nominator.for_node(id);
+        let status = self
+            .prepared
+            .status_with_nominated(&copy, nominated, self.pod);
+        if !status.passes() {
+            let reasons: Vec<&str> = status.reasons.iter().map(|r| r.as_str()).collect();
+            return Err(format!(
+                "does not fit even without its lower-priority pods: {}",
+                reasons.join(", ")
+            ));
+        }
+        potential.sort_by(|a, b| importance(cluster.pod(*a), cluster.pod(*b)));
+        let (violating, others) = self.budgets.split_violating(cluster, &potential);
+        let mut victims = Vec::new();
+        let mut pdb_violations = 0;
+        for (group, counts) in [(violating, true), (others, false)] {
+            for p in group {
+                let info = cluster.pod(p);
+                copy.add_pod(info, Some(p));
+                if !self
+                    .prepared
+                    .passes_with_nominated(&copy, nominated, self.pod)
+                {
+                    copy.remove_pod(info, p);
+                    victims.push(p);
+                    pdb_violations += usize::from(counts);
+                }
+            }
+        }
+        if victims.is_empty() {
+            // The cycle found the node failing with these very pods on it.
+            return Err(format!(
+                "expected at least one victim pod on node {}",
+                node.name()
+            ));
+        }
+        Ok(Candidate {
+            node: id,
+            victims,
+            pdb_violations,
+        })
+    }
+}
+
+/// Upstream's pickOneNodeForPreemption over `candidates` (in the order found): for each, why
+/// it lost, None for the chosen one. Each step keeps the candidates with the best value;
+/// ties go to the next step.
+fn choose(cluster: &Cluster, candidates: &[Candidate]) -> Vec<Option<LostOn>> {
+    let mut lost: Vec<Option<LostOn>> = vec![None; candidates.len()];
+    let priority = |p: &PodId| cluster.pod(*p).pod.priority;
+    // Lower is better at every step; the start-time step negates to prefer the latest.
+    type Key<'k> = &'k dyn Fn(&Candidate) -> i64;
+    let steps: [(LostOn, Key<'_>); 5] = [
+        (LostOn::PdbViolations, &|c| c.pdb_violations as i64),
+        // Upstream takes the first victim's priority (the list is sorted by importance
+        // within its two groups).
+        (LostOn::HighestPriority, &|c| {
+            i64::from(priority(&c.victims[0]))
+        }),
+        // Shifted by 2^31 so that more victims of negative priority never sum lower.
+        (LostOn::SumOfPriorities, &|c| {
+            c.victims
+                .iter()
+                .map(|p| i64::from(priority(p)) + (1 << 31))
+                .sum()
+        }),
+        (LostOn::NumberOfVictims, &|c| c.victims.len() as i64),
+        (LostOn::StartTime, &|c| {
+            -earliest_start_of_highest(cluster, &c.victims)
+        }),
+    ];
+    for (step, key) in steps {
+        let alive: Vec<usize> = (0..candidates.len())
+            .filter(|i| lost[*i].is_none())
+            .collect();
+        if alive.len() == 1 {
+            break;
+        }
+        let best = alive
+            .iter()
+            .map(|i| key(&candidates[*i]))
+            .min()
+            .expect("some candidate is alive");
+        for i in alive {
+            if key(&candidates[i]) != best {
+                lost[i] = Some(step);
+            }
+        }
+    }
+    let mut first = true;
+    for l in lost.iter_mut().filter(|l| l.is_none()) {
+        if !first {
+            *l = Some(LostOn::Order);
+        }
+        first = false;
+    }
+    lost
+}
+
+/// Upstream's GetEarliestPodStartTime: the earliest start among the highest-priority victims.
+fn earliest_start_of_highest(cluster: &Cluster, victims: &[PodId]) -> i64 {
+    let top = victims
+        .iter()
+        .map(|p| cluster.pod(*p).pod.priority)
+        .max()
+        .unwrap_or(0);
+    victims
+        .iter()
+        .map(|p| cluster.pod(*p))
+        .filter(|p| p.pod.priority == top)
+        .map(start_time)
+        .min()
+        .unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TaintEffect;
+    use crate::testkit::*;
+
+    const RESOURCES: &str = r#"{"predicates":[{"name":"PodFitsResources"}],"priorities":[]}"#;
+
+    fn scheduler() -> Scheduler {
+        let policy = berth_policy::parse(RESOURCES, "test.json").expect("policy");
+        crate::registry::scheduler_for(&policy, Default::default()).expect("scheduler")
+    }
+
+    fn pdb(
+        name: &str,
+        labels: &[(&str, &str)],
+        allowed: i32,
+        disrupted: &[&str],
+    ) -> model::PodDisruptionBudget {
+        model::PodDisruptionBudget {
+            meta: model::Meta {
+                name: name.into(),
+                namespace: "default".into(),
+                ..Default::default()
+            },
+            selector: Some(selector(labels)),
+            disruptions_allowed: allowed,
+            disrupted_pods: disrupted.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// What a preemption attempt decided, by name: Ok((node, victims)) or Err(outcome text).
+    fn run(
+        nodes: Vec<model::Node>,
+        pods: Vec<model::Pod>,
+        budgets: &[model::PodDisruptionBudget],
+        preemptor: model::Pod,
+    ) -> Result<(String, Vec<String>), String> {
+        let mut c = cluster(nodes, pods);
+        let mut b = DisruptionBudgets::new();
+        for p in budgets {
+            b.upsert(&mut c, p);
+        }
+        let info = c.compile_pod(preemptor);
+        let mut s = scheduler();
+        let nominator = Nominator::new();
+        let d = s.schedule_with(&c, &nominator, &info, false);
+        let Some(fit) = d.fit_error else {
+            return Err("fits without preemption".into());
+        };
+        match s.preempt(&c, &nominator, &b, &info, &fit).0 {
+            PreemptionOutcome::Preempt { candidate, .. } => Ok((
+                c.node(candidate.node).name().to_string(),
+                candidate
+                    .victims
+                    .iter()
+                    .map(|v| c.pod(*v).pod.meta.name.clone())
+                    .collect(),
+            )),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    /// (name, nodes, running pods, budgets, preemptor, outcome).
+    type Case = (
+        &'static str,
+        Vec<model::Node>,
+        Vec<model::Pod>,
+        Vec<model::PodDisruptionBudget>,
+        model::Pod,
+        Result<(String, Vec<String>), String>,
+    );
+
+    fn ok(node: &str, victims: &[&str]) -> Result<(String, Vec<String>), String> {
+        Ok((node.into(), victims.iter().map(|v| v.to_string()).collect()))
+    }
+
+    /// Restated from upstream's TestDryRunPreemption and TestSelectCandidate (v1.22): nodes of
+    /// 5 cpus unless stated, pods by (cpu, priority, start time).
+    #[test]
+    fn victims_and_node_choice() {
+        let n = |name: &str| node(name).cpu(5000).mem(1 << 40).build();
+        let p = |name: &str, on: &str, cpu: i64, prio: i32, start: i64| {
+            pod(name)
+                .on(on)
+                .req(cpu, 0)
+                .priority(prio)
+                .started(start)
+                .build()
+        };
+        let high = |cpu: i64| pod("preemptor").req(cpu, 0).priority(100).build();
+        let cases: Vec<Case> = vec![
+            (
+                "a pod that does not fit on any node even without victims",
+                vec![n("n1"), n("n2")],
+                vec![p("a", "n1", 1000, 1, 0), p("b", "n2", 1000, 1, 0)],
+                vec![],
+                high(6000),
+                Err("NoCandidate".into()),
+            ),
+            (
+                "pods running at higher priority are no victims",
+                vec![n("n1"), n("n2")],
+                vec![p("a", "n1", 3000, 200, 0), p("b", "n2", 3000, 200, 0)],
+                vec![],
+                high(3000),
+                Err("NoCandidate".into()),
+            ),
+            (
+                "the medium-priority pod goes, the small low-priority one stays",
+                vec![n("n1")],
+                vec![p("low", "n1", 1000, 1, 0), p("medium", "n1", 3000, 50, 0)],
+                vec![],
+                high(3000),
+                ok("n1", &["medium"]),
+            ),
+            (
+                "mixed priorities: reprieved most important first",
+                vec![n("n1")],
+                vec![
+                    p("p1", "n1", 2000, 10, 0),
+                    p("p2", "n1", 1000, 20, 0),
+                    p("p3", "n1", 1000, 30, 0),
+                    p("p4", "n1", 1000, 40, 0),
+                ],
+                vec![],
+                high(3000),
+                ok("n1", &["p2", "p1"]),
+            ),
+            (
+                "equal priorities: the later-started pod is the victim",
+                vec![n("n1")],
+                vec![
+                    p("early", "n1", 2500, 10, 100),
+                    p("late", "n1", 2500, 10, 200),
+                ],
+                vec![],
+                high(2500),
+                ok("n1", &["late"]),
+            ),
+            (
+                "the node whose highest victim has the lowest priority wins",
+                vec![n("n1"), n("n2")],
+                vec![p("a", "n1", 5000, 20, 0), p("b", "n2", 5000, 10, 0)],
+                vec![],
+                high(3000),
+                ok("n2", &["b"]),
+            ),
+            (
+                "same highest priority: the smallest sum of priorities wins",
+                vec![n("n1"), n("n2")],
+                vec![
+                    p("a1", "n1", 2500, 10, 0),
+                    p("a2", "n1", 2500, 10, 0),
+                    p("b1", "n2", 2500, 10, 0),
+                    p("b2", "n2", 2500, 5, 0),
+                ],
+                vec![],
+                high(5000),
+                ok("n2", &["b1", "b2"]),
+            ),
+            (
+                "same highest priority: one victim sums lower than two",
+                vec![n("n1"), n("n2")],
+                vec![
+                    p("a1", "n1", 2000, 10, 0),
+                    p("a2", "n1", 1000, 10, 0),
+                    p("a3", "n1", 2000, 10, 0),
+                    p("b1", "n2", 4000, 10, 0),
+                    p("b2", "n2", 1000, 10, 0),
+                ],
+                vec![],
+                high(4000),
+                ok("n2", &["b1"]),
+            ),
+            (
+                "sums of negative priorities are shifted, so more victims never sum lower",
+                vec![n("n1"), n("n2")],
+                vec![
+                    p("a1", "n1", 2500, -10, 0),
+                    p("a2", "n1", 2500, -10, 0),
+                    p("b1", "n2", 5000, -10, 0),
+                ],
+                vec![],
+                high(5000),
+                ok("n2", &["b1"]),
+            ),
+            (
+                "all else equal: the node whose highest victims started last wins",
+                vec![n("n1"), n("n2")],
+                vec![p("a", "n1", 5000, 10, 100), p("b", "n2", 5000, 10, 200)],
+                vec![],
+                high(3000),
+                ok("n2", &["b"]),
+            ),
+            (
+                "a node without a PDB violation beats one with fewer or lower victims",
+                vec![n("n1"), n("n2")],
+                vec![
+                    pod("a")
+                        .on("n1")
+                        .req(5000, 0)
+                        .priority(1)
+                        .label("app", "db")
+                        .build(),
+                    p("b1", "n2", 2500, 50, 0),
+                    p("b2", "n2", 2500, 50, 0),
+                ],
+                vec![pdb("db", &[("app", "db")], 0, &[])],
+                high(5000),
+                ok("n2", &["b1", "b2"]),
+            ),
+            (
+                "PDB-violating pods are reprieved first: the non-violating one goes",
+                vec![n("n1")],
+                vec![
+                    pod("guarded")
+                        .on("n1")
+                        .req(2500, 0)
+                        .priority(1)
+                        .label("app", "db")
+                        .build(),
+                    pod("free").on("n1").req(2500, 0).priority(2).build(),
+                ],
+                vec![pdb("db", &[("app", "db")], 0, &[])],
+                high(2500),
+                ok("n1", &["free"]),
+            ),
+            (
+                "two pods of one budget allowing one disruption: one violates",
+                vec![n("n1")],
+                vec![
+                    pod("a")
+                        .on("n1")
+                        .req(2500, 0)
+                        .priority(1)
+                        .label("app", "db")
+                        .build(),
+                    pod("b")
+                        .on("n1")
+                        .req(2500, 0)
+                        .priority(1)
+                        .label("app", "db")
+                        .build(),
+                ],
+                vec![pdb("db", &[("app", "db")], 1, &[])],
+                high(5000),
+                // The violating victim is listed first, as upstream returns them.
+                ok("n1", &["b", "a"]),
+            ),
+        ];
+        for (name, nodes, pods, budgets, preemptor, want) in cases {
+            assert_eq!(run(nodes, pods, &budgets, preemptor), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn pdb_violations_are_counted_as_upstream() {
+        // (budget allowance, disrupted pods, expected violations) for two matching victims.
+        let cases: [(i32, &[&str], usize); 4] = [
+            (1, &[], 1),
+            (2, &[], 0),
+            // A pod already being disrupted spends nothing of the budget.
+            (1, &["a"], 0),
+            // A negative allowance: every matching pod not yet disrupted violates.
+            (-1, &["a"], 1),
+        ];
+        for (allowed, disrupted, want) in cases {
+            let mut c = cluster(
+                vec![node("n1").cpu(5000).build()],
+                vec![
+                    pod("a").on("n1").req(2500, 0).label("app", "db").build(),
+                    pod("b").on("n1").req(2500, 0).label("app", "db").build(),
+                ],
+            );
+            let mut b = DisruptionBudgets::new();
+            b.upsert(&mut c, &pdb("db", &[("app", "db")], allowed, disrupted));
+            let info = c.compile_pod(pod("p").req(5000, 0).priority(10).build());
+            let mut s = scheduler();
+            let d = s.schedule(&c, &info, false);
+            let fit = d.fit_error.expect("does not fit");
+            let PreemptionOutcome::Preempt { candidate, .. } =
+                s.preempt(&c, &Nominator::new(), &b, &info, &fit).0
+            else {
+                panic!("expected a preemption");
+            };
+            assert_eq!(candidate.victims.len(), 2);
+            assert_eq!(
+                candidate.pdb_violations, want,
+                "allowed {allowed} disrupted {disrupted:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unresolvable_nodes_are_no_candidates() {
+        let nodes = vec![
+            node("tainted")
+                .cpu(5000)
+                .taint("k", "v", TaintEffect::NoSchedule)
+                .build(),
+            node("free").cpu(5000).build(),
+        ];
+        let pods = vec![
+            pod("a").on("tainted").req(5000, 0).priority(1).build(),
+            pod("b").on("free").req(5000, 0).priority(50).build(),
+        ];
+        let got = run(
+            nodes.clone(),
+            pods,
+            &[],
+            pod("p").req(5000, 0).priority(100).build(),
+        );
+        assert_eq!(got, ok("free", &["b"]));
+        let only_tainted = vec![pod("a").on("tainted").req(5000, 0).priority(1).build()];
+        let got = run(
+            nodes[..1].to_vec(),
+            only_tainted,
+            &[],
+            pod("p").req(5000, 0).priority(100).build(),
+        );
+        assert_eq!(got, Err("NoCandidate".into()));
+    }
+
+    /// Restated from upstream's TestPodEligibleToPreemptOthers.
+    #[test]
+    fn eligibility() {
+        let nodes = vec![node("n1").cpu(5000).build(), node("n2").cpu(5000).build()];
+        let full =
+            |victim: model::Pod| vec![victim, pod("x").on("n2").req(5000, 0).priority(1).build()];
+        let low = || pod("v").on("n1").req(5000, 0).priority(1);
+        let cases: Vec<(&str, Vec<model::Pod>, model::Pod, Option<&str>)> = vec![
+            (
+                "preemptionPolicy Never",
+                full(low().build()),
+                pod("p").req(5000, 0).priority(100).preempt_never().build(),
+                Some(NOT_ELIGIBLE_NEVER),
+            ),
+            (
+                "nominated, nothing terminating",
+                full(low().build()),
+                pod("p").req(5000, 0).priority(100).nominated("n1").build(),
+                None,
+            ),
+            (
+                "nominated, a lower-priority pod terminating there",
+                full(low().terminating().build()),
+                pod("p").req(5000, 0).priority(100).nominated("n1").build(),
+                Some(NOT_ELIGIBLE_TERMINATING),
+            ),
+            (
+                "nominated, the terminating pod has higher priority",
+                full(low().priority(200).terminating().build()),
+                pod("p").req(5000, 0).priority(100).nominated("n1").build(),
+                None,
+            ),
+        ];
+        for (name, pods, preemptor, want) in cases {
+            let mut c = cluster(nodes.clone(), pods);
+            let info = c.compile_pod(preemptor);
+            let mut s = scheduler();
+            let fit = s
+                .schedule(&c, &info, false)
+                .fit_error
+                .expect("does not fit");
+            let got = match s
+                .preempt(
+                    &c,
+                    &Nominator::new(),
+                    &DisruptionBudgets::new(),
+                    &info,
+                    &fit,
+                )
+                .0
+            {
+                PreemptionOutcome::NotEligible(why) => Some(why),
+                _ => None,
+            };
+            assert_eq!(got, want, "{name}");
+        }
+        // A nominated node that now fails unresolvably makes the pod eligible again.
+        let mut c = cluster(
+            vec![
+                node("n1").cpu(5000).unschedulable().build(),
+                node("n2").cpu(5000).build(),
+            ],
+            full(low().terminating().build()),
+        );
+        let info = c.compile_pod(pod("p").req(5000, 0).priority(100).nominated("n1").build());
+        let mut s = scheduler();
+        let fit = s
+            .schedule(&c, &info, false)
+            .fit_error
+            .expect("does not fit");
+        assert!(fit.is_unresolvable(c.node_by_name("n1").expect("n1")));
+        let (outcome, _) = s.preempt(
+            &c,
+            &Nominator::new(),
+            &DisruptionBudgets::new(),
+            &info,
+            &fit,
+        );
+        assert!(
+            matches!(outcome, PreemptionOutcome::Preempt { .. }),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn candidate_count_follows_upstream() {
+        for (potential, want) in [
+            (1, 1),
+            (10, 10),
+            (100, 100),
+            (150, 100),
+            (1000, 100),
+            (2000, 200),
+            (5000, 500),
+        ] {
+            assert_eq!(candidates_to_find(potential), want, "{potential}");
+        }
+    }
+
+    #[test]
+    fn the_dry_run_stops_at_enough_candidates_and_reports_the_losers() {
+        let nodes: Vec<model::Node> = (0..300)
+            .map(|i| node(&format!("n{i}")).cpu(1000).build())
+            .collect();
+        let pods: Vec<model::Pod> = (0..300)
+            .map(|i| {
+                pod(&format!("v{i}"))
+                    .on(&format!("n{i}"))
+                    .req(1000, 0)
+                    .priority(1)
+                    .build()
+            })
+            .collect();
+        let mut c = cluster(nodes, pods);
+        let info = c.compile_pod(pod("p").req(1000, 0).priority(10).build());
+        let mut s = scheduler();
+        let fit = s.schedule(&c, &info, false).fit_error.expect("full");
+        let (outcome, e) = s.preempt(
+            &c,
+            &Nominator::new(),
+            &DisruptionBudgets::new(),
+            &info,
+            &fit,
+        );
+        assert!(matches!(outcome, PreemptionOutcome::Preempt { .. }));
+        // max(10% of 300, 100) = 100 candidates, all equal: the first found wins.
+        assert_eq!(e.candidates.len(), 100);
+        assert_eq!(e.candidates[0].1, None);
+        assert!(
+            e.candidates[1..]
+                .iter()
+                .all(|(_, l)| *l == Some(LostOn::Order))
+        );
+    }
+
+    #[test]
+    fn lower_priority_nominations_on_the_node_are_cleared() {
+        let mut c = cluster(
+            vec![node("n1").cpu(5000).build()],
+            vec![pod("v").on("n1").req(5000, 0).priority(1).build()],
+        );
+        let n1 = c.node_by_name("n1").expect("n1");
+        let mut nominator = Nominator::new();
+        nominator.add(
+            c.compile_pod(pod("lower").req(100, 0).priority(5).build()),
+            n1,
+        );
+        nominator.add(
+            c.compile_pod(pod("higher").req(100, 0).priority(500).build()),
+            n1,
+        );
+        let info = c.compile_pod(pod("p").req(4000, 0).priority(100).build());
+        let mut s = scheduler();
+        let fit = s
+            .schedule_with(&c, &nominator, &info, false)
+            .fit_error
+            .expect("full");
+        let (outcome, _) = s.preempt(&c, &nominator, &DisruptionBudgets::new(), &info, &fit);
+        let PreemptionOutcome::Preempt {
+            clear_nominations, ..
+        } = outcome
+        else {
+            panic!("expected a preemption, got {outcome:?}");
+        };
+        assert_eq!(clear_nominations, ["default/lower"]);
+    }
+}
