@@ -10,8 +10,8 @@ echo "== cargo fmt"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== control plane (etcd, kube-apiserver, kwok from Go modules; cached after the first build)"
-BERTH_CONTROL_PLANE_BIN="$(bash scripts/control-plane.sh)"
+echo "== control plane (etcd, kube-apiserver, kwok and the reference kube-scheduler v1.22.17 from Go modules; cached after the first build)"
+BERTH_CONTROL_PLANE_BIN="$(bash scripts/control-plane.sh --with-reference-scheduler)"
 export BERTH_CONTROL_PLANE_BIN
 echo "== WASM plugins (Rust and Go guests for wasm32-wasip1, into plugins/dist)"
 bash scripts/build-plugins.sh

@@ -558,10 +558,16 @@ async fn wait_for_apiserver(
                 Err(e) => last_error = e,
             }
         }
-        if let Some(config) = &config {
-            match readyz(config).await {
-                Ok(()) => return Ok(config.clone()),
-                Err(e) => last_error = e,
+        if let Some(loaded) = &config {
+            match readyz(loaded).await {
+                Ok(()) => return Ok(loaded.clone()),
+                Err(e) => {
+                    last_error = e;
+                    // The CA may have been read while the apiserver was still writing it
+                    // (seen under load: "invalid peer certificate: UnknownIssuer" forever):
+                    // load it again next time.
+                    config = None;
+                }
             }
         }
         if start.elapsed() > opts.ready_timeout {

@@ -1,0 +1,141 @@
+//! Berth's side: the same state as the reference saw, scheduled in process through
+//! berth-kube's conversion and berth-engine, with scores grouped the way v1.22 groups them
+//! into framework plugins.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Context, Result, anyhow};
+use berth_engine::CycleConfig;
+use berth_engine::registry::scheduler_for;
+use berth_kube::ClusterObjects;
+use berth_policy::{EffectivePolicy, PriorityKind};
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::upstream::DefaultPodTopologySpread;
+
+/// Berth's decision for one pod, in the reference's terms.
+#[derive(Debug, Clone, Default)]
+pub struct BerthOutcome {
+    /// The node chosen (one of `top`), or None.
+    pub node: Option<String>,
+    /// The FitError text when the pod fits nowhere.
+    pub message: Option<String>,
+    /// Every node with the highest total (any of them is a valid choice).
+    pub top: BTreeSet<String>,
+    /// (framework plugin, node) -> weighted score, summed over the policy entries v1.22
+    /// serves with that plugin.
+    pub plugins: BTreeMap<(String, String), i64>,
+    /// node -> total.
+    pub totals: BTreeMap<String, i64>,
+    /// Nodes that passed every filter.
+    pub feasible: usize,
+}
+
+/// The framework plugin v1.22's legacy registry (pkg/scheduler/framework/plugins/
+/// legacy_registry.go) serves a priority with, or None when v1.22 drops it. Berth has no
+/// such table yet (issue 7 asks helper `arch` for one), so the suite keeps its own.
+pub fn score_plugin(kind: &PriorityKind, gate: DefaultPodTopologySpread) -> Option<&'static str> {
+    Some(match kind {
+        PriorityKind::LeastRequested => "NodeResourcesLeastAllocated",
+        PriorityKind::MostRequested => "NodeResourcesMostAllocated",
+        PriorityKind::BalancedResourceAllocation => "NodeResourcesBalancedAllocation",
+        PriorityKind::SelectorSpread => match gate {
+            DefaultPodTopologySpread::Off => "SelectorSpread",
+            DefaultPodTopologySpread::On => "PodTopologySpread",
+        },
+        PriorityKind::InterPodAffinity => "InterPodAffinity",
+        PriorityKind::NodeAffinity => "NodeAffinity",
+        PriorityKind::TaintToleration => "TaintToleration",
+        PriorityKind::ImageLocality => "ImageLocality",
+        PriorityKind::NodePreferAvoidPods => "NodePreferAvoidPods",
+        PriorityKind::EqualPriority => return None,
+        PriorityKind::RequestedToCapacityRatio { .. } => "RequestedToCapacityRatio",
+        PriorityKind::ServiceAntiAffinity { .. } => "ServiceAffinity",
+        PriorityKind::NodeLabel { .. } => "NodeLabel",
+        PriorityKind::EvenPodsSpread => "PodTopologySpread",
+        PriorityKind::Wasm(_) => return None,
+    })
+}
+
+/// Parses the scenario's policy as Berth does.
+pub fn policy(policy: &serde_json::Value) -> Result<EffectivePolicy> {
+    berth_policy::parse(&policy.to_string(), "policy.json")
+        .map_err(|e| anyhow!("Berth rejects the policy: {e}"))
+}
+
+/// Schedules `pod` on `objects` (everything the reference's cache held before the pod was
+/// created, with earlier pods bound where the reference put them).
+///
+/// Berth has no `DefaultPodTopologySpread` setting yet (issue 7 item 5): with the gate on,
+/// this measures Berth's gate-off behaviour against v1.22's default.
+pub fn decide(
+    policy: &EffectivePolicy,
+    objects: &ClusterObjects,
+    pod: &Pod,
+    gate: DefaultPodTopologySpread,
+) -> Result<BerthOutcome> {
+    let mut objects = objects.clone();
+    objects.pods.push(pod.clone());
+    let snapshot = berth_kube::snapshot(&objects).context("Berth's conversion failed")?;
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let pending = snapshot
+        .pending
+        .into_iter()
+        .find(|p| p.meta.name == name && p.meta.namespace == namespace)
+        .ok_or_else(|| anyhow!("Berth's snapshot lost the pending pod {namespace}/{name}"))?;
+    let mut cluster = snapshot.cluster;
+    let mut scheduler =
+        scheduler_for(policy, CycleConfig::default()).context("Berth's registry failed")?;
+    let info = cluster.compile_pod(pending);
+    let decision = scheduler.schedule(&cluster, &info, true);
+    let mut outcome = BerthOutcome {
+        node: decision.node.map(|n| cluster.node(n).name().to_owned()),
+        message: decision.fit_error.as_ref().map(|e| e.to_string()),
+        ..BerthOutcome::default()
+    };
+    let Some(explanation) = decision.explanation else {
+        return Ok(outcome);
+    };
+    let kinds: BTreeMap<&str, &PriorityKind> = policy
+        .priorities
+        .iter()
+        .map(|p| (p.name.as_str(), &p.kind))
+        .collect();
+    let plugins: Vec<Option<&str>> = explanation
+        .score_rules
+        .iter()
+        .map(|(name, _)| kinds.get(name.as_str()).and_then(|k| score_plugin(k, gate)))
+        .collect();
+    for node in &explanation.nodes {
+        if node.reasons.is_empty() {
+            outcome.feasible += 1;
+        }
+        let Some(total) = node.total else { continue };
+        outcome.totals.insert(node.node.clone(), total);
+        for ((score, (_, weight)), plugin) in node
+            .scores
+            .iter()
+            .zip(&explanation.score_rules)
+            .zip(&plugins)
+        {
+            if let Some(plugin) = plugin {
+                *outcome
+                    .plugins
+                    .entry(((*plugin).to_owned(), node.node.clone()))
+                    .or_default() += score * weight;
+            }
+        }
+    }
+    if let Some(best) = outcome.totals.values().max().copied() {
+        outcome.top = outcome
+            .totals
+            .iter()
+            .filter(|(_, t)| **t == best)
+            .map(|(n, _)| n.clone())
+            .collect();
+    } else if let Some(node) = &outcome.node {
+        outcome.top.insert(node.clone());
+    }
+    Ok(outcome)
+}
