@@ -105,7 +105,12 @@ pub fn decide(
     let plugins: Vec<Option<&str>> = explanation
         .score_rules
         .iter()
-        .map(|(name, _)| kinds.get(name.as_str()).and_then(|k| score_plugin(k, gate)))
+        // A rule serving several entries (as v1.22 folds them into one plugin) is named
+        // after them joined with '+', which entry names cannot contain.
+        .map(|(name, _)| {
+            let first = name.split('+').next().unwrap_or_default();
+            kinds.get(first).and_then(|k| score_plugin(k, gate))
+        })
         .collect();
     for node in &explanation.nodes {
         if node.reasons.is_empty() {

@@ -600,7 +600,7 @@ impl Gen {
         }
         // Without GeneralPredicates its parts one by one, and sometimes both (v1.22 runs
         // a check named twice once).
-        let parts_chance = if general { 0.1 } else { 0.5 };
+        let parts_chance = if general { 0.25 } else { 0.5 };
         for part in [
             "PodFitsResources",
             "HostName",
@@ -703,7 +703,7 @@ impl Gen {
             out.push(json!({"name": "ZoneSpread", "weight": shared,
                 "argument": {"serviceAntiAffinity": {"label": ZONE_LABEL}}}));
         }
-        if self.chance(0.15) {
+        if self.chance(0.3) {
             out.push(json!({"name": "DiskSpread", "weight": shared,
                 "argument": {"serviceAntiAffinity": {"label": "disk"}}}));
         }
@@ -711,7 +711,7 @@ impl Gen {
             out.push(json!({"name": "PreferSSD", "weight": shared,
                 "argument": {"labelPreference": {"label": "disk", "presence": true}}}));
         }
-        if self.chance(0.15) {
+        if self.chance(0.3) {
             out.push(json!({"name": "AvoidTier", "weight": shared,
                 "argument": {"labelPreference": {"label": "tier", "presence": false}}}));
         }
