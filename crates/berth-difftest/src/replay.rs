@@ -10,6 +10,7 @@ use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
 };
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
@@ -194,6 +195,7 @@ pub async fn list_state(client: &Client) -> Result<ClusterObjects> {
         storage_classes: list(client).await?,
         csi_nodes: list(client).await?,
         priority_classes: list::<PriorityClass>(client).await?,
+        pod_disruption_budgets: list::<PodDisruptionBudget>(client).await?,
         warnings: Vec::new(),
     })
 }
