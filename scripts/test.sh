@@ -15,5 +15,7 @@ BERTH_CONTROL_PLANE_BIN="$(bash scripts/control-plane.sh --with-reference-schedu
 export BERTH_CONTROL_PLANE_BIN
 echo "== WASM plugins (Rust and Go guests for wasm32-wasip1, into plugins/dist)"
 bash scripts/build-plugins.sh
+echo "== plugins: fmt, clippy and native tests (Rust SDK and examples; Go SDK and examples)"
+bash scripts/check-plugins.sh
 echo "== cargo test"
 cargo test --workspace --locked

@@ -8,7 +8,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -30,10 +29,15 @@ type config struct {
 	Now         string  `json:"now"`
 }
 
-func newWindow(text string) (plugin.Filter, error) {
-	c := config{Annotation: "berth.dev/maintenance-window", LeadMinutes: 30}
-	if err := json.Unmarshal([]byte(text), &c); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+// defaults are the config fields a policy entry leaves out.
+var defaults = config{Annotation: "berth.dev/maintenance-window", LeadMinutes: 30}
+
+// reason is the text nodes are rejected with.
+const reason = "node(s) in or near a maintenance window"
+
+func newWindow(c config) (plugin.Filter, error) {
+	if c.Annotation == "" {
+		return nil, fmt.Errorf("config.annotation: expected a non-empty annotation key")
 	}
 	if c.LeadMinutes < 0 {
 		return nil, fmt.Errorf("config.leadMinutes: must be >= 0, got %v", c.LeadMinutes)
@@ -41,7 +45,7 @@ func newWindow(text string) (plugin.Filter, error) {
 	w := &window{
 		annotation: c.Annotation,
 		lead:       time.Duration(c.LeadMinutes * float64(time.Minute)),
-		reason:     plugin.NewReason("node(s) in or near a maintenance window"),
+		reason:     plugin.NewReason(reason),
 		warned:     map[string]bool{},
 	}
 	if c.Now != "" {
@@ -70,7 +74,7 @@ func (w *window) Filter(_ *plugin.Pod, nodes *plugin.Nodes, v *plugin.Verdicts) 
 			// A malformed window must not take capacity away: the node passes, once logged.
 			if !w.warned[value] {
 				w.warned[value] = true
-				plugin.Log(2, fmt.Sprintf("node %s: ignoring %s=%q: %v", nodes.Name(i), w.annotation, value, err))
+				plugin.Log(plugin.LevelWarn, fmt.Sprintf("node %s: ignoring %s=%q: %v", nodes.Name(i), w.annotation, value, err))
 			}
 			continue
 		}
@@ -97,6 +101,6 @@ func parseWindow(value string) (time.Time, time.Time, error) {
 	return start, end, nil
 }
 
-func init() { plugin.RegisterFilter(newWindow) }
+func init() { plugin.RegisterFilter(defaults, newWindow) }
 
 func main() {}

@@ -5,15 +5,25 @@
 // version ABIVersion). The host calls Filter or Score once per chunk of nodes with the pod
 // being scheduled; answer for every node of the chunk. Read nodes through Nodes: per-node
 // accessors for anything, column accessors (one host call for all nodes) for the hot path.
+// The policy entry's config arrives decoded into the plugin's own type.
 //
-//	func init() { plugin.RegisterFilter(func(config string) (plugin.Filter, error) { ... }) }
+//	type config struct{ Label string `json:"label"` }
+//	func init() {
+//		plugin.RegisterFilter(config{Label: "zone"}, func(c config) (plugin.Filter, error) { ... })
+//	}
 //	func main() {}
+//
+// On any GOOS but wasip1 the host functions are served by TestHost, an in-memory host over
+// nodes and pods built in the test (FakeNode, FakePod), so `go test` runs the plugin through
+// the same code the wasm build does.
 package plugin
 
 import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"unsafe"
 )
 
@@ -44,6 +54,29 @@ const (
 	NormalizeReduceReverse Normalize = 2
 )
 
+// Level is a log level, as the ABI numbers them.
+type Level int32
+
+const (
+	LevelDebug Level = 0
+	LevelInfo  Level = 1
+	LevelWarn  Level = 2
+	LevelError Level = 3
+)
+
+func (l Level) String() string {
+	switch l {
+	case LevelDebug:
+		return "debug"
+	case LevelInfo:
+		return "info"
+	case LevelWarn:
+		return "warn"
+	default:
+		return "error"
+	}
+}
+
 var (
 	newFilter func(config string) (Filter, error)
 	newScore  func(config string) (Score, error)
@@ -54,81 +87,61 @@ var (
 	scores    []int64
 )
 
-// RegisterFilter makes this module a predicate; make is called once per instance with the
-// policy entry's config JSON.
-func RegisterFilter(make func(config string) (Filter, error)) { newFilter = make }
-
-// RegisterScore makes this module a priority normalised as n.
-func RegisterScore(make func(config string) (Score, error), n Normalize) {
-	newScore = make
-	normalize = n
+// RegisterFilter makes this module a predicate. make is called once per instance with the
+// policy entry's config decoded into a copy of defaults (fields absent from the config keep
+// their default; unknown fields are an error). The copy is shallow: keep maps out of
+// defaults. Use json.RawMessage as C to decode the config yourself.
+func RegisterFilter[C any](defaults C, make func(config C) (Filter, error)) {
+	newFilter, newScore = withConfig(defaults, make), nil
 }
 
-//go:wasmimport berth config
-func hostConfig(out unsafe.Pointer, capacity int32) int32
+// RegisterScore makes this module a priority normalised as n; config as RegisterFilter.
+func RegisterScore[C any](defaults C, make func(config C) (Score, error), n Normalize) {
+	newFilter, newScore, normalize = nil, withConfig(defaults, make), n
+}
 
-//go:wasmimport berth log
-func hostLog(level int32, ptr unsafe.Pointer, length int32)
+// withConfig turns a constructor taking a typed config into one taking the config's JSON.
+func withConfig[C, P any](defaults C, make func(config C) (P, error)) func(text string) (P, error) {
+	return func(text string) (P, error) {
+		c, err := ParseConfig(text, defaults)
+		if err != nil {
+			var none P
+			return none, err
+		}
+		return make(c)
+	}
+}
 
-//go:wasmimport berth set_error
-func hostSetError(ptr unsafe.Pointer, length int32)
+// ParseConfig decodes a policy entry's config JSON over a copy of defaults. The error names
+// the field that did not match ("config.leadMinutes: expected float64, got string") or says
+// what is wrong with the JSON.
+func ParseConfig[C any](text string, defaults C) (C, error) {
+	c := defaults
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return defaults, configError(err)
+	}
+	if dec.More() {
+		return defaults, errors.New("config: unexpected data after the JSON value")
+	}
+	return c, nil
+}
 
-//go:wasmimport berth set_normalize
-func hostSetNormalize(mode int32)
-
-//go:wasmimport berth intern
-func hostIntern(ptr unsafe.Pointer, length int32) int32
-
-//go:wasmimport berth symbol
-func hostSymbol(sym int32, out unsafe.Pointer, capacity int32) int32
-
-//go:wasmimport berth pod_json
-func hostPodJSON(out unsafe.Pointer, capacity int32) int32
-
-//go:wasmimport berth pod_annotation
-func hostPodAnnotation(kp unsafe.Pointer, kl int32, out unsafe.Pointer, capacity int32) int32
-
-//go:wasmimport berth pod_label
-func hostPodLabel(kp unsafe.Pointer, kl int32, out unsafe.Pointer, capacity int32) int32
-
-//go:wasmimport berth node_name
-func hostNodeName(i int32, out unsafe.Pointer, capacity int32) int32
-
-//go:wasmimport berth node_label
-func hostNodeLabel(i int32, key int32) int32
-
-//go:wasmimport berth node_annotation
-func hostNodeAnnotation(i int32, kp unsafe.Pointer, kl int32, out unsafe.Pointer, capacity int32) int32
-
-//go:wasmimport berth node_allocatable
-func hostNodeAllocatable(i int32, np unsafe.Pointer, nl int32) int64
-
-//go:wasmimport berth node_requested
-func hostNodeRequested(i int32, np unsafe.Pointer, nl int32) int64
-
-//go:wasmimport berth node_pod_count
-func hostNodePodCount(i int32) int32
-
-//go:wasmimport berth node_conditions
-func hostNodeConditions(i int32) int32
-
-//go:wasmimport berth node_json
-func hostNodeJSON(i int32, out unsafe.Pointer, capacity int32) int32
-
-//go:wasmimport berth nodes_label
-func hostNodesLabel(key int32, out unsafe.Pointer)
-
-//go:wasmimport berth nodes_annotation
-func hostNodesAnnotation(kp unsafe.Pointer, kl int32, out unsafe.Pointer, capacity int32) int32
-
-//go:wasmimport berth reason
-func hostReason(ptr unsafe.Pointer, length int32) int32
-
-//go:wasmimport berth set_verdicts
-func hostSetVerdicts(ptr unsafe.Pointer)
-
-//go:wasmimport berth set_scores
-func hostSetScores(ptr unsafe.Pointer)
+func configError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		if typeErr.Field == "" {
+			return fmt.Errorf("config: expected %v, got %s", typeErr.Type, typeErr.Value)
+		}
+		return fmt.Errorf("config.%s: expected %v, got %s", typeErr.Field, typeErr.Type, typeErr.Value)
+	}
+	// encoding/json reports unknown fields only as text.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("config.%s: unknown field", strings.Trim(name, `"`))
+	}
+	return fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
 
 // bytesOf gives a pointer and length for a string without copying; a nil pointer for "".
 func bytesOf(s string) (unsafe.Pointer, int32) {
@@ -159,10 +172,25 @@ func fetchString(f func(out unsafe.Pointer, capacity int32) int32) (string, bool
 	return string(b), ok
 }
 
-// Log writes a line to the scheduler's log; level 0 debug, 1 info, 2 warning, 3 error.
-func Log(level int32, message string) {
+// decodeColumn decodes a string column: per node (offset, length), then the bytes.
+func decodeColumn(b []byte, count int) (values []string, ok []bool) {
+	values = make([]string, count)
+	ok = make([]bool, count)
+	for i := 0; i < count && len(b) >= (i+1)*8; i++ {
+		offset := binary.LittleEndian.Uint32(b[i*8:])
+		length := binary.LittleEndian.Uint32(b[i*8+4:])
+		if length == ^uint32(0) || uint64(offset)+uint64(length) > uint64(len(b)) {
+			continue
+		}
+		values[i], ok[i] = string(b[offset:offset+length]), true
+	}
+	return values, ok
+}
+
+// Log writes a line to the scheduler's log (bounded per call by the host).
+func Log(level Level, message string) {
 	p, n := bytesOf(message)
-	hostLog(level, p, n)
+	hostLog(int32(level), p, n)
 }
 
 // Symbol is a label key or value as the host interns it; 0 means none.
@@ -178,6 +206,46 @@ func SymbolOf(text string) Symbol {
 func (s Symbol) Text() string {
 	t, _ := fetchString(func(out unsafe.Pointer, c int32) int32 { return hostSymbol(int32(s), out, c) })
 	return t
+}
+
+// Taint is a node taint.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Effect string `json:"effect"` // NoSchedule, PreferNoSchedule or NoExecute
+}
+
+// Toleration is a pod toleration.
+type Toleration struct {
+	Key      string  `json:"key"`      // "" with Exists tolerates every taint
+	Operator string  `json:"operator"` // Equal or Exists
+	Value    string  `json:"value"`
+	Effect   *string `json:"effect"` // nil tolerates every effect
+}
+
+// Tolerates says whether t tolerates taint (Kubernetes' ToleratesTaint).
+func (t Toleration) Tolerates(taint Taint) bool {
+	if t.Effect != nil && *t.Effect != taint.Effect {
+		return false
+	}
+	if t.Key != "" && t.Key != taint.Key {
+		return false
+	}
+	switch t.Operator {
+	case "Exists":
+		return true
+	case "Equal", "":
+		return t.Value == taint.Value
+	default:
+		return false
+	}
+}
+
+// PodRef is a pod running on a node.
+type PodRef struct {
+	Namespace string            `json:"namespace"`
+	Name      string            `json:"name"`
+	Labels    map[string]string `json:"labels"`
 }
 
 // Pod is the pod being scheduled.
@@ -201,6 +269,49 @@ func (Pod) Label(key string) (string, bool) {
 	return fetchString(func(out unsafe.Pointer, c int32) int32 { return hostPodLabel(kp, kl, out, c) })
 }
 
+// Request is the pod's request of a resource (cpu in millicores, others in base units): per
+// resource, the larger of the app containers' sum and any init container, plus overhead.
+func (Pod) Request(resource string) int64 {
+	p, l := bytesOf(resource)
+	return hostPodRequest(p, l)
+}
+
+// Tolerations are the pod's tolerations (from its JSON view).
+func (p Pod) Tolerations() []Toleration {
+	var view struct {
+		Spec struct {
+			Tolerations []Toleration `json:"tolerations"`
+		} `json:"spec"`
+	}
+	if p.JSON(&view) != nil {
+		return nil
+	}
+	return view.Spec.Tolerations
+}
+
+// Conditions are a node's condition bits.
+type Conditions int32
+
+const (
+	ConditionReady              Conditions = 1
+	ConditionMemoryPressure     Conditions = 2
+	ConditionDiskPressure       Conditions = 4
+	ConditionPIDPressure        Conditions = 8
+	ConditionNetworkUnavailable Conditions = 16
+	ConditionUnschedulable      Conditions = 32 // spec.unschedulable
+)
+
+// Has says whether every bit of other is set.
+func (c Conditions) Has(other Conditions) bool { return c&other == other }
+
+// Quantity picks which quantities ResourceColumn reads.
+type Quantity int32
+
+const (
+	Allocatable Quantity = 0
+	Requested   Quantity = 1 // by the pods on the node
+)
+
 // Nodes are the nodes of this call, numbered 0..Len()-1.
 type Nodes struct{ count int }
 
@@ -216,12 +327,35 @@ func (n *Nodes) Name(i int) string {
 // Label is node i's value of label key (0 when absent).
 func (n *Nodes) Label(i int, key Symbol) Symbol { return Symbol(hostNodeLabel(int32(i), int32(key))) }
 
+// LabelText is node i's value of label key, as text.
+func (n *Nodes) LabelText(i int, key string) (string, bool) {
+	k := SymbolOf(key)
+	if k == 0 {
+		return "", false
+	}
+	v := n.Label(i, k)
+	if v == 0 {
+		return "", false
+	}
+	return v.Text(), true
+}
+
 // Annotation is node i's annotation value.
 func (n *Nodes) Annotation(i int, key string) (string, bool) {
 	kp, kl := bytesOf(key)
 	return fetchString(func(out unsafe.Pointer, c int32) int32 {
 		return hostNodeAnnotation(int32(i), kp, kl, out, c)
 	})
+}
+
+// Taints are node i's taints.
+func (n *Nodes) Taints(i int) []Taint {
+	b, _ := fetch(func(out unsafe.Pointer, c int32) int32 { return hostNodeTaints(int32(i), out, c) })
+	var taints []Taint
+	if json.Unmarshal(b, &taints) != nil {
+		return nil
+	}
+	return taints
 }
 
 // Allocatable is an allocatable quantity of node i (cpu in millicores; pods = capacity).
@@ -239,8 +373,25 @@ func (n *Nodes) Requested(i int, resource string) int64 {
 // PodCount is the number of pods on node i.
 func (n *Nodes) PodCount(i int) int { return int(hostNodePodCount(int32(i))) }
 
-// Conditions are node i's condition bits (docs/plugin-abi.md).
-func (n *Nodes) Conditions(i int) int32 { return hostNodeConditions(int32(i)) }
+// Conditions are node i's condition bits.
+func (n *Nodes) Conditions(i int) Conditions { return Conditions(hostNodeConditions(int32(i))) }
+
+// ImageSize is the size in bytes of an image on node i; false if the node lacks it.
+func (n *Nodes) ImageSize(i int, image string) (int64, bool) {
+	p, l := bytesOf(image)
+	size := hostNodeImageSize(int32(i), p, l)
+	return size, size >= 0
+}
+
+// Pods are the pods running on node i.
+func (n *Nodes) Pods(i int) []PodRef {
+	b, _ := fetch(func(out unsafe.Pointer, c int32) int32 { return hostNodePods(int32(i), out, c) })
+	var pods []PodRef
+	if json.Unmarshal(b, &pods) != nil {
+		return nil
+	}
+	return pods
+}
 
 // JSON decodes node i's whole view into v.
 func (n *Nodes) JSON(i int, v any) error {
@@ -248,11 +399,23 @@ func (n *Nodes) JSON(i int, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// LabelColumn is every node's value of label key, in one host call (0 = absent).
-func (n *Nodes) LabelColumn(key Symbol) []Symbol {
-	out := make([]Symbol, n.count)
+// LabelColumn is every node's value of label key, in one host call (0 = absent). It reuses
+// buf when it is large enough: pass the previous result to avoid allocating.
+func (n *Nodes) LabelColumn(key Symbol, buf []Symbol) []Symbol {
+	out := resize(buf, n.count)
 	if key != 0 && n.count > 0 {
 		hostNodesLabel(int32(key), unsafe.Pointer(&out[0]))
+	}
+	return out
+}
+
+// ResourceColumn is a quantity of resource on every node, in one host call; buf as in
+// LabelColumn.
+func (n *Nodes) ResourceColumn(which Quantity, resource string, buf []int64) []int64 {
+	out := resize(buf, n.count)
+	if n.count > 0 {
+		p, l := bytesOf(resource)
+		hostNodesResource(int32(which), p, l, unsafe.Pointer(&out[0]))
 	}
 	return out
 }
@@ -262,17 +425,24 @@ func (n *Nodes) LabelColumn(key Symbol) []Symbol {
 func (n *Nodes) AnnotationColumn(key string) (values []string, ok []bool) {
 	kp, kl := bytesOf(key)
 	b, _ := fetch(func(out unsafe.Pointer, c int32) int32 { return hostNodesAnnotation(kp, kl, out, c) })
-	values = make([]string, n.count)
-	ok = make([]bool, n.count)
-	for i := 0; i < n.count && len(b) >= (i+1)*8; i++ {
-		offset := binary.LittleEndian.Uint32(b[i*8:])
-		length := binary.LittleEndian.Uint32(b[i*8+4:])
-		if length == ^uint32(0) || int(offset)+int(length) > len(b) {
-			continue
-		}
-		values[i], ok[i] = string(b[offset:offset+length]), true
+	return decodeColumn(b, n.count)
+}
+
+// NameColumn is every node's name, in one host call.
+func (n *Nodes) NameColumn() []string {
+	b, _ := fetch(hostNodesName)
+	names, _ := decodeColumn(b, n.count)
+	return names
+}
+
+// resize gives a zeroed slice of length n, reusing buf's storage when it is large enough.
+func resize[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
 	}
-	return values, ok
+	buf = buf[:n]
+	clear(buf)
+	return buf
 }
 
 // Reason is a registered rejection reason.
@@ -299,6 +469,13 @@ func (v *Verdicts) Reject(i int, r Reason) {
 	}
 }
 
+// Pass lets node i pass again.
+func (v *Verdicts) Pass(i int) {
+	if i >= 0 && i < len(v.ids) {
+		v.ids[i] = 0
+	}
+}
+
 func setError(err error) int32 {
 	p, n := bytesOf(err.Error())
 	hostSetError(p, n)
@@ -310,10 +487,7 @@ func config() string {
 	return s
 }
 
-//go:wasmexport berth_abi_version
-func abiVersion() int32 { return ABIVersion }
-
-//go:wasmexport berth_init
+// initPlugin is berth_init: builds the registered plugin from the config.
 func initPlugin() int32 {
 	var err error
 	switch {
@@ -321,7 +495,9 @@ func initPlugin() int32 {
 		filter, err = newFilter(config())
 	case newScore != nil:
 		score, err = newScore(config())
-		hostSetNormalize(int32(normalize))
+		if err == nil {
+			hostSetNormalize(int32(normalize))
+		}
 	default:
 		err = errors.New("the module registered neither a filter nor a score")
 	}
@@ -331,16 +507,12 @@ func initPlugin() int32 {
 	return 0
 }
 
-//go:wasmexport berth_filter
+// runFilter is berth_filter.
 func runFilter(count int32) int32 {
 	if filter == nil {
 		return setError(errors.New("this module is not a filter plugin"))
 	}
-	if cap(verdicts) < int(count) {
-		verdicts = make([]uint32, count)
-	}
-	verdicts = verdicts[:count]
-	clear(verdicts)
+	verdicts = resize(verdicts, int(count))
 	v := Verdicts{ids: verdicts}
 	err := filter.Filter(&Pod{}, &Nodes{count: int(count)}, &v)
 	if v.rejected && count > 0 {
@@ -352,16 +524,12 @@ func runFilter(count int32) int32 {
 	return 0
 }
 
-//go:wasmexport berth_score
+// runScore is berth_score.
 func runScore(count int32) int32 {
 	if score == nil {
 		return setError(errors.New("this module is not a score plugin"))
 	}
-	if cap(scores) < int(count) {
-		scores = make([]int64, count)
-	}
-	scores = scores[:count]
-	clear(scores)
+	scores = resize(scores, int(count))
 	err := score.Score(&Pod{}, &Nodes{count: int(count)}, scores)
 	if count > 0 {
 		hostSetScores(unsafe.Pointer(&scores[0]))

@@ -4,22 +4,43 @@
 //! Config: `{"label": "zone", "annotation": "note", "image": "img:1"}`.
 
 use berth_plugin::{Filter, Nodes, Pod, Quantity, Symbol, Verdicts, filter_plugin, reason};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Config {
+    label: String,
+    annotation: String,
+    image: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            label: "zone".into(),
+            annotation: "note".into(),
+            image: "img:1".into(),
+        }
+    }
+}
 
 struct Probe {
-    config: serde_json::Value,
+    config: Config,
 }
 
 impl Filter for Probe {
-    fn new(config: &str) -> Result<Self, String> {
-        Ok(Probe {
-            config: serde_json::from_str(config).map_err(|e| e.to_string())?,
-        })
+    type Config = Config;
+
+    fn new(config: Config) -> Result<Self, String> {
+        Ok(Probe { config })
     }
 
     fn filter(&mut self, pod: &Pod, nodes: &Nodes, out: &mut Verdicts) -> Result<(), String> {
-        let label = self.config["label"].as_str().unwrap_or("zone");
-        let annotation = self.config["annotation"].as_str().unwrap_or("note");
-        let image = self.config["image"].as_str().unwrap_or("img:1");
+        let (label, annotation, image) = (
+            self.config.label.as_str(),
+            self.config.annotation.as_str(),
+            self.config.image.as_str(),
+        );
         let key = Symbol::of(label);
         let labels = nodes.labels(key);
         let annotations = nodes.annotations(annotation);
@@ -63,17 +84,8 @@ impl Filter for Probe {
             }
             let taints: Vec<String> = nodes
                 .taints(i)
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|t| {
-                    format!(
-                        "{}={}:{}",
-                        t["key"].as_str().unwrap_or(""),
-                        t["value"].as_str().unwrap_or(""),
-                        t["effect"].as_str().unwrap_or("")
-                    )
-                })
+                .iter()
+                .map(|t| format!("{}={}:{}", t.key, t.value, t.effect))
                 .collect();
             let text = format!(
                 "{name} label={} annotation={} cpu={} memory={} pods={}/{} conditions={} image={} taints=[{}] pod={} pod-annotation={} pod-cpu={}",
@@ -99,3 +111,71 @@ impl Filter for Probe {
 }
 
 filter_plugin!(Probe);
+
+/// The same cluster and expectations as crates/berth-wasm/tests/sdk.rs
+/// (`every_accessor_round_trips`), so the in-memory host answers as the wasm host does.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_plugin::Conditions;
+    use berth_plugin::testing::{FakeNode, FakePod, TestHost};
+
+    #[test]
+    fn every_accessor_agrees_with_the_wasm_host() {
+        let host = TestHost::new()
+            .config(r#"{"label": "zone", "annotation": "note", "image": "img:1"}"#)
+            .nodes([
+                FakeNode::new("n1")
+                    .allocatable("cpu", 4000)
+                    .allocatable("memory", 8 << 30)
+                    .allocatable("pods", 10)
+                    .label("zone", "z1")
+                    .annotation("note", "hello")
+                    .taint("dedicated", "gpu", "NoSchedule")
+                    .image("img:1", 1234)
+                    .conditions(Conditions::READY)
+                    .pod(
+                        FakePod::new("running")
+                            .request("cpu", 500)
+                            .request("memory", 1 << 30),
+                    ),
+                FakeNode::new("n2")
+                    .allocatable("cpu", 2000)
+                    .allocatable("memory", 4 << 30)
+                    .allocatable("pods", 20)
+                    .unschedulable(),
+            ]);
+        let pod = FakePod::new("new")
+            .request("cpu", 250)
+            .annotation("note", "from the pod");
+        for chunk in [1, 2] {
+            let result = host
+                .clone()
+                .chunk_size(chunk)
+                .filter::<Probe>(&pod)
+                .expect("probe");
+            let pod_part = "pod=new pod-annotation=from the pod pod-cpu=250";
+            assert_eq!(
+                result.verdicts,
+                [
+                    (
+                        "n1".to_string(),
+                        Some(format!(
+                            "n1 label=z1 annotation=hello cpu=4000 memory={} pods=1/10 conditions=1 \
+                             image=1234 taints=[dedicated=gpu:NoSchedule] {pod_part}",
+                            1 << 30
+                        ))
+                    ),
+                    (
+                        "n2".to_string(),
+                        Some(format!(
+                            "n2 label=- annotation=- cpu=2000 memory=0 pods=0/20 conditions=33 \
+                             image=- taints=[] {pod_part}"
+                        ))
+                    ),
+                ],
+                "chunk {chunk}"
+            );
+        }
+    }
+}

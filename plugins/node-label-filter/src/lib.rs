@@ -3,49 +3,51 @@
 //! absent) on the node. Config: `{"labels": ["a", "b"], "presence": true}`.
 
 use berth_plugin::{Filter, Nodes, Pod, Reason, Symbol, Verdicts, filter_plugin, reason};
+use serde::Deserialize;
 
 /// The built-in rule's reason, so FitErrors read the same.
 const REASON: &str = "node(s) didn't have the requested labels";
 
-struct LabelsPresence {
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
     labels: Vec<String>,
+    #[serde(default = "present")]
     presence: bool,
+}
+
+fn present() -> bool {
+    true
+}
+
+struct LabelsPresence {
+    config: Config,
     reason: Reason,
     column: Vec<u32>,
 }
 
 impl Filter for LabelsPresence {
-    fn new(config: &str) -> Result<Self, String> {
-        let config: serde_json::Value =
-            serde_json::from_str(config).map_err(|e| format!("config: {e}"))?;
-        let labels = config["labels"]
-            .as_array()
-            .ok_or("config.labels: expected a list of label keys")?
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_owned)
-                    .ok_or("config.labels: expected strings")
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+    type Config = Config;
+
+    fn new(config: Config) -> Result<Self, String> {
         Ok(LabelsPresence {
-            labels,
-            presence: config["presence"].as_bool().unwrap_or(true),
+            config,
             reason: reason(REASON),
             column: Vec::new(),
         })
     }
 
     fn filter(&mut self, _pod: &Pod, nodes: &Nodes, out: &mut Verdicts) -> Result<(), String> {
-        for label in &self.labels {
+        let presence = self.config.presence;
+        for label in &self.config.labels {
             let key = Symbol::of(label);
-            if key.is_none() && !self.presence {
+            if key.is_none() && !presence {
                 // A key no object uses is on no node: absence holds everywhere.
                 continue;
             }
             nodes.label_column(key, &mut self.column);
             for (i, value) in self.column.iter().enumerate() {
-                if (*value != 0) != self.presence {
+                if (*value != 0) != presence {
                     out.reject(i, self.reason);
                 }
             }
@@ -55,3 +57,74 @@ impl Filter for LabelsPresence {
 }
 
 filter_plugin!(LabelsPresence);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_plugin::testing::{CallError, FakeNode, FakePod, TestHost};
+
+    #[test]
+    fn every_label_must_match_presence() {
+        let host = |config: &str| {
+            TestHost::new().config(config).nodes([
+                FakeNode::new("both").label("a", "1").label("b", ""),
+                FakeNode::new("only-a").label("a", "x"),
+                FakeNode::new("none"),
+            ])
+        };
+        let cases: &[(&str, &[&str])] = &[
+            (r#"{"labels": ["a"]}"#, &["both", "only-a"]),
+            (r#"{"labels": ["a", "b"]}"#, &["both"]),
+            (r#"{"labels": ["a", "b"], "presence": false}"#, &["none"]),
+            (
+                r#"{"labels": ["b"], "presence": false}"#,
+                &["only-a", "none"],
+            ),
+            (
+                r#"{"labels": ["unused"], "presence": false}"#,
+                &["both", "only-a", "none"],
+            ),
+            (r#"{"labels": ["unused"]}"#, &[]),
+            (r#"{"labels": []}"#, &["both", "only-a", "none"]),
+        ];
+        for (config, want) in cases {
+            let result = host(config)
+                .filter::<LabelsPresence>(&FakePod::new("p"))
+                .expect(config);
+            assert_eq!(&result.passed(), want, "{config}");
+            assert!(
+                result
+                    .verdicts
+                    .iter()
+                    .all(|(_, r)| r.as_deref().is_none_or(|r| r == REASON)),
+                "{config}: {result:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_config_is_rejected_naming_the_field() {
+        let cases = [
+            ("{}", "config: missing field `labels` at line 1 column 2"),
+            (
+                r#"{"labels": "a"}"#,
+                "config.labels: invalid type: string \"a\", expected a sequence",
+            ),
+            (
+                r#"{"labels": ["a", 1]}"#,
+                "config.labels[1]: invalid type: integer `1`, expected a string",
+            ),
+            (
+                r#"{"labels": [], "presence": "yes"}"#,
+                "config.presence: invalid type: string \"yes\", expected a boolean",
+            ),
+        ];
+        for (config, want) in cases {
+            let got = TestHost::new()
+                .config(config)
+                .filter_instance::<LabelsPresence>()
+                .err();
+            assert_eq!(got, Some(CallError::Failed(want.into())), "{config}");
+        }
+    }
+}

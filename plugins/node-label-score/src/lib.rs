@@ -3,31 +3,39 @@
 //! Config: `{"label": "ssd", "presence": true}`.
 
 use berth_plugin::{Nodes, Pod, Score, Symbol, score_plugin};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    label: String,
+    #[serde(default = "present")]
+    presence: bool,
+}
+
+fn present() -> bool {
+    true
+}
 
 struct LabelPreference {
-    label: String,
-    presence: bool,
+    config: Config,
     column: Vec<u32>,
 }
 
 impl Score for LabelPreference {
-    fn new(config: &str) -> Result<Self, String> {
-        let config: serde_json::Value =
-            serde_json::from_str(config).map_err(|e| format!("config: {e}"))?;
+    type Config = Config;
+
+    fn new(config: Config) -> Result<Self, String> {
         Ok(LabelPreference {
-            label: config["label"]
-                .as_str()
-                .ok_or("config.label: expected a label key")?
-                .to_owned(),
-            presence: config["presence"].as_bool().unwrap_or(true),
+            config,
             column: Vec::new(),
         })
     }
 
     fn score(&mut self, _pod: &Pod, nodes: &Nodes, scores: &mut [i64]) -> Result<(), String> {
-        nodes.label_column(Symbol::of(&self.label), &mut self.column);
+        nodes.label_column(Symbol::of(&self.config.label), &mut self.column);
         for (score, value) in scores.iter_mut().zip(&self.column) {
-            *score = if (*value != 0) == self.presence {
+            *score = if (*value != 0) == self.config.presence {
                 100
             } else {
                 0
@@ -38,3 +46,54 @@ impl Score for LabelPreference {
 }
 
 score_plugin!(LabelPreference);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_plugin::Normalize;
+    use berth_plugin::testing::{CallError, FakeNode, FakePod, TestHost};
+
+    #[test]
+    fn hundred_where_presence_matches() {
+        let cases: &[(&str, [i64; 3])] = &[
+            (r#"{"label": "ssd"}"#, [100, 100, 0]),
+            (r#"{"label": "ssd", "presence": false}"#, [0, 0, 100]),
+            (r#"{"label": "unused"}"#, [0, 0, 0]),
+            (r#"{"label": "unused", "presence": false}"#, [100, 100, 100]),
+        ];
+        for (config, want) in cases {
+            let host = TestHost::new().config(config).chunk_size(2).nodes([
+                FakeNode::new("a").label("ssd", "true"),
+                FakeNode::new("b").label("ssd", ""),
+                FakeNode::new("c").label("hdd", "true"),
+            ]);
+            let result = host
+                .score::<LabelPreference>(&FakePod::new("p"))
+                .expect(config);
+            assert_eq!(result.normalize, Normalize::None, "{config}");
+            let got: Vec<i64> = result.scores.iter().map(|(_, s)| *s).collect();
+            assert_eq!(&got, want, "{config}");
+        }
+    }
+
+    #[test]
+    fn bad_config_is_rejected_naming_the_field() {
+        let cases = [
+            (
+                r#"{"presence": true}"#,
+                "config: missing field `label` at line 1 column 18",
+            ),
+            (
+                r#"{"label": ["ssd"]}"#,
+                "config.label: invalid type: sequence, expected a string",
+            ),
+        ];
+        for (config, want) in cases {
+            let got = TestHost::new()
+                .config(config)
+                .score_instance::<LabelPreference>()
+                .err();
+            assert_eq!(got, Some(CallError::Failed(want.into())), "{config}");
+        }
+    }
+}

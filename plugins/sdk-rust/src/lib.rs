@@ -6,33 +6,52 @@
 //! (docs/plugin-abi.md, version [`ABI_VERSION`]): the host calls your `filter` or `score` once
 //! per chunk of nodes with the pod being scheduled, and you answer for every node of the
 //! chunk. Read nodes through [`Nodes`]: per-node accessors for anything, column accessors
-//! (one host call for all nodes) for the hot path.
+//! (one host call for all nodes) for the hot path. The policy entry's `config` arrives as your
+//! own [`Filter::Config`] / [`Score::Config`] type, deserialised by the SDK.
 //!
-//! ```ignore
-//! use berth_plugin::{Filter, Nodes, Pod, Symbol, Verdicts, filter_plugin, reason};
+//! On any target but wasm32 the host functions are served by [`testing::TestHost`], an
+//! in-memory host over nodes and pods built in the test, so `cargo test` exercises the
+//! plugin's logic natively through the same SDK code the wasm build runs.
 //!
-//! struct NeedsSsd;
-//! impl Filter for NeedsSsd {
-//!     fn new(_config: &str) -> Result<Self, String> { Ok(NeedsSsd) }
+//! ```
+//! use berth_plugin::{Filter, Nodes, Pod, Reason, Symbol, Verdicts, filter_plugin, reason};
+//!
+//! #[derive(serde::Deserialize)]
+//! #[serde(deny_unknown_fields)]
+//! struct Config { label: String }
+//!
+//! struct NeedsLabel { label: String, missing: Reason }
+//! impl Filter for NeedsLabel {
+//!     type Config = Config;
+//!     fn new(config: Config) -> Result<Self, String> {
+//!         Ok(NeedsLabel { label: config.label, missing: reason("node(s) lacked the label") })
+//!     }
 //!     fn filter(&mut self, _pod: &Pod, nodes: &Nodes, out: &mut Verdicts) -> Result<(), String> {
-//!         let disk = Symbol::of("disk");
-//!         let ssd = Symbol::of("ssd");
-//!         let no_ssd = reason("node(s) had no SSD");
-//!         for (i, value) in nodes.labels(disk).iter().enumerate() {
-//!             if value.is_none() || *value != ssd { out.reject(i, no_ssd); }
+//!         for (i, value) in nodes.labels(Symbol::of(&self.label)).iter().enumerate() {
+//!             if value.is_none() { out.reject(i, self.missing); }
 //!         }
 //!         Ok(())
 //!     }
 //! }
-//! filter_plugin!(NeedsSsd);
+//! filter_plugin!(NeedsLabel);
 //! ```
 
 use std::cell::RefCell;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
+
+#[cfg(not(target_arch = "wasm32"))]
+use testing::sys;
 
 /// The ABI version this SDK implements.
 pub const ABI_VERSION: i32 = 1;
 
 /// The host functions (docs/plugin-abi.md). Pointers are offsets in this module's memory.
+#[cfg(target_arch = "wasm32")]
 mod sys {
     #[link(wasm_import_module = "berth")]
     unsafe extern "C" {
@@ -118,8 +137,8 @@ fn decode_column(bytes: &[u8], count: usize) -> Vec<Option<String>> {
         .collect()
 }
 
-/// Log levels of [`log`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Log levels of [`log`], as the ABI numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
     /// Debug.
     Debug = 0,
@@ -193,18 +212,94 @@ impl Pod {
         })
     }
 
-    /// The pod's request of a resource (`cpu` in millicores, others in base units).
+    /// The pod's request of a resource (`cpu` in millicores, others in base units): per
+    /// resource, the larger of the app containers' sum and any init container, plus overhead.
     pub fn request(&self, resource: &str) -> i64 {
         // SAFETY: the pointer and length describe a live, initialised byte slice.
         unsafe { sys::pod_request(resource.as_ptr(), resource.len() as i32) }
     }
+
+    /// The pod's tolerations (from [`Pod::json`]).
+    pub fn tolerations(&self) -> Vec<Toleration> {
+        let mut json = self.json();
+        serde_json::from_value(json["spec"]["tolerations"].take()).unwrap_or_default()
+    }
 }
 
-/// Node conditions as the host reports them.
+/// A node taint, as `node_taints` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Taint {
+    /// Key.
+    pub key: String,
+    /// Value ("" when unset).
+    #[serde(default)]
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// A pod toleration, as the pod's JSON view reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(default)]
+pub struct Toleration {
+    /// Key ("" with `Exists` tolerates every taint).
+    pub key: String,
+    /// `Equal` or `Exists`.
+    pub operator: String,
+    /// Value (for `Equal`).
+    pub value: String,
+    /// The effect it tolerates; None tolerates every effect.
+    pub effect: Option<String>,
+}
+
+impl Toleration {
+    /// Whether this toleration tolerates `taint` (Kubernetes' `ToleratesTaint`).
+    pub fn tolerates(&self, taint: &Taint) -> bool {
+        if self.effect.as_ref().is_some_and(|e| *e != taint.effect) {
+            return false;
+        }
+        if !self.key.is_empty() && self.key != taint.key {
+            return false;
+        }
+        match self.operator.as_str() {
+            "Exists" => true,
+            "Equal" | "" => self.value == taint.value,
+            _ => false,
+        }
+    }
+}
+
+/// Node conditions as the host reports them: a set of the bits below.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Conditions(pub i32);
 
+impl std::ops::BitOr for Conditions {
+    type Output = Conditions;
+    fn bitor(self, other: Conditions) -> Conditions {
+        Conditions(self.0 | other.0)
+    }
+}
+
 impl Conditions {
+    /// No condition set (not even Ready).
+    pub const NONE: Conditions = Conditions(0);
+    /// Ready is True.
+    pub const READY: Conditions = Conditions(1);
+    /// MemoryPressure is True.
+    pub const MEMORY_PRESSURE: Conditions = Conditions(2);
+    /// DiskPressure is True.
+    pub const DISK_PRESSURE: Conditions = Conditions(4);
+    /// PIDPressure is True.
+    pub const PID_PRESSURE: Conditions = Conditions(8);
+    /// NetworkUnavailable is True.
+    pub const NETWORK_UNAVAILABLE: Conditions = Conditions(16);
+    /// `spec.unschedulable` is set.
+    pub const UNSCHEDULABLE: Conditions = Conditions(32);
+
+    /// Whether every bit of `other` is set.
+    pub fn contains(self, other: Conditions) -> bool {
+        self.0 & other.0 == other.0
+    }
     /// Ready is True.
     pub fn ready(self) -> bool {
         self.0 & 1 != 0
@@ -283,10 +378,12 @@ impl Nodes {
         })
     }
 
-    /// The taints, as a JSON array of `{key, value, effect}`.
-    pub fn taints(&self, i: usize) -> serde_json::Value {
+    /// The node's taints.
+    pub fn taints(&self, i: usize) -> Vec<Taint> {
         // SAFETY: `fetch` passes a writable buffer of `cap` bytes.
-        fetch_json(|out, cap| unsafe { sys::node_taints(i as i32, out, cap) })
+        fetch(|out, cap| unsafe { sys::node_taints(i as i32, out, cap) })
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
     }
 
     /// An allocatable quantity (`pods` is the pod capacity).
@@ -430,19 +527,54 @@ pub enum Normalize {
     ReduceReverse = 2,
 }
 
+/// Deserialises a policy entry's `config` JSON into `T`. The error names the field that did
+/// not match (`config.leadMinutes: invalid type: string "x", expected f64`), or says where
+/// the JSON itself is malformed.
+pub fn parse_config<T: DeserializeOwned>(json: &str) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        // Malformed JSON has no field to name; its position says where to look.
+        if path == "." || !inner.is_data() {
+            return format!("config: {inner}");
+        }
+        // The position is noise once the field is named.
+        let text = inner.to_string();
+        let position = format!(" at line {} column {}", inner.line(), inner.column());
+        format!(
+            "config.{path}: {}",
+            text.strip_suffix(&position).unwrap_or(&text)
+        )
+    })?;
+    de.end().map_err(|e| format!("config: {e}"))?;
+    Ok(value)
+}
+
+/// The [`Filter::Config`] of a plugin that takes no configuration: accepts `{}` (the host's
+/// default) and rejects any field.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoConfig {}
+
 /// A predicate.
 pub trait Filter: Sized {
-    /// Builds the plugin from its configuration JSON (the policy entry's `config`); called
-    /// once per instance. An error stops the plugin from loading and is reported.
-    fn new(config: &str) -> Result<Self, String>;
+    /// The plugin's configuration: the policy entry's `config` (`{}` when absent),
+    /// deserialised with serde. Use `serde_json::Value` to read it untyped.
+    type Config: DeserializeOwned;
+    /// Builds the plugin from its configuration; called once per instance. An error stops
+    /// the plugin from loading and is reported; name the offending field in it.
+    fn new(config: Self::Config) -> Result<Self, String>;
     /// Rejects the nodes that cannot take the pod.
     fn filter(&mut self, pod: &Pod, nodes: &Nodes, verdicts: &mut Verdicts) -> Result<(), String>;
 }
 
 /// A priority.
 pub trait Score: Sized {
-    /// Builds the plugin from its configuration JSON; called once per instance.
-    fn new(config: &str) -> Result<Self, String>;
+    /// The plugin's configuration, as [`Filter::Config`].
+    type Config: DeserializeOwned;
+    /// Builds the plugin from its configuration; called once per instance.
+    fn new(config: Self::Config) -> Result<Self, String>;
     /// How raw scores are normalised (default: they already are 0..=100).
     fn normalize(&self) -> Normalize {
         Normalize::None
@@ -473,7 +605,7 @@ pub mod __export {
     }
 
     pub fn init_filter<T: Filter>(slot: &RefCell<Option<T>>) -> i32 {
-        match T::new(&config()) {
+        match parse_config(&config()).and_then(T::new) {
             Ok(p) => {
                 *slot.borrow_mut() = Some(p);
                 0
@@ -483,7 +615,7 @@ pub mod __export {
     }
 
     pub fn init_score<T: Score>(slot: &RefCell<Option<T>>) -> i32 {
-        match T::new(&config()) {
+        match parse_config(&config()).and_then(T::new) {
             Ok(p) => {
                 // SAFETY: a plain integer.
                 unsafe { sys::set_normalize(p.normalize() as i32) };
