@@ -190,7 +190,12 @@ impl<B: Backend> SchedulingLoop<B> {
         self.metrics
             .phase(Phase::Algorithm, (decided - compiled).as_secs_f64());
         let key = queued.key();
-        match (decision.node, decision.fit_error) {
+        for w in &decision.extender_warnings {
+            warn!(pod = %key, extender = %w.extender, error = %w.message,
+                "extender failed and was skipped");
+        }
+        let failure = decision.failure_message();
+        match (decision.node, failure) {
             (Some(node), _) => {
                 let pod = queued.pod.clone();
                 match self.cache.assume(&self.scheduler, queued, info, node) {
@@ -210,11 +215,8 @@ impl<B: Backend> SchedulingLoop<B> {
                     }
                 }
             }
-            (None, fit_error) => {
-                let message = fit_error.map_or_else(
-                    || berth_engine::scheduler::NO_NODES_AVAILABLE.to_string(),
-                    |e| e.to_string(),
-                );
+            (None, failure) => {
+                let message = failure.unwrap_or_default();
                 debug!(pod = %key, %message, "unschedulable");
                 let changed = queued.reported.as_deref() != Some(message.as_str());
                 self.backend.unschedulable(&queued.pod, &message, changed);

@@ -5,6 +5,7 @@
 //! [`model`] types, compile a [`Scheduler`] from a policy, and run one cycle per pod.
 
 pub mod cluster;
+pub mod extender;
 mod filters;
 pub mod framework;
 mod json;
@@ -21,6 +22,7 @@ pub mod simulation;
 pub mod testkit;
 
 pub use cluster::{Cluster, ClusterError, NodeId, NodeInfo, PodId};
+pub use extender::{Extender, ExtenderError};
 pub use framework::{CycleContext, FailureKind, FilterRule, Reason, Reservation, ScoreRule};
 pub use nominator::Nominator;
 pub use podinfo::PodInfo;

@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId};
+use crate::extender::{self, Extender, ExtenderError};
 use crate::filters::PreparedFilters;
 use crate::framework::{
     CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, NodeScore, Reason, Reservation,
@@ -127,6 +129,61 @@ pub struct Decision {
     pub fit_error: Option<FitError>,
     /// The details, when asked for.
     pub explanation: Option<Explanation>,
+    /// A non-ignorable extender failed, which fails the cycle (no node, no FitError).
+    pub extender_error: Option<ExtenderError>,
+    /// Extender failures that did not fail the cycle: ignorable filters skipped, and
+    /// prioritize calls (whose errors upstream always ignores).
+    pub extender_warnings: Vec<ExtenderError>,
+}
+
+impl Decision {
+    fn unplaced(fit_error: FitError, explanation: Option<Explanation>) -> Self {
+        Decision {
+            node: None,
+            fit_error: Some(fit_error),
+            explanation,
+            extender_error: None,
+            extender_warnings: Vec::new(),
+        }
+    }
+
+    fn placed(node: NodeId, explanation: Option<Explanation>) -> Self {
+        Decision {
+            node: Some(node),
+            fit_error: None,
+            explanation,
+            extender_error: None,
+            extender_warnings: Vec::new(),
+        }
+    }
+
+    fn extender_failed(error: ExtenderError, warnings: Vec<ExtenderError>) -> Self {
+        Decision {
+            node: None,
+            fit_error: None,
+            explanation: None,
+            extender_error: Some(error),
+            extender_warnings: warnings,
+        }
+    }
+
+    fn with_warnings(mut self, warnings: Vec<ExtenderError>) -> Self {
+        self.extender_warnings = warnings;
+        self
+    }
+
+    /// Why the pod was not placed (the FitError or the extender's error), as upstream's
+    /// Event and PodScheduled condition say it; None when it was placed.
+    pub fn failure_message(&self) -> Option<String> {
+        if self.node.is_some() {
+            return None;
+        }
+        match (&self.extender_error, &self.fit_error) {
+            (Some(e), _) => Some(e.to_string()),
+            (None, Some(e)) => Some(e.to_string()),
+            (None, None) => Some(NO_NODES_AVAILABLE.to_string()),
+        }
+    }
 }
 
 /// A filter with the name of its policy entry.
@@ -190,6 +247,7 @@ pub struct Scheduler {
     /// but separate, so a preemption attempt does not shift later tie-breaks.
     preemption_rng: ChaCha8Rng,
     timings: Vec<RuleTiming>,
+    extenders: Vec<Arc<dyn Extender>>,
 }
 
 impl Scheduler {
@@ -203,7 +261,20 @@ impl Scheduler {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             preemption_rng: ChaCha8Rng::seed_from_u64(config.seed ^ PREEMPTION_SEED),
             timings: Vec::new(),
+            extenders: Vec::new(),
         }
+    }
+
+    /// Calls these extenders (in call order) after the scheduler's own filters, and for
+    /// scores beside its own.
+    pub fn with_extenders(mut self, extenders: Vec<Arc<dyn Extender>>) -> Self {
+        self.extenders = extenders;
+        self
+    }
+
+    /// The extenders, in call order.
+    pub fn extenders(&self) -> &[Arc<dyn Extender>] {
+        &self.extenders
     }
 
     /// The filters, in evaluation order.
@@ -327,15 +398,14 @@ impl Scheduler {
     ) -> Decision {
         let all = cluster.node_count();
         if all == 0 {
-            return Decision {
-                node: None,
-                fit_error: Some(FitError {
+            return Decision::unplaced(
+                FitError {
                     num_all_nodes: 0,
                     reasons: BTreeMap::new(),
                     unresolvable: Vec::new(),
-                }),
-                explanation: explain.then(Explanation::default),
-            };
+                },
+                explain.then(Explanation::default),
+            );
         }
         let ctx = CycleContext { cluster, pod };
         self.timings.clear();
@@ -371,15 +441,19 @@ impl Scheduler {
                 None => prepared.passes(node),
             };
             // Upstream evaluates the nominated node as a list of one node, which leaves its
-            // next start index at 0.
+            // next start index at 0; the extenders filter that list too.
             self.next_start = 0;
-            if fits {
-                return Decision {
-                    node: Some(id),
-                    fit_error: None,
-                    explanation: explain
-                        .then(|| explain_nodes(cluster, &[id], |_| Vec::new(), &[], &[], all - 1)),
+            let mut warnings = Vec::new();
+            let fits = fits
+                && match extender::filter(&self.extenders, cluster, pod, vec![id], &mut warnings) {
+                    Ok(filtered) => !filtered.feasible.is_empty(),
+                    Err(error) => return Decision::extender_failed(error, warnings),
                 };
+            if fits {
+                let explanation = explain.then(|| {
+                    explain_nodes(cluster, &[id], |_| Vec::new(), &[id], &[], &[], all - 1)
+                });
+                return Decision::placed(id, explanation).with_warnings(warnings);
             }
         }
         let checks = &prepared.checks;
@@ -414,9 +488,14 @@ impl Scheduler {
             &scorers,
             nominated.map(|n| (n, pod)),
         );
-        self.next_start = (start + pass.visited) % all;
+        let Pass {
+            feasible,
+            columns: raw_columns,
+            visited: visited_count,
+        } = pass;
+        self.next_start = (start + visited_count) % all;
         let visited = || -> Vec<NodeId> {
-            (0..pass.visited)
+            (0..visited_count)
                 .map(|i| cluster.node_order()[(start + i) % all])
                 .collect()
         };
@@ -427,8 +506,41 @@ impl Scheduler {
                 None => prepared.status(node),
             }
         };
-        let reasons = |id: NodeId| status(id).reasons;
-        if pass.feasible.is_empty() {
+        let mut warnings = Vec::new();
+        // Upstream calls extenders only when its own filters left some nodes.
+        let filtered = if self.extenders.is_empty() || feasible.is_empty() {
+            None
+        } else {
+            match extender::filter(
+                &self.extenders,
+                cluster,
+                pod,
+                feasible.clone(),
+                &mut warnings,
+            ) {
+                Ok(filtered) => Some(filtered),
+                Err(error) => return Decision::extender_failed(error, warnings),
+            }
+        };
+        let extender_reasons: FxHashMap<NodeId, Vec<Reason>> = filtered
+            .as_ref()
+            .map(|f| self.extender_reasons(cluster, f))
+            .unwrap_or_default();
+        let reasons = |id: NodeId| {
+            let mut r = status(id).reasons;
+            if let Some(more) = extender_reasons.get(&id) {
+                r.extend(more.iter().cloned());
+            }
+            r
+        };
+        let (chosen, raw_columns) = match &filtered {
+            None => (feasible, raw_columns),
+            Some(f) => (
+                f.feasible.clone(),
+                select_rows(&feasible, raw_columns, &f.feasible),
+            ),
+        };
+        if chosen.is_empty() {
             let mut counts = BTreeMap::new();
             let mut unresolvable = Vec::new();
             for id in visited() {
@@ -440,41 +552,65 @@ impl Scheduler {
                     unresolvable.push(id);
                 }
             }
+            // Upstream counts every message an extender gave, under the node it named; its
+            // FailedAndUnresolvableNodes are left out of preemption.
+            if let Some(f) = &filtered {
+                for (_, message) in &f.reasons {
+                    *counts.entry(message.clone()).or_insert(0) += 1;
+                }
+                unresolvable.extend(&f.unresolvable);
+            }
             unresolvable.sort_unstable();
-            return Decision {
-                node: None,
-                fit_error: Some(FitError {
+            unresolvable.dedup();
+            let explanation =
+                explain.then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], &[], 0));
+            return Decision::unplaced(
+                FitError {
                     num_all_nodes: all,
                     reasons: counts,
                     unresolvable,
-                }),
-                explanation: explain
-                    .then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], 0)),
-            };
+                },
+                explanation,
+            )
+            .with_warnings(warnings);
         }
-        let not_evaluated = all - pass.visited;
-        if pass.feasible.len() == 1 {
-            return Decision {
-                node: Some(pass.feasible[0]),
-                fit_error: None,
-                explanation: explain
-                    .then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], not_evaluated)),
-            };
+        let not_evaluated = all - visited_count;
+        if chosen.len() == 1 {
+            let explanation = explain
+                .then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], &[], not_evaluated));
+            return Decision::placed(chosen[0], explanation).with_warnings(warnings);
         }
-        let columns = normalized_columns(&preps, &pass.feasible, pass.columns);
+        // Extenders score while the engine normalises its own scores.
+        let scoring = (!self.extenders.is_empty())
+            .then(|| extender::start_scoring(&self.extenders, cluster, pod, &chosen));
+        let mut columns = normalized_columns(&preps, &chosen, raw_columns);
+        let mut weights: Vec<i64> = self.scores.iter().map(|s| s.weight).collect();
+        let mut names: Vec<String> = Vec::new();
+        if let Some(scoring) = scoring {
+            let asked: Vec<usize> = scoring.extenders().collect();
+            let scored = scoring.collect(&self.extenders, cluster, &chosen, &mut warnings);
+            for (index, column) in asked.into_iter().zip(scored) {
+                let e = &self.extenders[index];
+                weights.push(e.weight());
+                if explain {
+                    names.push(format!("extender {}", e.name()));
+                }
+                columns.push(Column::Values(column));
+            }
+        }
         let constant: i64 = columns
             .iter()
-            .zip(&self.scores)
-            .filter_map(|(col, score)| match col {
-                Column::Constant(v) => Some(v * score.weight),
+            .zip(&weights)
+            .filter_map(|(col, weight)| match col {
+                Column::Constant(v) => Some(v * weight),
                 Column::Values(_) => None,
             })
             .sum();
-        let mut totals = vec![constant; pass.feasible.len()];
-        for (col, score) in columns.iter().zip(&self.scores) {
+        let mut totals = vec![constant; chosen.len()];
+        for (col, weight) in columns.iter().zip(&weights) {
             if let Column::Values(values) = col {
                 for (t, s) in totals.iter_mut().zip(values) {
-                    *t += s * score.weight;
+                    *t = t.saturating_add(s.saturating_mul(*weight));
                 }
             }
         }
@@ -484,6 +620,7 @@ impl Scheduler {
                 cluster,
                 &visited(),
                 reasons,
+                &chosen,
                 &columns,
                 &totals,
                 not_evaluated,
@@ -491,15 +628,39 @@ impl Scheduler {
             e.score_rules = self
                 .scores
                 .iter()
-                .map(|s| (s.name.clone(), s.weight))
+                .map(|s| s.name.clone())
+                .chain(names)
+                .zip(weights.iter().copied())
                 .collect();
             e
         });
-        Decision {
-            node: Some(pass.feasible[best]),
-            fit_error: None,
-            explanation,
+        Decision::placed(chosen[best], explanation).with_warnings(warnings)
+    }
+
+    /// Each node's extender failure messages, and for a node an extender dropped without a
+    /// message, a note naming the extender (explanations only).
+    fn extender_reasons(
+        &self,
+        cluster: &Cluster,
+        filtered: &extender::Filtered,
+    ) -> FxHashMap<NodeId, Vec<Reason>> {
+        let mut map: FxHashMap<NodeId, Vec<Reason>> = FxHashMap::default();
+        for (node, message) in &filtered.reasons {
+            if let Some(id) = cluster.node_by_name(node) {
+                map.entry(id)
+                    .or_default()
+                    .push(Reason::from(message.clone()));
+            }
         }
+        for (id, index) in &filtered.removed_by {
+            map.entry(*id).or_insert_with(|| {
+                vec![Reason::from(format!(
+                    "filtered out by extender {}",
+                    self.extenders[*index].name()
+                ))]
+            });
+        }
+        map
     }
 
     /// Visits nodes from `start` in visiting order until enough feasible ones are found,
@@ -697,24 +858,38 @@ fn reject_all(cluster: &Cluster, reasons: &[Reason], kind: FailureKind, explain:
         unresolvable = cluster.node_order().to_vec();
         unresolvable.sort_unstable();
     }
-    Decision {
-        node: None,
-        fit_error: Some(FitError {
+    Decision::unplaced(
+        FitError {
             num_all_nodes: all,
             reasons: counts,
             unresolvable,
-        }),
-        explanation: explain.then(|| {
+        },
+        explain.then(|| {
             explain_nodes(
                 cluster,
                 cluster.node_order(),
                 |_| reasons.to_vec(),
                 &[],
                 &[],
+                &[],
                 0,
             )
         }),
-    }
+    )
+}
+
+/// The raw score rows of `kept` (a subset of `feasible`, in any order), in `kept`'s order.
+fn select_rows(feasible: &[NodeId], columns: Vec<Vec<i64>>, kept: &[NodeId]) -> Vec<Vec<i64>> {
+    let rows: FxHashMap<NodeId, usize> = feasible
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (*id, i))
+        .collect();
+    let picks: Vec<usize> = kept.iter().map(|id| rows[id]).collect();
+    columns
+        .into_iter()
+        .map(|column| picks.iter().map(|row| column[*row]).collect())
+        .collect()
 }
 
 /// The explanation of a cycle: `visited` in visiting order with their reasons; `columns` and
@@ -724,11 +899,13 @@ fn explain_nodes(
     cluster: &Cluster,
     visited: &[NodeId],
     reasons: impl Fn(NodeId) -> Vec<Reason>,
+    scored: &[NodeId],
     columns: &[Column],
     totals: &[i64],
     not_evaluated: usize,
 ) -> Explanation {
-    let mut feasible_row = 0;
+    let rows: FxHashMap<NodeId, usize> =
+        scored.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let nodes = visited
         .iter()
         .map(|id| {
@@ -739,10 +916,9 @@ fn explain_nodes(
                 scores: Vec::new(),
                 total: None,
             };
-            if reasons.is_empty() && !totals.is_empty() {
-                e.scores = columns.iter().map(|c| c.get(feasible_row)).collect();
-                e.total = Some(totals[feasible_row]);
-                feasible_row += 1;
+            if let Some(row) = rows.get(id).filter(|_| !totals.is_empty()) {
+                e.scores = columns.iter().map(|c| c.get(*row)).collect();
+                e.total = Some(totals[*row]);
             }
             e
         })

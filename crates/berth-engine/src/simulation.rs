@@ -37,9 +37,9 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The FitError text when the pod fits nowhere.
+    /// Why the pod was not placed (the FitError or a failing extender's error).
     pub fn message(&self) -> Option<String> {
-        self.decision.fit_error.as_ref().map(|e| e.to_string())
+        self.decision.failure_message()
     }
 }
 
