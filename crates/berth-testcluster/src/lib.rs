@@ -11,6 +11,7 @@
 //! (or carrying the `kwok.x-k8s.io/node: fake` annotation).
 
 mod apply;
+pub mod extender;
 mod nodes;
 mod process;
 mod secrets;

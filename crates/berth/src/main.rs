@@ -12,6 +12,7 @@ mod bench_preemption;
 mod bench_wasm;
 mod bundled;
 mod check;
+mod extenders;
 mod plugins;
 mod run;
 mod simulate;

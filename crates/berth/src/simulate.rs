@@ -8,6 +8,7 @@ use berth_engine::simulation::{Outcome, PreemptionReport, queue_order, schedule_
 use berth_engine::{CycleConfig, Explanation};
 use serde_json::{Value, json};
 
+use crate::extenders::Extenders;
 use crate::{Format, bundled, plugins};
 
 /// Arguments of `berth simulate`.
@@ -39,6 +40,9 @@ pub struct Args {
     /// directory).
     #[arg(long)]
     plugins: Option<PathBuf>,
+    /// Do not call the policy's extenders (each one left out is named on stderr).
+    #[arg(long)]
+    skip_extenders: bool,
 }
 
 /// Runs the simulation and prints it.
@@ -62,12 +66,6 @@ pub fn run(args: &Args) -> Result<()> {
     for w in policy.warnings.iter().chain(&snapshot.warnings) {
         eprintln!("warning: {w}");
     }
-    if !policy.extenders.is_empty() {
-        eprintln!(
-            "warning: the policy names {} extender(s); berth simulate does not call extenders",
-            policy.extenders.len()
-        );
-    }
     let config = CycleConfig {
         seed: args.seed,
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
@@ -75,6 +73,22 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());
     let (mut scheduler, _plugins) = plugins::scheduler(&policy, &dir, config)?;
+    let extenders = if args.skip_extenders {
+        for e in &policy.extenders {
+            eprintln!(
+                "warning: not calling extender {} (--skip-extenders)",
+                e.url_prefix
+            );
+        }
+        None
+    } else if policy.extenders.is_empty() {
+        None
+    } else {
+        let extenders = Extenders::new(&policy, None)?;
+        extenders.add_objects(&objects)?;
+        scheduler = scheduler.with_extenders(extenders.engine());
+        Some(extenders)
+    };
     let mut cluster = snapshot.cluster;
     let budgets = snapshot.budgets;
     let mut pending = snapshot.pending;
@@ -108,6 +122,12 @@ pub fn run(args: &Args) -> Result<()> {
         pending,
         explain,
         |o| {
+            for w in &o.decision.extender_warnings {
+                eprintln!(
+                    "warning: pod {}: extender {} failed and was skipped: {}",
+                    o.pod, w.extender, w.message
+                );
+            }
             if o.node.is_some() {
                 placed += 1;
             } else {
@@ -133,6 +153,7 @@ pub fn run(args: &Args) -> Result<()> {
         )?;
     }
     out.flush()?;
+    drop(extenders);
     Ok(())
 }
 

@@ -1,0 +1,159 @@
+//! The engine's [`berth_engine::Extender`] over HTTP: the cycle's nodes and pod become an
+//! `ExtenderArgs` with the JSON from [`Documents`], the answers become engine verdicts.
+
+use std::sync::Arc;
+
+use berth_engine::extender::{ExtenderCall, FilterVerdict, PendingScores};
+use berth_engine::model;
+use berth_policy::EffectivePolicy;
+use tokio::runtime::Handle;
+
+use crate::client::{HttpExtender, Observer, Pending};
+use crate::documents::Documents;
+use crate::error::ConfigError;
+
+/// A Policy extender as the scheduling cycle calls it.
+pub struct PolicyExtender {
+    http: Arc<HttpExtender>,
+    documents: Documents,
+    managed: Vec<String>,
+}
+
+impl PolicyExtender {
+    /// The HTTP client behind it.
+    pub fn http(&self) -> &Arc<HttpExtender> {
+        &self.http
+    }
+
+    /// Whether it binds pods for pods it is interested in (upstream's IsBinder and
+    /// IsInterested, as extendersBinding asks them).
+    pub fn binds(&self, pod: &model::Pod) -> bool {
+        self.http.config().bind_verb.is_some() && berth_engine::extender::is_interested(self, pod)
+    }
+
+    /// The body of a filter or prioritize call for this cycle.
+    fn body(&self, call: &ExtenderCall<'_>) -> Result<Vec<u8>, String> {
+        let key = call.pod.key();
+        let pod = self.documents.pod(&key).ok_or_else(|| {
+            format!(
+                "extender {:?}: Berth holds no JSON for pod {key}, so it cannot be sent \
+                 (the caller must keep every pending pod in the extender documents)",
+                self.http.name()
+            )
+        })?;
+        let names: Vec<&str> = call
+            .nodes
+            .iter()
+            .map(|id| call.cluster.node(*id).name())
+            .collect();
+        self.http.args(&pod, &names, |names| {
+            self.documents.nodes(names).map_err(|node| {
+                format!(
+                    "extender {:?}: Berth holds no JSON for node {node}, so it cannot be sent",
+                    self.http.name()
+                )
+            })
+        })
+    }
+}
+
+/// One PolicyExtender per Policy extender, in call order, sharing `documents`; calls run on
+/// `runtime` and are reported to `observer`.
+pub fn policy_extenders(
+    policy: &EffectivePolicy,
+    runtime: &Handle,
+    documents: &Documents,
+    observer: Option<Observer>,
+) -> Result<Vec<Arc<PolicyExtender>>, ConfigError> {
+    policy
+        .extenders
+        .iter()
+        .map(|config| {
+            let mut http = HttpExtender::new(config, runtime.clone())?;
+            if let Some(observer) = &observer {
+                http = http.with_observer(observer.clone());
+            }
+            Ok(Arc::new(PolicyExtender {
+                http: Arc::new(http),
+                documents: documents.clone(),
+                managed: config
+                    .managed_resources
+                    .iter()
+                    .map(|m| m.name.clone())
+                    .collect(),
+            }))
+        })
+        .collect()
+}
+
+impl berth_engine::Extender for PolicyExtender {
+    fn name(&self) -> &str {
+        self.http.name()
+    }
+
+    fn ignorable(&self) -> bool {
+        self.http.config().ignorable
+    }
+
+    fn managed_resources(&self) -> &[String] {
+        &self.managed
+    }
+
+    fn filters(&self) -> bool {
+        self.http.config().filter_verb.is_some()
+    }
+
+    fn weight(&self) -> i64 {
+        let config = self.http.config();
+        if config.prioritize_verb.is_some() {
+            config.weight
+        } else {
+            0
+        }
+    }
+
+    fn filter(&self, call: ExtenderCall<'_>) -> Result<FilterVerdict, String> {
+        let body = self.body(&call)?;
+        let answer = self
+            .http
+            .start_filter(body)
+            .wait()
+            .map_err(|e| e.to_string())?;
+        let answer = self
+            .http
+            .filter_answer(&answer)
+            .map_err(|e| e.to_string())?;
+        Ok(FilterVerdict {
+            passed: answer.passed,
+            failed: answer.failed,
+            failed_and_unresolvable: answer.failed_and_unresolvable,
+        })
+    }
+
+    fn prioritize(&self, call: ExtenderCall<'_>) -> Box<dyn PendingScores> {
+        match self.body(&call) {
+            Ok(body) => Box::new(Scores::Started(
+                self.http.clone(),
+                self.http.start_prioritize(body),
+            )),
+            Err(message) => Box::new(Scores::Failed(message)),
+        }
+    }
+}
+
+enum Scores {
+    Started(Arc<HttpExtender>, Pending),
+    Failed(String),
+}
+
+impl PendingScores for Scores {
+    fn wait(self: Box<Self>) -> Result<Vec<(String, i64)>, String> {
+        match *self {
+            Scores::Started(http, pending) => {
+                let body = pending.wait().map_err(|e| e.to_string())?;
+                http.prioritize_answer(&body).map_err(|e| e.to_string())
+            }
+            Scores::Failed(message) => Err(message),
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! The HTTP client against the real test extender: each verb's message shape, keep-alive,
+//! and every kind of bad answer giving its named error within `httpTimeout`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use berth_extender::{CallError, HttpExtender};
+use berth_testcluster::extender::{Answer, BindRequest, ExtenderServer, TestCertificates};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+const LIFETIME: Duration = Duration::from_secs(120);
+
+struct Fixture {
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        Fixture { runtime }
+    }
+
+    /// An extender from a Policy entry (parsed as a Policy file is), with `fields` added.
+    fn extender(&self, fields: Value) -> HttpExtender {
+        let mut entry = json!({"filterVerb": "filter", "prioritizeVerb": "prioritize",
+            "bindVerb": "bind", "weight": 2});
+        entry
+            .as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        let policy = json!({"kind": "Policy", "apiVersion": "v1", "extenders": [entry]});
+        let policy = berth_policy::parse(&policy.to_string(), "policy.json").expect("policy");
+        HttpExtender::new(&policy.extenders[0], self.runtime.handle().clone()).expect("extender")
+    }
+}
+
+fn raw(v: Value) -> Arc<RawValue> {
+    serde_json::value::to_raw_value(&v).unwrap().into()
+}
+
+fn pod() -> Arc<RawValue> {
+    raw(json!({"metadata": {"name": "p", "namespace": "default", "uid": "u1"}}))
+}
+
+fn node_json(names: &[&str]) -> Result<Vec<Arc<RawValue>>, String> {
+    Ok(names
+        .iter()
+        .map(|n| raw(json!({"metadata": {"name": n}, "status": {"allocatable": {"cpu": "4"}}})))
+        .collect())
+}
+
+fn filter(e: &HttpExtender, nodes: &[&str]) -> Result<berth_extender::FilterAnswer, CallError> {
+    let body = e.args(&pod(), nodes, node_json).expect("args");
+    let answer = e.start_filter(body).wait()?;
+    e.filter_answer(&answer)
+}
+
+#[test]
+fn filter_sends_names_to_a_node_cache_capable_extender() {
+    let f = Fixture::new();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    server.configure(|b| {
+        b.refuse.insert("n2".into(), "no GPU".into());
+        b.unresolvable.insert("n3".into(), "wrong zone".into());
+    });
+    let e = f.extender(json!({"urlPrefix": server.url_prefix(), "nodeCacheCapable": true}));
+    let answer = filter(&e, &["n1", "n2", "n3"]).unwrap();
+    assert_eq!(answer.passed, ["n1"]);
+    assert_eq!(answer.failed, [("n2".to_string(), "no GPU".to_string())]);
+    assert_eq!(
+        answer.failed_and_unresolvable,
+        [("n3".to_string(), "wrong zone".to_string())]
+    );
+    let calls = server.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].verb, "filter");
+    assert_eq!(
+        calls[0].body,
+        json!({"Pod": {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}},
+               "Nodes": null, "NodeNames": ["n1", "n2", "n3"]})
+    );
+}
+
+#[test]
+fn filter_sends_whole_nodes_otherwise() {
+    let f = Fixture::new();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    server.configure(|b| {
+        b.refuse.insert("n1".into(), "busy".into());
+    });
+    let e = f.extender(json!({"urlPrefix": server.url_prefix()}));
+    let answer = filter(&e, &["n1", "n2"]).unwrap();
+    assert_eq!(answer.passed, ["n2"]);
+    let body = &server.calls()[0].body;
+    assert_eq!(body["NodeNames"], Value::Null);
+    assert_eq!(body["Nodes"]["metadata"], json!({}));
+    assert_eq!(
+        body["Nodes"]["items"][1],
+        json!({"metadata": {"name": "n2"}, "status": {"allocatable": {"cpu": "4"}}})
+    );
+}
+
+#[test]
+fn prioritize_and_bind_messages() {
+    let f = Fixture::new();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    let bound = Arc::new(std::sync::Mutex::new(Vec::<BindRequest>::new()));
+    let record = bound.clone();
+    server.configure(|b| {
+        b.scores.insert("n2".into(), 7);
+        b.binder = Some(Arc::new(move |r: &BindRequest| {
+            record.lock().unwrap().push(r.clone());
+            Ok(())
+        }));
+    });
+    let e = f.extender(json!({"urlPrefix": server.url_prefix(), "nodeCacheCapable": true}));
+    let body = e.args(&pod(), &["n1", "n2"], node_json).unwrap();
+    let answer = e.start_prioritize(body).wait().unwrap();
+    assert_eq!(
+        e.prioritize_answer(&answer).unwrap(),
+        [("n1".to_string(), 0), ("n2".to_string(), 7)]
+    );
+    e.bind("default", "p", "u1", "n2").unwrap();
+    assert_eq!(
+        server.calls()[1].body,
+        json!({"PodName": "p", "PodNamespace": "default", "PodUID": "u1", "Node": "n2"})
+    );
+    assert_eq!(bound.lock().unwrap()[0].node, "n2");
+    server.configure(|b| b.answer = Answer::Error("node n2 is draining".into()));
+    assert_eq!(
+        e.bind("default", "p", "u1", "n2"),
+        Err(CallError::Reported("node n2 is draining".into()))
+    );
+}
+
+#[test]
+fn calls_reuse_one_kept_alive_connection() {
+    let f = Fixture::new();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    let e = f.extender(json!({"urlPrefix": server.url_prefix(), "nodeCacheCapable": true}));
+    for _ in 0..5 {
+        filter(&e, &["n1"]).unwrap();
+    }
+    assert_eq!(server.count("filter"), 5);
+    assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn bad_answers_are_named_errors() {
+    let f = Fixture::new();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    let e = f.extender(json!({"urlPrefix": server.url_prefix(), "nodeCacheCapable": true}));
+    let url = format!("{}/filter", server.url_prefix());
+    let error = |answer: Answer| {
+        server.configure(|b| b.answer = answer);
+        filter(&e, &["n1"]).expect_err("a bad answer")
+    };
+    assert_eq!(
+        error(Answer::Status(500)).to_string(),
+        format!("failed filter with extender at URL {url}, code 500")
+    );
+    assert!(matches!(error(Answer::Garbage), CallError::Garbage { .. }));
+    assert!(
+        error(Answer::Garbage)
+            .to_string()
+            .contains("the answer is not an ExtenderFilterResult")
+    );
+    assert!(matches!(
+        error(Answer::Huge(4 << 20)),
+        CallError::TooLarge { .. }
+    ));
+    let redirect = error(Answer::Redirect("http://elsewhere/filter".into()));
+    assert!(
+        matches!(&redirect, CallError::Redirect { code: 307, location, .. } if location == "http://elsewhere/filter"),
+        "{redirect}"
+    );
+    assert_eq!(
+        error(Answer::Error("quota exceeded".into())),
+        CallError::Reported("quota exceeded".into())
+    );
+}
+
+#[test]
+fn a_slow_extender_times_out_at_http_timeout() {
+    let f = Fixture::new();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    server.configure(|b| b.delay = Duration::from_secs(5));
+    // 300 ms in nanoseconds, as the Policy file writes durations.
+    let e = f.extender(
+        json!({"urlPrefix": server.url_prefix(), "nodeCacheCapable": true,
+        "httpTimeout": 300_000_000u64}),
+    );
+    let started = Instant::now();
+    let error = filter(&e, &["n1"]).unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(error, CallError::Timeout { .. }), "{error}");
+    assert!(
+        error.to_string().contains("httpTimeout of 300ms"),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+}
+
+#[test]
+fn an_unreachable_extender_is_a_transport_error() {
+    let f = Fixture::new();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let e = f.extender(json!({"urlPrefix": format!("http://127.0.0.1:{port}/scheduler")}));
+    let error = filter(&e, &["n1"]).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "Post \"http://127.0.0.1:{port}/scheduler/filter\": "
+        )),
+        "{text}"
+    );
+    assert!(text.to_lowercase().contains("refused"), "{text}");
+}
+
+#[test]
+fn bad_urls_and_tls_settings_are_config_errors() {
+    let f = Fixture::new();
+    let make = |fields: Value| {
+        let mut entry = json!({"filterVerb": "filter"});
+        entry
+            .as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        let policy = json!({"extenders": [entry]});
+        let policy = berth_policy::parse(&policy.to_string(), "p.json").unwrap();
+        HttpExtender::new(&policy.extenders[0], f.runtime.handle().clone())
+            .err()
+            .map(|e| e.to_string())
+    };
+    assert!(
+        make(json!({"urlPrefix": "ftp://x"}))
+            .unwrap()
+            .contains("must be an http:// or https:// URL")
+    );
+    assert!(
+        make(json!({"urlPrefix": "https://x", "tlsConfig": {"caFile": "/nonexistent/ca.crt"}}))
+            .unwrap()
+            .contains("tlsConfig.caFile \"/nonexistent/ca.crt\" cannot be read")
+    );
+    assert!(
+        make(json!({"urlPrefix": "https://x", "tlsConfig": {"certData": "bm90IHBlbQ=="}}))
+            .unwrap()
+            .contains("a client certificate without a key")
+    );
+}
+
+#[test]
+fn tls_with_a_ca_a_client_certificate_or_insecure() {
+    use base64::Engine as _;
+    let f = Fixture::new();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = TestCertificates::generate(dir.path()).unwrap();
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let mut server_tls = certs.server.clone();
+    server_tls.client_ca_pem = Some(certs.ca_pem.clone());
+    let server = ExtenderServer::start_tls(server_tls, LIFETIME).unwrap();
+    let url = server.url_prefix();
+    // Trusted CA and a client certificate: works.
+    let e = f.extender(
+        json!({"urlPrefix": url, "nodeCacheCapable": true, "enableHTTPS": true,
+        "tlsConfig": {"caData": b64(&certs.ca_pem), "certData": b64(&certs.client_cert_pem),
+                      "keyData": b64(&certs.client_key_pem)}}),
+    );
+    assert_eq!(filter(&e, &["n1"]).unwrap().passed, ["n1"]);
+    // The same through a server name that the certificate also holds.
+    let e = f.extender(json!({"urlPrefix": url, "nodeCacheCapable": true,
+        "tlsConfig": {"caData": b64(&certs.ca_pem), "serverName": "extender.test",
+                      "certData": b64(&certs.client_cert_pem), "keyData": b64(&certs.client_key_pem)}}));
+    assert_eq!(filter(&e, &["n1"]).unwrap().passed, ["n1"]);
+    // No client certificate: the server refuses the handshake.
+    let e = f.extender(json!({"urlPrefix": url, "nodeCacheCapable": true,
+        "tlsConfig": {"caData": b64(&certs.ca_pem)}}));
+    assert!(matches!(
+        filter(&e, &["n1"]).unwrap_err(),
+        CallError::Transport { .. }
+    ));
+    // A server the client does not trust (its own CA unknown, no insecure): a TLS error.
+    let plain = ExtenderServer::start_tls(certs.server.clone(), LIFETIME).unwrap();
+    let e = f.extender(json!({"urlPrefix": plain.url_prefix(), "nodeCacheCapable": true}));
+    let error = filter(&e, &["n1"]).unwrap_err().to_string();
+    assert!(error.contains("certificate"), "{error}");
+    // enableHTTPS without a CA skips verification, as upstream does; so does insecure.
+    for fields in [
+        json!({"enableHTTPS": true}),
+        json!({"tlsConfig": {"insecure": true}}),
+    ] {
+        let mut entry = json!({"urlPrefix": plain.url_prefix(), "nodeCacheCapable": true});
+        entry
+            .as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        let e = f.extender(entry);
+        assert_eq!(filter(&e, &["n1"]).unwrap().passed, ["n1"]);
+    }
+}

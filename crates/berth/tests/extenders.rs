@@ -1,0 +1,216 @@
+//! `berth simulate` and `berth check` with a Policy's extenders, against real test extenders
+//! on 127.0.0.1: filtering, steering, failures, `--skip-extenders`, what `check` says.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use berth_testcluster::extender::{Answer, ExtenderServer};
+use serde_json::{Value, json};
+
+const LIFETIME: Duration = Duration::from_secs(120);
+
+/// Three 4-CPU nodes (one also with a GPU) and pending pods p1, p2 (1 CPU each) and gpu (a GPU).
+const CLUSTER: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2}, status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n3, labels: {gpu: "yes"}}, status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110", example.com/gpu: "1"}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p1, namespace: default, uid: u1}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p2, namespace: default, uid: u2}, spec: {containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: gpu, namespace: default, uid: u3}, spec: {containers: [{name: c, image: i, resources: {limits: {example.com/gpu: "1"}}}]}}
+"#;
+
+fn berth(dir: &Path, args: &[&str], policy: &Value) -> Output {
+    let policy_path = dir.join("policy.json");
+    fs::write(&policy_path, policy.to_string()).unwrap();
+    let cluster = dir.join("cluster.yaml");
+    fs::write(&cluster, CLUSTER).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_berth"));
+    cmd.args(args);
+    if args[0] == "simulate" {
+        cmd.args(["--output", "json", "--cluster"]).arg(&cluster);
+        cmd.arg("--policy");
+    }
+    cmd.arg(&policy_path).output().expect("run berth")
+}
+
+/// (pod, node, message) per output line.
+fn placements(out: &Output) -> Vec<(String, Option<String>, Option<String>)> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let s = |k: &str| v[k].as_str().map(String::from);
+            (s("pod").unwrap(), s("node"), s("message"))
+        })
+        .collect()
+}
+
+fn node_of(out: &[(String, Option<String>, Option<String>)], pod: &str) -> Option<String> {
+    out.iter().find(|p| p.0 == pod).and_then(|p| p.1.clone())
+}
+
+fn policy(extenders: Vec<Value>) -> Value {
+    json!({"kind": "Policy", "apiVersion": "v1",
+        "predicates": [{"name": "PodFitsResources"}],
+        "priorities": [{"name": "LeastRequestedPriority", "weight": 1}],
+        "extenders": extenders})
+}
+
+#[test]
+fn simulate_calls_filter_and_prioritize_once_per_pod() {
+    let dir = tempfile::tempdir().unwrap();
+    let filter = ExtenderServer::start(LIFETIME).unwrap();
+    filter.configure(|b| {
+        b.refuse.insert("n1".into(), "n1 is reserved".into());
+    });
+    let steer = ExtenderServer::start(LIFETIME).unwrap();
+    steer.configure(|b| {
+        b.scores.insert("n3".into(), 10);
+    });
+    let out = berth(
+        dir.path(),
+        &["simulate"],
+        &policy(vec![
+            json!({"urlPrefix": filter.url_prefix(), "filterVerb": "filter", "nodeCacheCapable": true}),
+            json!({"urlPrefix": steer.url_prefix(), "prioritizeVerb": "prioritize", "weight": 5}),
+        ]),
+    );
+    let placed = placements(&out);
+    // Every pod goes to n3: n1 is refused, the prioritizer's 10 x 5 (scaled to 500)
+    // outweighs LeastRequested.
+    for pod in ["default/p1", "default/p2", "default/gpu"] {
+        assert_eq!(node_of(&placed, pod).as_deref(), Some("n3"), "{pod}");
+    }
+    assert_eq!(filter.count("filter"), 3);
+    // The GPU pod fits only n3 by Berth's own resource fit, so it is not prioritized, as
+    // upstream skips scoring for a single feasible node.
+    assert_eq!(steer.count("prioritize"), 2);
+    // The prioritizer is not node-cache capable: it gets whole nodes from the cluster file.
+    let body = &steer.calls()[0].body;
+    assert_eq!(body["Nodes"]["items"][0]["metadata"]["name"], "n2");
+    assert_eq!(
+        body["Nodes"]["items"][1]["status"]["allocatable"]["cpu"],
+        "4"
+    );
+    assert_eq!(body["Pod"]["metadata"]["name"], "p1");
+    assert_eq!(
+        filter.calls()[0].body["NodeNames"],
+        json!(["n1", "n2", "n3"])
+    );
+}
+
+#[test]
+fn refusals_join_the_fit_error_and_managed_resources_pick_the_pods() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = ExtenderServer::start(LIFETIME).unwrap();
+    gpu.configure(|b| {
+        for n in ["n1", "n2", "n3"] {
+            b.refuse.insert(n.into(), "GPU quota exhausted".into());
+        }
+    });
+    let out = berth(
+        dir.path(),
+        &["simulate"],
+        &policy(vec![
+            json!({"urlPrefix": gpu.url_prefix(), "filterVerb": "filter",
+            "nodeCacheCapable": true,
+            "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": true}]}),
+        ]),
+    );
+    let placed = placements(&out);
+    assert!(node_of(&placed, "default/p1").is_some());
+    let gpu_pod = placed.iter().find(|p| p.0 == "default/gpu").unwrap();
+    assert_eq!(gpu_pod.1, None);
+    // n1 and n2 have no GPU, but the resource is ignored by Berth's own fit: only the
+    // extender rejects them.
+    assert_eq!(
+        gpu_pod.2.as_deref(),
+        Some("0/3 nodes are available: 3 GPU quota exhausted.")
+    );
+    assert_eq!(gpu.count("filter"), 1, "only the pod requesting the GPU");
+}
+
+#[test]
+fn a_down_extender_blocks_unless_ignorable_and_skipping_names_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let down = ExtenderServer::start(LIFETIME).unwrap();
+    down.configure(|b| b.answer = Answer::Status(503));
+    let url = down.url_prefix();
+    let entry = |ignorable: bool| {
+        json!({"urlPrefix": url, "filterVerb": "filter", "ignorable": ignorable,
+               "nodeCacheCapable": true})
+    };
+    let out = berth(dir.path(), &["simulate"], &policy(vec![entry(false)]));
+    for (_, node, message) in placements(&out) {
+        assert_eq!(node, None);
+        assert_eq!(
+            message.as_deref(),
+            Some(format!("failed filter with extender at URL {url}/filter, code 503").as_str())
+        );
+    }
+    let out = berth(dir.path(), &["simulate"], &policy(vec![entry(true)]));
+    assert!(placements(&out).iter().all(|p| p.1.is_some()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "warning: pod default/p1: extender {url} failed and was skipped: failed filter"
+        )),
+        "{stderr}"
+    );
+    let calls = down.count("filter");
+    let out = berth(
+        dir.path(),
+        &["simulate", "--skip-extenders"],
+        &policy(vec![entry(false)]),
+    );
+    assert!(placements(&out).iter().all(|p| p.1.is_some()));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!(
+        "warning: not calling extender {url} (--skip-extenders)"
+    )));
+    assert_eq!(
+        down.count("filter"),
+        calls,
+        "skipped extenders are not called"
+    );
+}
+
+#[test]
+fn check_warns_only_about_what_berth_does_not_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = json!({"urlPrefix": "http://127.0.0.1:1/x", "filterVerb": "filter"});
+    let out = berth(dir.path(), &["check"], &policy(vec![plain]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("Warnings: none"), "{text}");
+    let preempting = json!({"urlPrefix": "http://127.0.0.1:1/x", "filterVerb": "filter",
+        "preemptVerb": "preempt", "ignorable": true,
+        "managedResources": [{"name": "example.com/gpu"}]});
+    let out = berth(dir.path(), &["check"], &policy(vec![preempting]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("preemptVerb \"preempt\" is never called"),
+        "{text}"
+    );
+    assert!(text.contains("called only for pods that request one of example.com/gpu"));
+    assert!(text.contains("ignorable: when its filter call fails"));
+    // A client that cannot be set up is an error naming the field.
+    let bad = json!({"urlPrefix": "https://127.0.0.1:1/x", "filterVerb": "filter",
+        "tlsConfig": {"caFile": "/nonexistent/ca.pem"}});
+    let out = berth(dir.path(), &["check"], &policy(vec![bad]));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tlsConfig.caFile"));
+}
