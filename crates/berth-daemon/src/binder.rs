@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use berth_engine::model;
 use berth_engine::rules::volume_binding::VolumeBindings;
+use berth_extender::PolicyExtender;
 use k8s_openapi::api::core::v1::{
     Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -268,6 +269,8 @@ pub struct Binder {
     reports: Arc<Semaphore>,
     results: Sender<Input>,
     metrics: Metrics,
+    /// The Policy's extenders: the first interested one with a bindVerb binds instead.
+    extenders: Vec<Arc<PolicyExtender>>,
 }
 
 impl Binder {
@@ -296,7 +299,15 @@ impl Binder {
             reports: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             results,
             metrics,
+            extenders: Vec::new(),
         }
+    }
+
+    /// Lets the first of `extenders` with a bindVerb that is interested in a pod bind it,
+    /// as upstream's extendersBinding does.
+    pub fn with_extenders(mut self, extenders: Vec<Arc<PolicyExtender>>) -> Self {
+        self.extenders = extenders;
+        self
     }
 
     /// The tasks in flight, to wait for at shutdown.
@@ -325,13 +336,20 @@ impl Backend for Binder {
             pod.meta.uid.clone(),
         );
         let node = node.to_string();
+        let extender = self.extenders.iter().find(|e| e.binds(pod)).cloned();
         self.tasks.spawn_on(
             async move {
                 let permit = this.binds.acquire().await;
                 let start = Instant::now();
-                let result = match bind_volumes(&this.client, &volumes, &node).await {
-                    Ok(()) => bind(&this.client, &namespace, &name, &uid, &node).await,
-                    Err(e) => Err(e),
+                let result = match (bind_volumes(&this.client, &volumes, &node).await, extender) {
+                    (Err(e), _) => Err(e),
+                    (Ok(()), None) => bind(&this.client, &namespace, &name, &uid, &node).await,
+                    (Ok(()), Some(extender)) => extender
+                        .http()
+                        .clone()
+                        .bind_async(namespace.clone(), name.clone(), uid.clone(), node.clone())
+                        .await
+                        .map_err(|e| BindError::Other(format!("extender binding: {e}"))),
                 };
                 this.metrics
                     .bind(result.is_ok(), start.elapsed().as_secs_f64());

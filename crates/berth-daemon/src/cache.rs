@@ -14,6 +14,7 @@ use std::time::Instant;
 use berth_engine::rules::volume_binding::VolumeBindings;
 use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
 use berth_engine::{Reservation, Scheduler};
+use berth_extender::Documents;
 use berth_kube::PriorityResolver;
 use berth_kube::convert::{self, ConvertError};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -187,6 +188,8 @@ pub struct Cache {
     unplaced: HashMap<String, model::Pod>,
     assumed: HashMap<String, Assumed>,
     synced: HashSet<Kind>,
+    /// The JSON of nodes and pending pods, for the Policy's extenders (None without any).
+    documents: Option<Documents>,
 }
 
 impl Cache {
@@ -200,7 +203,14 @@ impl Cache {
             unplaced: HashMap::new(),
             assumed: HashMap::new(),
             synced: HashSet::new(),
+            documents: None,
         }
+    }
+
+    /// Keeps the JSON of nodes and of this scheduler's pending pods in `documents`, for the
+    /// extenders.
+    pub fn set_documents(&mut self, documents: Documents) {
+        self.documents = Some(documents);
     }
 
     /// The engine cluster, for a scheduling cycle.
@@ -324,6 +334,13 @@ impl Cache {
                     return Effect::None;
                 };
                 let name = node.meta.name.clone();
+                // Kept up to date even when the model is unchanged: extenders get the node
+                // as the API server has it.
+                if let Some(documents) = &self.documents
+                    && let Err(e) = documents.set_node(&name, &object)
+                {
+                    warn!(node = %name, error = %e, "node JSON not kept for the extenders");
+                }
                 let existing = self.cluster.node_by_name(&name);
                 if existing.is_some_and(|id| *self.cluster.node(id).node == node) {
                     return Effect::None;
@@ -338,6 +355,9 @@ impl Cache {
                 Effect::CouldHelp
             }
             Change::Delete(key) => {
+                if let Some(documents) = &self.documents {
+                    documents.remove_node(&key.name);
+                }
                 let Some(id) = self.cluster.node_by_name(&key.name) else {
                     return Effect::None;
                 };
@@ -378,6 +398,9 @@ impl Cache {
             Change::Synced => Effect::Synced,
             Change::Delete(key) => {
                 let pod_key = format!("{}/{}", key.namespace(), key.name);
+                if let Some(documents) = &self.documents {
+                    documents.remove_pod(&pod_key);
+                }
                 queue.remove(&pod_key);
                 self.assumed.remove(&pod_key);
                 let was_assigned = self
@@ -404,6 +427,17 @@ impl Cache {
                 let Some(pod) = converted else {
                     return Effect::None;
                 };
+                if let Some(documents) = &self.documents {
+                    // Only pods this scheduler may place are ever sent.
+                    let key = pod.key();
+                    if pod.node_name.is_none() && pod.scheduler_name == self.scheduler_name {
+                        if let Err(e) = documents.set_pod(&key, &object) {
+                            warn!(pod = %key, error = %e, "pod JSON not kept for the extenders");
+                        }
+                    } else {
+                        documents.remove_pod(&key);
+                    }
+                }
                 if pod.node_name.is_some() {
                     self.assigned_pod(pod, queue)
                 } else if gated(&object) {
@@ -716,6 +750,25 @@ mod tests {
         assert_eq!(f.queue.place("default/mine"), Some(Place::Active));
         assert!(!f.queue.contains("default/theirs"));
         assert!(f.cache.cluster().pod_by_key("default", "theirs").is_none());
+    }
+
+    #[test]
+    fn extender_documents_hold_nodes_and_only_our_pending_pods() {
+        let mut f = Fixture::new();
+        let documents = Documents::new();
+        f.cache.set_documents(documents.clone());
+        f.node(Change::Apply(node("n1", 4)));
+        f.node(Change::Apply(node("n2", 4)));
+        f.pod(Change::Apply(pod("mine", "berth", 100)));
+        f.pod(Change::Apply(pod("theirs", "default-scheduler", 100)));
+        assert_eq!(documents.counts(), (2, 1));
+        let json = documents.pod("default/mine").expect("pending pod kept");
+        assert!(json.get().contains("\"name\":\"mine\""), "{}", json.get());
+        assert!(documents.nodes(&["n2"]).is_ok());
+        // Bound: no longer sent to extenders; a deleted node goes too.
+        f.pod(Change::Apply(bound(pod("mine", "berth", 100), "n1")));
+        f.node(Change::Delete(ObjectKey::cluster("n2")));
+        assert_eq!(documents.counts(), (1, 0));
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct DaemonConfig {
     pub queue: QueueConfig,
     /// How long in-flight bindings may take to finish at shutdown.
     pub shutdown_grace: Duration,
+    /// The Policy's extenders, in call order: called in every cycle (and by the binder for
+    /// a bindVerb), on every scheduler the reloader swaps in too.
+    pub extenders: Vec<berth_policy::Extender>,
 }
 
 impl DaemonConfig {
@@ -59,6 +62,7 @@ impl DaemonConfig {
             metrics_addr: None,
             queue: QueueConfig::default(),
             shutdown_grace: Duration::from_secs(5),
+            extenders: Vec::new(),
         }
     }
 }
@@ -77,6 +81,9 @@ pub enum DaemonError {
         /// Why.
         source: std::io::Error,
     },
+    /// An extender's client could not be set up.
+    #[error(transparent)]
+    Extender(#[from] berth_extender::ConfigError),
     /// The scheduling thread could not start or died.
     #[error("scheduling thread: {0}")]
     Thread(String),
@@ -99,6 +106,27 @@ pub async fn run(
         metrics = metrics.with_reload_source(r.status);
         updates = Some(r.updates);
     }
+    let documents = berth_extender::documents_for(&config.extenders);
+    let extenders = berth_extender::policy_extenders(
+        &config.extenders,
+        &runtime,
+        &documents,
+        Some(metrics.extender_observer()),
+    )?;
+    let (scheduler, updates) = if extenders.is_empty() {
+        (scheduler, updates)
+    } else {
+        info!(count = extenders.len(), "calling the policy's extenders");
+        let engine: Vec<Arc<dyn berth_engine::Extender>> = extenders
+            .iter()
+            .map(|e| e.clone() as Arc<dyn berth_engine::Extender>)
+            .collect();
+        let updates = updates.map(|mut next| {
+            let engine = engine.clone();
+            Box::new(move || next().map(|s| s.with_extenders(engine.clone()))) as SchedulerUpdates
+        });
+        (scheduler.with_extenders(engine), updates)
+    };
     let health = Arc::new(Health::default());
     let (stop_tx, stop) = watch::channel(false);
 
@@ -148,7 +176,8 @@ pub async fn run(
         runtime,
         inputs.clone(),
         metrics.clone(),
-    );
+    )
+    .with_extenders(extenders.clone());
     let tasks = binder.tasks().clone();
     let mut scheduling = SchedulingLoop::new(
         &config.scheduler_name,
@@ -160,6 +189,9 @@ pub async fn run(
     );
     if let Some(updates) = updates {
         scheduling = scheduling.with_updates(updates);
+    }
+    if !extenders.is_empty() {
+        scheduling = scheduling.with_documents(documents);
     }
     let (done_tx, done) = oneshot::channel::<()>();
     health.alive.store(true, Ordering::Relaxed);

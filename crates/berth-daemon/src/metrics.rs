@@ -73,6 +73,13 @@ struct RuleLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ExtenderLabels {
+    extender: String,
+    verb: &'static str,
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReloadLabels {
     object: &'static str,
     result: &'static str,
@@ -112,6 +119,7 @@ pub struct Metrics {
     phase_duration: HistogramFamily<PhaseLabels>,
     bind_duration: HistogramFamily<BindLabels>,
     rule_duration: HistogramFamily<RuleLabels>,
+    extender_duration: HistogramFamily<ExtenderLabels>,
     leader: Family<LeaderLabels, Gauge>,
     reloads: Family<ReloadLabels, Gauge>,
     reload_source: Option<ReloadSource>,
@@ -171,6 +179,15 @@ impl Metrics {
             "Duration of each rule's (and WASM plugin's) per-pod preparation, by policy entry.",
             rule_duration.clone(),
         );
+        let extender_duration = HistogramFamily::<ExtenderLabels>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "berth_extender_call_duration_seconds",
+            "Duration of each call to a Policy extender, by extender (URL prefix), verb and \
+             result (success or error; the _count series count the calls).",
+            extender_duration.clone(),
+        );
         let reloads = Family::<ReloadLabels, Gauge>::default();
         registry.register(
             "berth_reloads",
@@ -193,6 +210,7 @@ impl Metrics {
             phase_duration,
             bind_duration,
             rule_duration,
+            extender_duration,
             reloads,
             reload_source: None,
             leader,
@@ -237,6 +255,26 @@ impl Metrics {
             status: "Success",
         };
         self.rule_duration.get_or_create(&labels).observe(seconds);
+    }
+
+    /// Records one extender call.
+    pub fn extender_call(&self, extender: &str, verb: &'static str, ok: bool, seconds: f64) {
+        let labels = ExtenderLabels {
+            extender: extender.to_string(),
+            verb,
+            result: if ok { "success" } else { "error" },
+        };
+        self.extender_duration
+            .get_or_create(&labels)
+            .observe(seconds);
+    }
+
+    /// An observer of extender calls that records them here.
+    pub fn extender_observer(&self) -> berth_extender::Observer {
+        let metrics = self.clone();
+        Arc::new(move |extender, verb, elapsed, ok| {
+            metrics.extender_call(extender, verb.as_str(), ok, elapsed.as_secs_f64());
+        })
     }
 
     /// Records one binding request.
@@ -305,6 +343,7 @@ mod tests {
         m.pending(3, 1, 2);
         m.leader(true);
         m.rule("GpuModel", "PreFilter", 0.0003);
+        m.extender_call("http://127.0.0.1:8888/x", "filter", false, 0.004);
         let m = m.with_reload_source(Arc::new(|| ReloadCounts {
             module_rejected: 2,
             ..ReloadCounts::default()
@@ -322,6 +361,9 @@ mod tests {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
         assert!(text.contains("scheduler_scheduling_attempt_duration_seconds_bucket"));
+        assert!(text.contains(
+            r#"berth_extender_call_duration_seconds_count{extender="http://127.0.0.1:8888/x",verb="filter",result="error"} 1"#
+        ), "{text}");
         assert!(text.contains(
             r#"scheduler_plugin_execution_duration_seconds_count{plugin="GpuModel",extension_point="PreFilter",status="Success"} 1"#
         ), "{text}");

@@ -83,6 +83,12 @@ impl<B: Backend> SchedulingLoop<B> {
         }
     }
 
+    /// Keeps the node and pod JSON the extenders are sent in `documents`.
+    pub fn with_documents(mut self, documents: berth_extender::Documents) -> Self {
+        self.cache.set_documents(documents);
+        self
+    }
+
     /// The cache, for tests and diagnostics.
     pub fn cache(&self) -> &Cache {
         &self.cache

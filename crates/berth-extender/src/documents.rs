@@ -13,6 +13,8 @@ use serde_json::value::RawValue;
 #[derive(Clone, Default)]
 pub struct Documents {
     inner: Arc<RwLock<Inner>>,
+    /// Every extender is node-cache capable: node JSON is never sent, so none is kept.
+    pods_only: bool,
 }
 
 #[derive(Default)]
@@ -44,10 +46,29 @@ fn encode<T: Serialize>(
         })
 }
 
+impl std::fmt::Debug for Documents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (nodes, pods) = self.counts();
+        f.debug_struct("Documents")
+            .field("nodes", &nodes)
+            .field("pods", &pods)
+            .field("pods_only", &self.pods_only)
+            .finish()
+    }
+}
+
 impl Documents {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store that ignores nodes, for extenders that are all node-cache capable.
+    pub fn pods_only() -> Self {
+        Documents {
+            pods_only: true,
+            ..Self::default()
+        }
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
@@ -62,6 +83,9 @@ impl Documents {
 
     /// Stores (or replaces) node `name`.
     pub fn set_node<T: Serialize>(&self, name: &str, node: &T) -> Result<(), DocumentError> {
+        if self.pods_only {
+            return Ok(());
+        }
         let json = encode("node", name, node)?;
         self.write().nodes.insert(name.to_string(), json);
         Ok(())

@@ -15,4 +15,4 @@ pub mod wire;
 pub use client::{FilterAnswer, HttpExtender, Observer, Pending, Verb};
 pub use documents::{DocumentError, Documents};
 pub use error::{CallError, ConfigError};
-pub use scheduling::{PolicyExtender, policy_extenders};
+pub use scheduling::{PolicyExtender, documents_for, policy_extenders};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use berth_engine::extender::{ExtenderCall, FilterVerdict, PendingScores};
 use berth_engine::model;
-use berth_policy::EffectivePolicy;
+use berth_policy::Extender;
 use tokio::runtime::Handle;
 
 use crate::client::{HttpExtender, Observer, Pending};
@@ -57,16 +57,15 @@ impl PolicyExtender {
     }
 }
 
-/// One PolicyExtender per Policy extender, in call order, sharing `documents`; calls run on
-/// `runtime` and are reported to `observer`.
+/// One PolicyExtender per Policy extender (`policy.extenders`, in call order), sharing
+/// `documents`; calls run on `runtime` and are reported to `observer`.
 pub fn policy_extenders(
-    policy: &EffectivePolicy,
+    extenders: &[Extender],
     runtime: &Handle,
     documents: &Documents,
     observer: Option<Observer>,
 ) -> Result<Vec<Arc<PolicyExtender>>, ConfigError> {
-    policy
-        .extenders
+    extenders
         .iter()
         .map(|config| {
             let mut http = HttpExtender::new(config, runtime.clone())?;
@@ -84,6 +83,15 @@ pub fn policy_extenders(
             }))
         })
         .collect()
+}
+
+/// The store these extenders need: node JSON only if one of them is not node-cache capable.
+pub fn documents_for(extenders: &[Extender]) -> Documents {
+    if extenders.iter().all(|e| e.node_cache_capable) {
+        Documents::pods_only()
+    } else {
+        Documents::new()
+    }
 }
 
 impl berth_engine::Extender for PolicyExtender {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use berth_extender::{Documents, Observer, PolicyExtender, policy_extenders};
+use berth_extender::{Documents, Observer, PolicyExtender, documents_for, policy_extenders};
 use berth_kube::ClusterObjects;
 use berth_policy::EffectivePolicy;
 
@@ -27,8 +27,8 @@ impl Extenders {
             .enable_all()
             .build()
             .context("starting the extender runtime")?;
-        let documents = Documents::new();
-        let list = policy_extenders(policy, runtime.handle(), &documents, observer)?;
+        let documents = documents_for(&policy.extenders);
+        let list = policy_extenders(&policy.extenders, runtime.handle(), &documents, observer)?;
         Ok(Extenders {
             list,
             documents,

@@ -88,11 +88,9 @@ pub fn run(args: &Args) -> Result<()> {
     for w in &policy.warnings {
         tracing::warn!("{w}");
     }
-    if !policy.extenders.is_empty() {
-        tracing::warn!(
-            "the policy names {} extender(s); berth run does not call extenders",
-            policy.extenders.len()
-        );
+    let (warnings, _) = crate::extenders::check(&policy);
+    for w in &warnings {
+        tracing::warn!("{w}");
     }
     let config = CycleConfig {
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
@@ -109,7 +107,17 @@ pub fn run(args: &Args) -> Result<()> {
     let reloading = Reloading {
         updates: {
             let reloader = reloader.clone();
-            Box::new(move || reloader.take_scheduler())
+            let extenders = policy.extenders.clone();
+            Box::new(move || {
+                let next = reloader.take_scheduler()?;
+                if reloader.policy().extenders != extenders {
+                    tracing::warn!(
+                        "the reloaded policy changes its extenders; berth run keeps calling the \
+                         ones it started with until it is restarted"
+                    );
+                }
+                Some(next)
+            })
         },
         status: {
             let reloader = reloader.clone();
@@ -134,6 +142,7 @@ pub fn run(args: &Args) -> Result<()> {
         burst: args.burst,
     };
     daemon.metrics_addr = Some(args.metrics_addr);
+    daemon.extenders = policy.extenders.clone();
     if args.leader_elect.unwrap_or(in_cluster) {
         let namespace = args.lease_namespace.clone().unwrap_or_else(|| {
             std::fs::read_to_string(POD_NAMESPACE_FILE)
