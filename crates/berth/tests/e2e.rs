@@ -11,13 +11,15 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Child;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use berth_testcluster::extender::{BindRequest, ExtenderServer};
 use berth_testcluster::{ClusterOptions, TestCluster, node_template};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Binding, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -153,26 +155,30 @@ impl Berth {
         let metrics = free_port()?;
         let log = env.cluster.dir().join(format!("berth-{identity}.log"));
         let out = std::fs::File::create(&log)?;
-        let mut args: Vec<String> = [
-            "run",
-            "--policy",
-            POLICY,
-            "--scheduler-name",
-            "berth",
-            "--leader-elect",
-            "true",
-            "--lease-name",
-            LEASE,
-            "--lease-namespace",
-            NAMESPACE,
-            "--lease-duration",
-            "4",
-            "--identity",
-            identity,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let policy = if extra.contains(&"--policy") {
+            &[][..]
+        } else {
+            &["--policy", POLICY][..]
+        };
+        let mut args: Vec<String> = ["run"]
+            .iter()
+            .chain(policy)
+            .chain(&[
+                "--scheduler-name",
+                "berth",
+                "--leader-elect",
+                "true",
+                "--lease-name",
+                LEASE,
+                "--lease-namespace",
+                NAMESPACE,
+                "--lease-duration",
+                "4",
+                "--identity",
+                identity,
+            ])
+            .map(|s| s.to_string())
+            .collect();
         args.push("--kubeconfig".into());
         args.push(env.kubeconfig.display().to_string());
         args.push("--metrics-addr".into());
@@ -485,6 +491,129 @@ async fn pods_land_where_the_policy_says_and_failures_are_explained() {
         assert_eq!(berth.get("/healthz")?.0, 200);
         let status = berth.terminate()?;
         assert!(status.success(), "exit {status}:\n{}", berth.log());
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extenders_filter_steer_bind_and_a_down_one_blocks_only_if_not_ignorable() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(240), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        for name in ["e1", "e2", "e3"] {
+            let mut n = node_template(name, "4", "8Gi", 110);
+            n.metadata.name = Some(name.into());
+            env.cluster.create_nodes_with(1, |_| n.clone()).await?;
+        }
+        let filter = ExtenderServer::start(BERTH_LIFETIME)?;
+        // It also binds, through the API as a real binding extender would.
+        let admin = env.admin.clone();
+        let binder: berth_testcluster::extender::Binder = Arc::new(move |r: &BindRequest| {
+            let (admin, r) = (admin.clone(), r.clone());
+            let bind = async move {
+                let binding: Binding = serde_json::from_value(json!({
+                    "metadata": {"name": r.name, "namespace": r.namespace, "uid": r.uid},
+                    "target": {"kind": "Node", "apiVersion": "v1", "name": r.node}}))
+                .map_err(|e| e.to_string())?;
+                Api::<Pod>::namespaced(admin, &r.namespace)
+                    .create_subresource::<_, kube::core::Status>(
+                        "binding",
+                        &r.name,
+                        &PostParams::default(),
+                        &binding,
+                    )
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            };
+            // The extender's own runtime is busy answering; bind on a thread of its own.
+            std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())?
+                    .block_on(bind)
+            })
+            .join()
+            .unwrap_or_else(|_| Err("binding thread panicked".into()))
+        });
+        filter.configure(|b| {
+            b.refuse.insert("e1".into(), "e1 is reserved".into());
+            b.binder = Some(binder);
+        });
+        let steer = ExtenderServer::start(BERTH_LIFETIME)?;
+        steer.configure(|b| {
+            b.scores.insert("e3".into(), 10);
+        });
+        let down = format!("http://127.0.0.1:{}/x", free_port()?);
+        let policy = json!({"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "PodFitsResources"}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}],
+            "extenders": [
+                {"urlPrefix": filter.url_prefix(), "filterVerb": "filter", "bindVerb": "bind",
+                 "nodeCacheCapable": true},
+                {"urlPrefix": steer.url_prefix(), "prioritizeVerb": "prioritize", "weight": 5},
+                {"urlPrefix": down, "filterVerb": "filter", "ignorable": true},
+                {"urlPrefix": down, "filterVerb": "filter", "nodeCacheCapable": true,
+                 "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": true}]}
+            ]});
+        let path = env.cluster.dir().join("extender-policy.json");
+        std::fs::write(&path, policy.to_string())?;
+        let mut berth = env.berth("solo", &["--policy", &path.display().to_string()])?;
+        berth.wait_ready().await?;
+        let gpu = json!({"containers": [{"name": "c", "image": "pause",
+            "resources": {"requests": {"cpu": "100m"}, "limits": {"example.com/gpu": "1"}}}]});
+        env.create_pods(vec![
+            pod("ext-a", "berth", "100m", json!({})),
+            pod("ext-b", "berth", "100m", json!({})),
+            pod("gpu", "berth", "100m", gpu),
+        ])
+        .await?;
+        // The filter keeps them off e1, the prioritizer steers them to e3, the ignorable
+        // extender that is down does not block them.
+        let bound = env.wait_bound("ext-", 2, Duration::from_secs(60)).await?;
+        for p in &bound {
+            assert_eq!(node_name(p), Some("e3"), "{}", berth.log());
+        }
+        // The binding extender bound them, not Berth.
+        let binds: Vec<(String, String)> = filter
+            .calls()
+            .iter()
+            .filter(|c| c.verb == "bind")
+            .map(|c| (c.body["PodName"].to_string(), c.body["Node"].to_string()))
+            .collect();
+        assert_eq!(binds.len(), 2, "{binds:?}");
+        assert!(binds.iter().all(|(_, node)| node == "\"e3\""), "{binds:?}");
+        for (server, verb) in [(&filter, "filter"), (&steer, "prioritize")] {
+            for name in ["ext-a", "ext-b"] {
+                let calls = server
+                    .calls()
+                    .iter()
+                    .filter(|c| c.verb == verb && c.body["Pod"]["metadata"]["name"] == name)
+                    .count();
+                assert_eq!(calls, 1, "{verb} calls for {name}");
+            }
+        }
+        // The non-ignorable extender managing the GPU is down: the pod stays pending and its
+        // Event says why, in upstream's words.
+        let events = eventually("FailedScheduling for gpu", Duration::from_secs(30), || async {
+            Ok(env.events("FailedScheduling").await?.remove("gpu"))
+        })
+        .await?;
+        let note = events[0].note.clone().unwrap_or_default();
+        assert!(
+            note.starts_with(&format!("Post \"{down}/filter\": ")),
+            "{note}"
+        );
+        assert_eq!(node_name(&env.pods().get("gpu").await?), None);
+        let (_, metrics) = berth.get("/metrics")?;
+        assert!(
+            metrics.contains(&format!(
+                "berth_extender_call_duration_seconds_count{{extender=\"{down}\",verb=\"filter\",result=\"error\"}}"
+            )),
+            "{metrics}"
+        );
         Ok(())
     })
     .await;
