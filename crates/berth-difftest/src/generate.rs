@@ -247,7 +247,10 @@ impl Gen {
                 let ns = self.namespace();
                 out.push(json!({"apiVersion": "v1", "kind": "Service",
                     "metadata": {"name": app, "namespace": ns},
-                    "spec": {"selector": {"app": app}, "ports": [{"port": 80}]}}));
+                    // Headless: the test cluster's /24 service range would fill up over
+                    // a long run, and scheduling reads only the selector.
+                    "spec": {"selector": {"app": app}, "clusterIP": "None",
+                        "ports": [{"port": 80}]}}));
             }
         }
         out

@@ -5,7 +5,7 @@
 //! The bounded sample (a few minutes):
 //!   cargo test -p berth-difftest --test differential -- --ignored --nocapture sample
 //! The long run (its figures are in the README):
-//!   cargo test --release -p berth-difftest --test differential -- --ignored --nocapture long
+//!   cargo test -p berth-difftest --test differential -- --ignored --nocapture long
 //! `BERTH_DIFFTEST_SEEDS=FROM..TO` replaces either run's seeds (to reproduce one seed:
 //! `BERTH_DIFFTEST_SEEDS=17..18`); `BERTH_DIFFTEST_OUT=DIR` writes each disagreement's
 //! policy and cluster file for `berth simulate --policy P --cluster C --explain`.
