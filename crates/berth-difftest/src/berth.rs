@@ -91,7 +91,7 @@ pub fn decide(
     let decision = scheduler.schedule(&cluster, &info, true);
     let mut outcome = BerthOutcome {
         node: decision.node.map(|n| cluster.node(n).name().to_owned()),
-        message: decision.fit_error.as_ref().map(|e| e.to_string()),
+        message: decision.failure_message(),
         ..BerthOutcome::default()
     };
     let Some(explanation) = decision.explanation else {
