@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client};
 use tokio::runtime::Handle;
@@ -251,6 +251,61 @@ pub async fn record_unschedulable(
     Ok(())
 }
 
+/// Sets (`Some`) or clears (`None`) a pod's `status.nominatedNodeName`.
+pub async fn set_nominated_node(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    node: Option<&str>,
+) -> Result<(), kube::Error> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let patch = serde_json::json!({"status": {"nominatedNodeName": node}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map(drop)
+}
+
+/// Deletes a preemption victim with its own grace period, only if it is still the pod with
+/// `uid` (a pod re-created under the same name is left alone). A victim already gone is
+/// not an error.
+pub async fn delete_victim(client: &Client, victim: &model::Pod) -> Result<(), kube::Error> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &victim.meta.namespace);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(victim.meta.uid.clone()).filter(|u| !u.is_empty()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match pods.delete(&victim.meta.name, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Upstream's `Preempted` event on a victim, related to the preemptor.
+pub async fn record_preempted(
+    recorder: &Recorder,
+    victim: &ObjectReference,
+    preemptor: &ObjectReference,
+    node: &str,
+) -> Result<(), kube::Error> {
+    let note = format!(
+        "Preempted by {}/{} on node {node}",
+        preemptor.namespace.as_deref().unwrap_or_default(),
+        preemptor.name.as_deref().unwrap_or_default()
+    );
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Preempted".into(),
+        note: Some(note),
+        action: "Preempting".into(),
+        secondary: Some(preemptor.clone()),
+    };
+    recorder.publish(&event, victim).await
+}
+
 /// Requests in flight per client (bindings; events and conditions).
 const MAX_IN_FLIGHT: usize = 32;
 
@@ -324,6 +379,18 @@ pub trait Backend {
     fn bind(&self, pod: &model::Pod, node: &str, volumes: VolumeBindings);
     /// Reports that a pod fits no node.
     fn unschedulable(&self, pod: &model::Pod, message: &str, set_condition: bool);
+    /// Carries out a preemption: nominates `preemptor` to `node` (first, so a replica
+    /// taking over sees the nomination and waits for the victims), deletes the victims, and
+    /// clears the nominations of `demoted` (lower-priority pods nominated to that node).
+    fn preempt(
+        &self,
+        preemptor: &model::Pod,
+        node: &str,
+        victims: Vec<model::Pod>,
+        demoted: Vec<String>,
+    );
+    /// Clears a pod's nomination (preemption cannot help it anywhere any more).
+    fn clear_nomination(&self, pod: &model::Pod);
 }
 
 impl Backend for Binder {
@@ -374,6 +441,80 @@ impl Backend for Binder {
                 let _permit = this.reports.acquire().await;
                 if let Err(e) = record_scheduled(&this.recorder, &reference, &node).await {
                     warn!(pod = %key, error = %e, "could not record the Scheduled event");
+                }
+            },
+            &self.runtime,
+        );
+    }
+
+    fn preempt(
+        &self,
+        preemptor: &model::Pod,
+        node: &str,
+        victims: Vec<model::Pod>,
+        demoted: Vec<String>,
+    ) {
+        let this = self.clone();
+        let reference = pod_reference(preemptor);
+        let (namespace, name) = (
+            preemptor.meta.namespace.clone(),
+            preemptor.meta.name.clone(),
+        );
+        let node = node.to_string();
+        self.tasks.spawn_on(
+            async move {
+                let key = format!("{namespace}/{name}");
+                {
+                    let _permit = this.binds.acquire().await;
+                    if let Err(e) =
+                        set_nominated_node(&this.client, &namespace, &name, Some(&node)).await
+                    {
+                        // Without the nomination a successor could pick other victims:
+                        // delete nothing; the pod is retried.
+                        warn!(pod = %key, %node, error = %e, "could not nominate; not preempting");
+                        return;
+                    }
+                }
+                for victim in &victims {
+                    let deleted = {
+                        let _permit = this.binds.acquire().await;
+                        delete_victim(&this.client, victim).await
+                    };
+                    if let Err(e) = deleted {
+                        warn!(pod = %key, victim = %victim.key(), error = %e,
+                            "could not delete preemption victim");
+                        continue;
+                    }
+                    debug!(pod = %key, victim = %victim.key(), %node, "preempted");
+                    let _permit = this.reports.acquire().await;
+                    let target = pod_reference(victim);
+                    if let Err(e) = record_preempted(&this.recorder, &target, &reference, &node).await {
+                        warn!(victim = %victim.key(), error = %e, "could not record the Preempted event");
+                    }
+                }
+                for other in demoted {
+                    let Some((ns, n)) = other.split_once('/') else {
+                        continue;
+                    };
+                    let _permit = this.binds.acquire().await;
+                    if let Err(e) = set_nominated_node(&this.client, ns, n, None).await {
+                        warn!(pod = %other, error = %e, "could not clear the nomination");
+                    }
+                }
+            },
+            &self.runtime,
+        );
+    }
+
+    fn clear_nomination(&self, pod: &model::Pod) {
+        let this = self.clone();
+        let (namespace, name) = (pod.meta.namespace.clone(), pod.meta.name.clone());
+        self.tasks.spawn_on(
+            async move {
+                let _permit = this.binds.acquire().await;
+                if let Err(e) = set_nominated_node(&this.client, &namespace, &name, None).await {
+                    warn!(pod = %format!("{namespace}/{name}"), error = %e,
+                        "could not clear the nomination");
                 }
             },
             &self.runtime,

@@ -11,9 +11,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
+use berth_engine::preemption::DisruptionBudgets;
 use berth_engine::rules::volume_binding::VolumeBindings;
 use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
-use berth_engine::{Reservation, Scheduler};
+use berth_engine::{Nominator, Reservation, Scheduler};
 use berth_extender::Documents;
 use berth_kube::PriorityResolver;
 use berth_kube::convert::{self, ConvertError};
@@ -21,6 +22,7 @@ use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use tracing::{debug, warn};
@@ -97,6 +99,8 @@ pub enum WatchEvent {
     CsiNode(Change<CSINode>),
     /// A PriorityClass.
     PriorityClass(Change<PriorityClass>),
+    /// A PodDisruptionBudget.
+    PodDisruptionBudget(Change<PodDisruptionBudget>),
 }
 
 /// The watched kinds.
@@ -126,11 +130,13 @@ pub enum Kind {
     CsiNode,
     /// PriorityClasses.
     PriorityClass,
+    /// PodDisruptionBudgets.
+    PodDisruptionBudget,
 }
 
 impl Kind {
     /// Every watched kind.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Node,
         Kind::Pod,
         Kind::Namespace,
@@ -143,6 +149,7 @@ impl Kind {
         Kind::StorageClass,
         Kind::CsiNode,
         Kind::PriorityClass,
+        Kind::PodDisruptionBudget,
     ];
 }
 
@@ -162,6 +169,7 @@ impl WatchEvent {
             WatchEvent::StorageClass(_) => Kind::StorageClass,
             WatchEvent::CsiNode(_) => Kind::CsiNode,
             WatchEvent::PriorityClass(_) => Kind::PriorityClass,
+            WatchEvent::PodDisruptionBudget(_) => Kind::PodDisruptionBudget,
         }
     }
 }
@@ -190,6 +198,11 @@ pub struct Cache {
     synced: HashSet<Kind>,
     /// The JSON of nodes and pending pods, for the Policy's extenders (None without any).
     documents: Option<Documents>,
+    /// Pending pods of this scheduler nominated to a node (`status.nominatedNodeName`, or a
+    /// preemption of this replica the watch has not shown yet).
+    nominator: Nominator,
+    /// PodDisruptionBudgets, for preemption.
+    budgets: DisruptionBudgets,
 }
 
 impl Cache {
@@ -200,6 +213,8 @@ impl Cache {
             scheduler_name: scheduler_name.to_string(),
             priority_classes: BTreeMap::new(),
             priorities: PriorityResolver::default(),
+            nominator: Nominator::new(),
+            budgets: DisruptionBudgets::new(),
             unplaced: HashMap::new(),
             assumed: HashMap::new(),
             synced: HashSet::new(),
@@ -216,6 +231,27 @@ impl Cache {
     /// The engine cluster, for a scheduling cycle.
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
+    }
+
+    /// The nominated pods.
+    pub fn nominator(&self) -> &Nominator {
+        &self.nominator
+    }
+
+    /// The PodDisruptionBudgets.
+    pub fn budgets(&self) -> &DisruptionBudgets {
+        &self.budgets
+    }
+
+    /// Nominates a pod (compiled, with `nominated_node_name` set) to `node` after its
+    /// preemption, before the watch shows the new status.
+    pub fn nominate(&mut self, info: PodInfo, node: NodeId) {
+        self.nominator.add(info, node);
+    }
+
+    /// Drops a pod's nomination.
+    pub fn clear_nomination(&mut self, key: &str) {
+        self.nominator.remove(key);
     }
 
     /// Whether every watched kind has been listed completely once.
@@ -311,6 +347,7 @@ impl Cache {
             WatchEvent::StorageClass(c) => self.storage_class(c),
             WatchEvent::CsiNode(c) => self.csi_node(c),
             WatchEvent::PriorityClass(c) => self.priority_class(c),
+            WatchEvent::PodDisruptionBudget(c) => self.pod_disruption_budget(c),
         };
         match could_help {
             Effect::Synced => {
@@ -374,6 +411,7 @@ impl Cache {
                     self.cluster.remove_pod(&pod.meta.namespace, &pod.meta.name);
                     self.unplaced.insert(pod.key(), pod);
                 }
+                self.nominator.remove_node(id);
                 self.cluster.remove_node(&key.name);
                 Effect::None
             }
@@ -402,6 +440,7 @@ impl Cache {
                     documents.remove_pod(&pod_key);
                 }
                 queue.remove(&pod_key);
+                self.nominator.remove(&pod_key);
                 self.assumed.remove(&pod_key);
                 let was_assigned = self
                     .cluster
@@ -456,6 +495,7 @@ impl Cache {
     fn assigned_pod(&mut self, pod: model::Pod, queue: &mut Queue) -> Effect {
         let key = pod.key();
         queue.remove(&key);
+        self.nominator.remove(&key);
         if let Some(assumed) = self.assumed.remove(&key)
             && Some(&assumed.node) != pod.node_name.as_ref()
         {
@@ -489,8 +529,23 @@ impl Cache {
             self.forget(&key, &uid);
         }
         if pod.scheduler_name == self.scheduler_name && !pod.meta.deleting {
+            // Upstream's nominator takes the node from the pod's status as the queue gets it.
+            match pod
+                .nominated_node_name
+                .as_deref()
+                .and_then(|n| self.cluster.node_by_name(n))
+            {
+                Some(node) => {
+                    let info = self.cluster.compile_pod(pod.clone());
+                    self.nominator.add(info, node);
+                }
+                None => {
+                    self.nominator.remove(&key);
+                }
+            }
             queue.upsert(pod, now);
         } else {
+            self.nominator.remove(&key);
             queue.remove(&key);
         }
         Effect::None
@@ -601,6 +656,24 @@ impl Cache {
             |csi| csi.meta.name.clone(),
             |key| key.name.clone(),
         )
+    }
+
+    /// A budget change may change preemption's choice for a waiting pod.
+    fn pod_disruption_budget(&mut self, change: Change<PodDisruptionBudget>) -> Effect {
+        match change {
+            Change::Synced => Effect::Synced,
+            Change::Apply(object) => {
+                if let Some(pdb) = converted(convert::pod_disruption_budget(&object)) {
+                    self.budgets.upsert(&mut self.cluster, &pdb);
+                }
+                Effect::CouldHelp
+            }
+            Change::Delete(key) => {
+                self.budgets
+                    .remove(&self.cluster, key.namespace(), &key.name);
+                Effect::None
+            }
+        }
     }
 
     /// Priority classes only affect pods converted later; admission has normally written

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use berth_engine::Scheduler;
+use berth_engine::preemption::PreemptionOutcome;
+use berth_engine::{FitError, PodInfo, Scheduler, model};
 use tracing::{debug, error, info, warn};
 
 use crate::Input;
@@ -187,7 +188,12 @@ impl<B: Backend> SchedulingLoop<B> {
         let compiled = Instant::now();
         self.metrics
             .phase(Phase::Compile, (compiled - start).as_secs_f64());
-        let decision = self.scheduler.schedule(self.cache.cluster(), &info, false);
+        let decision = self.scheduler.schedule_with(
+            self.cache.cluster(),
+            self.cache.nominator(),
+            &info,
+            false,
+        );
         let decided = Instant::now();
         for (rule, point, elapsed) in self.scheduler.last_cycle_timings() {
             self.metrics
@@ -204,6 +210,7 @@ impl<B: Backend> SchedulingLoop<B> {
         match (decision.node, failure) {
             (Some(node), _) => {
                 let pod = queued.pod.clone();
+                self.cache.clear_nomination(&key);
                 match self.cache.assume(&self.scheduler, queued, info, node) {
                     Ok((node_name, volumes)) => {
                         self.metrics
@@ -222,6 +229,9 @@ impl<B: Backend> SchedulingLoop<B> {
                 }
             }
             (None, failure) => {
+                if let Some(fit) = &decision.fit_error {
+                    self.preempt(&queued, info, fit);
+                }
                 let message = failure.unwrap_or_default();
                 debug!(pod = %key, %message, "unschedulable");
                 let changed = queued.reported.as_deref() != Some(message.as_str());
@@ -231,6 +241,51 @@ impl<B: Backend> SchedulingLoop<B> {
                 self.metrics
                     .attempt(AttemptResult::Unschedulable, start.elapsed().as_secs_f64());
             }
+        }
+    }
+
+    /// The PostFilter: preemption for a pod that fits nowhere. The API work (nomination,
+    /// victims, events) goes to the backend; the cache nominates the pod at once, so the
+    /// next cycles keep its node for it.
+    fn preempt(&mut self, queued: &QueuedPod, mut info: PodInfo, fit: &FitError) {
+        let key = queued.key();
+        let (outcome, _) = self.scheduler.preempt(
+            self.cache.cluster(),
+            self.cache.nominator(),
+            self.cache.budgets(),
+            &info,
+            fit,
+        );
+        match outcome {
+            PreemptionOutcome::Preempt {
+                candidate,
+                clear_nominations,
+            } => {
+                let cluster = self.cache.cluster();
+                let node = cluster.node(candidate.node).name().to_string();
+                let victims: Vec<model::Pod> = candidate
+                    .victims
+                    .iter()
+                    .map(|v| cluster.pod(*v).pod.clone())
+                    .collect();
+                debug!(pod = %key, %node, victims = victims.len(), "preempting");
+                self.backend
+                    .preempt(&queued.pod, &node, victims, clear_nominations.clone());
+                for other in &clear_nominations {
+                    self.cache.clear_nomination(other);
+                }
+                info.pod.nominated_node_name = Some(node);
+                self.cache.nominate(info, candidate.node);
+            }
+            PreemptionOutcome::NoCandidate => {
+                if queued.pod.nominated_node_name.is_some()
+                    || self.cache.nominator().node_of(&key).is_some()
+                {
+                    self.cache.clear_nomination(&key);
+                    self.backend.clear_nomination(&queued.pod);
+                }
+            }
+            PreemptionOutcome::NotEligible(why) => debug!(pod = %key, why, "not preempting"),
         }
     }
 
@@ -281,6 +336,8 @@ mod tests {
         Bind(String, String),
         Volumes(String, Vec<(String, String)>, Vec<String>),
         Unschedulable(String, String, bool),
+        Preempt(String, String, Vec<String>),
+        ClearNomination(String),
     }
 
     #[derive(Clone, Default)]
@@ -303,6 +360,24 @@ mod tests {
                 ));
             }
             calls.push(Call::Bind(pod.meta.name.clone(), node.into()));
+        }
+        fn preempt(
+            &self,
+            pod: &berth_engine::model::Pod,
+            node: &str,
+            victims: Vec<berth_engine::model::Pod>,
+            _demoted: Vec<String>,
+        ) {
+            self.0.borrow_mut().push(Call::Preempt(
+                pod.meta.name.clone(),
+                node.into(),
+                victims.iter().map(|v| v.meta.name.clone()).collect(),
+            ));
+        }
+        fn clear_nomination(&self, pod: &berth_engine::model::Pod) {
+            self.0
+                .borrow_mut()
+                .push(Call::ClearNomination(pod.meta.name.clone()));
         }
         fn unschedulable(&self, pod: &berth_engine::model::Pod, message: &str, set: bool) {
             self.0.borrow_mut().push(Call::Unschedulable(
@@ -369,6 +444,7 @@ mod tests {
                     Kind::StorageClass => WatchEvent::StorageClass(Change::Synced),
                     Kind::CsiNode => WatchEvent::CsiNode(Change::Synced),
                     Kind::PriorityClass => WatchEvent::PriorityClass(Change::Synced),
+                    Kind::PodDisruptionBudget => WatchEvent::PodDisruptionBudget(Change::Synced),
                 };
                 self.lp.handle(Input::Watch(Box::new(event)), self.now);
             }
@@ -497,6 +573,63 @@ mod tests {
         f.now += Duration::from_secs(1);
         f.lp.step(f.now);
         assert_eq!(f.calls.take(), [bind("big", "n2")]);
+    }
+
+    fn with_priority(mut p: Pod, priority: i32) -> Pod {
+        p.spec.as_mut().expect("spec").priority = Some(priority);
+        p
+    }
+
+    #[test]
+    fn a_high_priority_pod_preempts_waits_for_its_victim_and_lands_there() {
+        let mut f = Fixture::new();
+        f.node(node("n1", 1));
+        f.pod(bound(pod("low", "other", 1000), "n1"));
+        f.pod(with_priority(pod("high", "berth", 1000), 100));
+        f.run();
+        let calls = f.calls.take();
+        assert!(
+            calls.contains(&Call::Preempt(
+                "high".into(),
+                "n1".into(),
+                vec!["low".into()]
+            )),
+            "{calls:?}"
+        );
+        // A pod of lower priority does not take the node while high is nominated there.
+        f.pod(with_priority(pod("small", "berth", 100), 1));
+        f.pod(with_priority(pod("other-high", "berth", 1000), 50));
+        f.run();
+        assert!(!f.calls.take().iter().any(|c| matches!(c, Call::Bind(..))));
+        // The victim goes; high is retried and bound to n1.
+        f.lp.handle(
+            Input::Watch(Box::new(WatchEvent::Pod(Change::Delete(
+                crate::cache::ObjectKey::namespaced("default", "low"),
+            )))),
+            f.now,
+        );
+        f.now += Duration::from_secs(11);
+        for _ in 0..10 {
+            f.lp.step(f.now);
+        }
+        assert!(f.calls.take().contains(&bind("high", "n1")));
+    }
+
+    #[test]
+    fn preemption_policy_never_waits() {
+        let mut f = Fixture::new();
+        f.node(node("n1", 1));
+        f.pod(bound(pod("low", "other", 1000), "n1"));
+        let mut p = with_priority(pod("high", "berth", 1000), 100);
+        p.spec.as_mut().expect("spec").preemption_policy = Some("Never".into());
+        f.pod(p);
+        f.run();
+        assert!(
+            !f.calls
+                .take()
+                .iter()
+                .any(|c| matches!(c, Call::Preempt(..)))
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::WatchStreamExt;
@@ -62,7 +63,8 @@ pub fn spawn_all(client: &Client, runtime: &Handle, to: &Sender<Input>) -> JoinS
     watch!(PersistentVolumeClaim, PersistentVolumeClaim, all.clone());
     watch!(StorageClass, StorageClass, all.clone());
     watch!(CSINode, CsiNode, all.clone());
-    watch!(PriorityClass, PriorityClass, all);
+    watch!(PriorityClass, PriorityClass, all.clone());
+    watch!(PodDisruptionBudget, PodDisruptionBudget, all);
     tasks
 }
 

@@ -936,3 +936,131 @@ async fn throughput_5000_pods_on_1000_nodes() {
     })
     .await;
 }
+
+/// Preemption on the real API: two full nodes; a PodDisruptionBudget guards one node's pods,
+/// so the high-priority pod evicts the other node's pods (deleted with their UID, `Preempted`
+/// events in upstream's words) and is bound there once they are gone; a pod of
+/// the same priority with `preemptionPolicy: Never` waits and evicts nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_high_priority_pod_preempts_where_no_budget_forbids_it() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(240), async {
+        let env = Env::start(ClusterOptions::default().with_kwok()).await?;
+        env.cluster
+            .create_nodes(2, &node_template("node", "2", "4Gi", 110))
+            .await?;
+        env.cluster
+            .apply_yaml(
+                r#"
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high-never}
+value: 1000
+preemptionPolicy: Never
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db, namespace: default}
+spec: {minAvailable: 2, selector: {matchLabels: {app: db}}}
+"#,
+            )
+            .await?;
+        let mut berth = env.berth("solo", &[])?;
+        berth.wait_ready().await?;
+        // Two guarded pods fill node-0, two unguarded ones node-1.
+        let low = |name: &str, app: &str| {
+            let node = if app == "db" { "node-0" } else { "node-1" };
+            let mut p = pod(
+                name,
+                "berth",
+                "1",
+                json!({"priorityClassName": "low",
+                       "nodeSelector": {"kubernetes.io/hostname": node}}),
+            );
+            p.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+            p
+        };
+        env.create_pods(vec![low("db-1", "db"), low("db-2", "db")])
+            .await?;
+        let guarded = env.wait_bound("db-", 2, Duration::from_secs(60)).await?;
+        let guarded_node = node_name(&guarded[0]).unwrap().to_string();
+        assert_eq!(node_name(&guarded[1]), Some(guarded_node.as_str()));
+        env.create_pods(vec![low("web-1", "web"), low("web-2", "web")])
+            .await?;
+        let victims = env.wait_bound("web-", 2, Duration::from_secs(60)).await?;
+        let free_node = node_name(&victims[0]).unwrap().to_string();
+        assert_ne!(free_node, guarded_node);
+
+        env.create_pods(vec![pod(
+            "vip",
+            "berth",
+            "2",
+            json!({"priorityClassName": "high"}),
+        )])
+        .await?;
+        let vip = env.wait_bound("vip", 1, Duration::from_secs(90)).await?;
+        assert_eq!(node_name(&vip[0]), Some(free_node.as_str()));
+        let preempted = env.events("Preempted").await?;
+        let mut names: Vec<&str> = preempted.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["web-1", "web-2"]);
+        for events in preempted.values() {
+            assert_eq!(
+                events[0].note.as_deref(),
+                Some(format!("Preempted by default/vip on node {free_node}").as_str())
+            );
+        }
+        let left: Vec<String> = env
+            .pods()
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .collect();
+        assert!(left.contains(&"db-1".to_string()) && left.contains(&"db-2".to_string()));
+        assert!(!left.iter().any(|n| n.starts_with("web-")), "{left:?}");
+
+        // Same priority, preemptionPolicy Never: it waits, and the guarded pods stay.
+        env.create_pods(vec![pod(
+            "polite",
+            "berth",
+            "2",
+            json!({"priorityClassName": "high-never"}),
+        )])
+        .await?;
+        eventually(
+            "polite reported unschedulable",
+            Duration::from_secs(30),
+            || async {
+                Ok(env
+                    .events("FailedScheduling")
+                    .await?
+                    .contains_key("polite")
+                    .then_some(()))
+            },
+        )
+        .await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let polite = env.pods().get("polite").await?;
+        assert_eq!(node_name(&polite), None);
+        assert_eq!(
+            env.events("Preempted").await?.len(),
+            2,
+            "nothing else preempted"
+        );
+        berth.terminate()?;
+        Ok(())
+    })
+    .await;
+}
