@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod extender;
+pub mod features;
 mod filters;
 pub mod framework;
 mod json;
@@ -23,6 +24,7 @@ pub mod testkit;
 
 pub use cluster::{Cluster, ClusterError, NodeId, NodeInfo, PodId};
 pub use extender::{Extender, ExtenderError};
+pub use features::FeatureGates;
 pub use framework::{CycleContext, FailureKind, FilterRule, Reason, Reservation, ScoreRule};
 pub use nominator::Nominator;
 pub use podinfo::PodInfo;

@@ -192,6 +192,10 @@ pub struct PodInfo {
     /// overhead in whole cores rounded up (`Value()`, not `MilliValue()`), unlike the node
     /// aggregate. Kept so scores match v1.22 exactly.
     pub incoming_milli_cpu: i64,
+    /// The CPU request of this pod as the pod being scheduled, without non-zero defaults
+    /// (what BalancedResourceAllocation reads): the filter request with the CPU overhead in
+    /// whole cores rounded up, as `incoming_milli_cpu`.
+    pub incoming_requested_milli_cpu: i64,
     /// Host ports its containers ask for.
     pub host_ports: Vec<HostPort>,
     /// Whether it needs a pod IP (not hostNetwork).
@@ -226,7 +230,9 @@ impl PodInfo {
             .iter()
             .find(|(n, _)| n == CPU)
             .map_or(0, |(_, v)| *v);
-        let incoming_milli_cpu = nonzero_milli_cpu - cpu_overhead + (cpu_overhead + 999) / 1000;
+        let whole_cores = |milli_cpu: i64| milli_cpu - cpu_overhead + (cpu_overhead + 999) / 1000;
+        let incoming_milli_cpu = whole_cores(nonzero_milli_cpu);
+        let incoming_requested_milli_cpu = whole_cores(request.milli_cpu);
         let host_ports = pod
             .containers
             .iter()
@@ -296,6 +302,7 @@ impl PodInfo {
             nonzero_milli_cpu,
             nonzero_memory,
             incoming_milli_cpu,
+            incoming_requested_milli_cpu,
             host_ports,
             needs_ip: !pod.host_network,
             node_selector,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use berth_policy::{EffectivePolicy, PredicateKind, PriorityKind, WasmPlugin};
 
+use crate::features::FeatureGates;
 use crate::rules::*;
 use crate::scheduler::{CycleConfig, NamedFilter, Scheduler, WeightedScore};
 
@@ -62,6 +63,10 @@ pub fn scheduler_for(
 }
 
 /// Builds a scheduler for a policy, loading its plugin entries through `plugins`.
+///
+/// Entries become rules as v1.22's legacy registry turns them into framework plugins: one
+/// plugin instance per upstream plugin, so entries naming the same plugin run once
+/// ([`filter_groups`], [`score_groups`]).
 pub fn scheduler_with_plugins(
     policy: &EffectivePolicy,
     config: CycleConfig,
@@ -74,15 +79,13 @@ pub fn scheduler_with_plugins(
         .filter(|m| m.ignored_by_scheduler)
         .map(|m| m.name.clone())
         .collect();
-    let filters = policy
-        .predicates
-        .iter()
-        .map(|p| {
+    let filters = filter_groups(policy)
+        .into_iter()
+        .map(|group| {
             Ok(NamedFilter {
-                name: p.name.clone(),
+                name: group.name(),
                 rule: filter_for(
-                    &p.name,
-                    &p.kind,
+                    &group,
                     &ignored,
                     policy.always_check_all_predicates,
                     plugins,
@@ -90,22 +93,22 @@ pub fn scheduler_with_plugins(
             })
         })
         .collect::<Result<Vec<_>, RegistryError>>()?;
-    let scores = policy
-        .priorities
-        .iter()
-        .map(|p| {
-            Ok(WeightedScore {
-                name: p.name.clone(),
-                rule: score_for(
-                    &p.name,
-                    &p.kind,
-                    policy.hard_pod_affinity_symmetric_weight,
-                    plugins,
-                )?,
-                weight: p.weight,
-            })
-        })
-        .collect::<Result<Vec<_>, RegistryError>>()?;
+    let mut scores = Vec::new();
+    for group in score_groups(policy, config.feature_gates) {
+        let rule = score_for(
+            &group,
+            policy.hard_pod_affinity_symmetric_weight,
+            config.feature_gates,
+            plugins,
+        )?;
+        if let Some(rule) = rule {
+            scores.push(WeightedScore {
+                name: group.name(),
+                weight: group.weight,
+                rule,
+            });
+        }
+    }
     let config = CycleConfig {
         always_check_all_predicates: policy.always_check_all_predicates,
         ..config
@@ -113,15 +116,145 @@ pub fn scheduler_with_plugins(
     Ok(Scheduler::new(filters, scores, config))
 }
 
+/// Policy entries served by one rule, as v1.22 serves them by one framework plugin.
+#[derive(Debug)]
+struct Group<'p, K> {
+    /// The entries' names, in file order.
+    names: Vec<&'p str>,
+    /// Their kinds, in the same order.
+    kinds: Vec<&'p K>,
+    /// The rule's weight (scores only).
+    weight: i64,
+}
+
+impl<K> Group<'_, K> {
+    /// The rule's name: its entries' names joined with `+`.
+    fn name(&self) -> String {
+        self.names.join("+")
+    }
+
+    fn first(&self) -> &K {
+        self.kinds[0]
+    }
+}
+
+/// The upstream plugin a mergeable entry configures: entries with the same key are one
+/// plugin instance in v1.22 (their arguments appended).
+fn merged_filter(kind: &PredicateKind) -> Option<&'static str> {
+    match kind {
+        PredicateKind::CheckNodeLabelPresence { .. } => Some("NodeLabel"),
+        PredicateKind::CheckServiceAffinity { .. } => Some("ServiceAffinity"),
+        _ => None,
+    }
+}
+
+/// The predicates as v1.22 runs them, in evaluation order: the labelsPresence entries are
+/// one NodeLabel filter and the serviceAffinity entries one ServiceAffinity filter; with
+/// GeneralPredicates (whose four checks are the NodeResourcesFit, NodeName, NodePorts and
+/// NodeAffinity plugins) the entries naming those plugins again add nothing, since
+/// GeneralPredicates comes first in the order.
+fn filter_groups(policy: &EffectivePolicy) -> Vec<Group<'_, PredicateKind>> {
+    use PredicateKind as P;
+    let general = policy
+        .predicates
+        .iter()
+        .any(|p| matches!(p.kind, P::GeneralPredicates));
+    let mut groups: Vec<Group<'_, PredicateKind>> = Vec::new();
+    for p in &policy.predicates {
+        let in_general = matches!(
+            p.kind,
+            P::HostName | P::PodFitsHostPorts | P::MatchNodeSelector | P::PodFitsResources
+        );
+        if general && in_general {
+            continue;
+        }
+        let merged = merged_filter(&p.kind).and_then(|key| {
+            groups
+                .iter_mut()
+                .find(|g| merged_filter(g.first()) == Some(key))
+        });
+        match merged {
+            Some(group) => {
+                group.names.push(&p.name);
+                group.kinds.push(&p.kind);
+            }
+            None => groups.push(Group {
+                names: vec![&p.name],
+                kinds: vec![&p.kind],
+                weight: 0,
+            }),
+        }
+    }
+    groups
+}
+
+/// The upstream score plugin a priority entry configures, when entries can share one.
+fn merged_score(kind: &PriorityKind, gates: FeatureGates) -> Option<&'static str> {
+    match kind {
+        PriorityKind::ServiceAntiAffinity { .. } => Some("ServiceAffinity"),
+        PriorityKind::NodeLabel { .. } => Some("NodeLabel"),
+        PriorityKind::EvenPodsSpread => Some("PodTopologySpread"),
+        PriorityKind::SelectorSpread if gates.default_pod_topology_spread => {
+            Some("PodTopologySpread")
+        }
+        _ => None,
+    }
+}
+
+/// The priorities as v1.22 groups them: the serviceAntiAffinity
+/// entries are one ServiceAffinity plugin and the labelPreference entries one NodeLabel
+/// plugin, each weighted by the entries' common weight times their number; with the
+/// DefaultPodTopologySpread gate, SelectorSpreadPriority and EvenPodsSpreadPriority are one
+/// PodTopologySpread plugin with the larger of their weights.
+fn score_groups(policy: &EffectivePolicy, gates: FeatureGates) -> Vec<Group<'_, PriorityKind>> {
+    let mut groups: Vec<Group<'_, PriorityKind>> = Vec::new();
+    for p in &policy.priorities {
+        let key = merged_score(&p.kind, gates);
+        let merged = key.and_then(|key| {
+            groups
+                .iter_mut()
+                .find(|g| merged_score(g.first(), gates) == Some(key))
+        });
+        match merged {
+            Some(group) => {
+                group.names.push(&p.name);
+                group.kinds.push(&p.kind);
+                group.weight = match key {
+                    Some("PodTopologySpread") => group.weight.max(p.weight),
+                    _ => group.weight + p.weight,
+                };
+            }
+            None => groups.push(Group {
+                names: vec![&p.name],
+                kinds: vec![&p.kind],
+                weight: p.weight,
+            }),
+        }
+    }
+    groups
+}
+
+/// The label keys of grouped label entries: (preferred present, preferred absent).
+fn split_by_presence<'k>(
+    entries: impl Iterator<Item = (&'k [String], bool)>,
+) -> (Vec<String>, Vec<String>) {
+    let (mut present, mut absent) = (Vec::new(), Vec::new());
+    for (labels, presence) in entries {
+        let side = if presence { &mut present } else { &mut absent };
+        side.extend(labels.iter().cloned());
+    }
+    (present, absent)
+}
+
 fn filter_for(
-    name: &str,
-    kind: &PredicateKind,
+    group: &Group<'_, PredicateKind>,
     ignored_resources: &[String],
     check_all: bool,
     plugins: &dyn PluginFactory,
 ) -> Result<Arc<dyn crate::FilterRule>, RegistryError> {
     use PredicateKind as P;
-    Ok(match kind {
+    let name = group.names[0];
+    Ok(match group.first() {
         P::CheckNodeCondition => Arc::new(node_condition::CheckNodeCondition),
         P::CheckNodeUnschedulable => Arc::new(node_unschedulable::NodeUnschedulable),
         P::GeneralPredicates => Arc::new(general_predicates::GeneralPredicates::new(
@@ -149,11 +282,24 @@ fn filter_for(
         P::PodToleratesNodeNoExecuteTaints => {
             Arc::new(taints::PodToleratesNodeTaints::no_execute_only())
         }
-        P::CheckNodeLabelPresence { labels, presence } => Arc::new(
-            label_presence::CheckNodeLabelPresence::new(labels.clone(), *presence),
-        ),
-        P::CheckServiceAffinity { labels } => {
-            Arc::new(service_affinity::CheckServiceAffinity::new(labels.clone()))
+        P::CheckNodeLabelPresence { .. } => {
+            let (present, absent) = split_by_presence(group.kinds.iter().filter_map(|k| match k {
+                P::CheckNodeLabelPresence { labels, presence } => Some((&labels[..], *presence)),
+                _ => None,
+            }));
+            Arc::new(label_presence::CheckNodeLabelPresence::new(present, absent))
+        }
+        P::CheckServiceAffinity { .. } => {
+            let labels = group
+                .kinds
+                .iter()
+                .filter_map(|k| match k {
+                    P::CheckServiceAffinity { labels } => Some(labels.iter().cloned()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            Arc::new(service_affinity::CheckServiceAffinity::new(labels))
         }
         P::MaxEBSVolumeCount => Arc::new(volume_limits::MaxVolumeCount::ebs()),
         P::MaxGCEPDVolumeCount => Arc::new(volume_limits::MaxVolumeCount::gce_pd()),
@@ -178,13 +324,21 @@ fn filter_for(
 }
 
 fn score_for(
-    name: &str,
-    kind: &PriorityKind,
+    group: &Group<'_, PriorityKind>,
     hard_pod_affinity_weight: i32,
+    gates: FeatureGates,
     plugins: &dyn PluginFactory,
-) -> Result<Arc<dyn crate::ScoreRule>, RegistryError> {
+) -> Result<Option<Arc<dyn crate::ScoreRule>>, RegistryError> {
     use PriorityKind as P;
-    Ok(match kind {
+    let name = group.names[0];
+    let system_defaulted_spread = gates.default_pod_topology_spread
+        && group.kinds.iter().any(|k| matches!(k, P::SelectorSpread));
+    if system_defaulted_spread {
+        return Ok(Some(Arc::new(
+            default_pod_topology_spread::DefaultPodTopologySpread,
+        )));
+    }
+    Ok(Some(match group.first() {
         P::LeastRequested => Arc::new(least_requested::LeastRequested),
         P::MostRequested => Arc::new(most_requested::MostRequested),
         P::BalancedResourceAllocation => Arc::new(balanced_allocation::BalancedResourceAllocation),
@@ -196,17 +350,29 @@ fn score_for(
         P::TaintToleration => Arc::new(taint_toleration_priority::TaintTolerationPriority),
         P::ImageLocality => Arc::new(image_locality::ImageLocality),
         P::NodePreferAvoidPods => Arc::new(prefer_avoid_pods::NodePreferAvoidPods),
-        P::EqualPriority => Arc::new(equal_priority::EqualPriority),
+        // v1.22 skips it: a constant changes no ranking.
+        P::EqualPriority => return Ok(None),
         P::RequestedToCapacityRatio { shape, resources } => Arc::new(
             requested_to_capacity_ratio::RequestedToCapacityRatio::new(shape, resources),
         ),
-        P::ServiceAntiAffinity { label } => Arc::new(
-            service_anti_affinity::ServiceAntiAffinity::new(label.clone()),
-        ),
-        P::NodeLabel { label, presence } => Arc::new(node_label_priority::NodeLabelPriority::new(
-            label.clone(),
-            *presence,
-        )),
+        P::ServiceAntiAffinity { .. } => {
+            let labels = group
+                .kinds
+                .iter()
+                .filter_map(|k| match k {
+                    P::ServiceAntiAffinity { label } => Some(label.clone()),
+                    _ => None,
+                })
+                .collect();
+            Arc::new(service_anti_affinity::ServiceAntiAffinity::new(labels))
+        }
+        P::NodeLabel { .. } => {
+            let (present, absent) = split_by_presence(group.kinds.iter().filter_map(|k| match k {
+                P::NodeLabel { label, presence } => Some((std::slice::from_ref(label), *presence)),
+                _ => None,
+            }));
+            Arc::new(node_label_priority::NodeLabelPriority::new(present, absent))
+        }
         P::EvenPodsSpread => Arc::new(pod_topology_spread::EvenPodsSpreadPriority),
         P::Wasm(spec) => plugins
             .score(name, spec)
@@ -215,12 +381,171 @@ fn score_for(
                 name: name.to_string(),
                 message,
             })?,
-    })
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::*;
+
+    fn build(text: &str, gates: FeatureGates) -> Scheduler {
+        let policy = berth_policy::parse(text, "p.json").expect("valid policy");
+        let config = CycleConfig {
+            feature_gates: gates,
+            ..CycleConfig::default()
+        };
+        scheduler_for(&policy, config).expect("scheduler")
+    }
+
+    const GATE_OFF: FeatureGates = FeatureGates {
+        default_pod_topology_spread: false,
+    };
+    const GATE_ON: FeatureGates = FeatureGates {
+        default_pod_topology_spread: true,
+    };
+
+    /// Entries become rules as v1.22's legacy registry turns them into plugins: (policy,
+    /// gates, filters in order, scores with weights).
+    #[test]
+    fn entries_become_plugins_as_v122() {
+        type Case = (
+            &'static str,
+            &'static str,
+            FeatureGates,
+            &'static [&'static str],
+            &'static [(&'static str, i64)],
+        );
+        let cases: &[Case] = &[
+            (
+                "GeneralPredicates covers its four checks named again",
+                r#"{"predicates": [{"name": "PodFitsHostPorts"}, {"name": "GeneralPredicates"},
+                    {"name": "HostName"}, {"name": "PodFitsResources"}, {"name": "MatchNodeSelector"},
+                    {"name": "NoDiskConflict"}], "priorities": []}"#,
+                GATE_ON,
+                &[
+                    "CheckNodeUnschedulable",
+                    "GeneralPredicates",
+                    "NoDiskConflict",
+                    "PodToleratesNodeTaints",
+                ],
+                &[],
+            ),
+            (
+                "without GeneralPredicates each check is its own plugin",
+                r#"{"predicates": [{"name": "PodFitsHostPorts"}, {"name": "HostName"}], "priorities": []}"#,
+                GATE_ON,
+                &[
+                    "CheckNodeUnschedulable",
+                    "HostName",
+                    "PodFitsHostPorts",
+                    "PodToleratesNodeTaints",
+                ],
+                &[],
+            ),
+            (
+                "labelsPresence and serviceAffinity entries fold into one plugin each",
+                r#"{"predicates": [
+                    {"name": "Zoned", "argument": {"labelsPresence": {"labels": ["zone"], "presence": true}}},
+                    {"name": "NotRetiring", "argument": {"labelsPresence": {"labels": ["retiring"], "presence": false}}},
+                    {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}},
+                    {"name": "Rack", "argument": {"serviceAffinity": {"labels": ["rack"]}}}], "priorities": []}"#,
+                GATE_ON,
+                &[
+                    "CheckNodeUnschedulable",
+                    "PodToleratesNodeTaints",
+                    "Zoned+NotRetiring",
+                    "Region+Rack",
+                ],
+                &[],
+            ),
+            (
+                "EqualPriority is skipped; serviceAntiAffinity and labelPreference fold, weight n x w",
+                r#"{"predicates": [], "priorities": [
+                    {"name": "EqualPriority", "weight": 7},
+                    {"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
+                    {"name": "Gpu", "weight": 3, "argument": {"labelPreference": {"label": "gpu", "presence": true}}},
+                    {"name": "Rack", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "rack"}}},
+                    {"name": "NoSpot", "weight": 3, "argument": {"labelPreference": {"label": "spot", "presence": false}}},
+                    {"name": "Ssd", "weight": 3, "argument": {"labelPreference": {"label": "ssd", "presence": true}}}]}"#,
+                GATE_ON,
+                &["CheckNodeUnschedulable", "PodToleratesNodeTaints"],
+                &[("Zone+Rack", 4), ("Gpu+NoSpot+Ssd", 9)],
+            ),
+            (
+                "gate on: SelectorSpread and EvenPodsSpread are one PodTopologySpread, larger weight",
+                r#"{"predicates": [], "priorities": [{"name": "SelectorSpreadPriority", "weight": 2},
+                    {"name": "LeastRequestedPriority", "weight": 1}, {"name": "EvenPodsSpreadPriority", "weight": 5}]}"#,
+                GATE_ON,
+                &["CheckNodeUnschedulable", "PodToleratesNodeTaints"],
+                &[
+                    ("SelectorSpreadPriority+EvenPodsSpreadPriority", 5),
+                    ("LeastRequestedPriority", 1),
+                ],
+            ),
+            (
+                "gate off: SelectorSpread and EvenPodsSpread stay apart",
+                r#"{"predicates": [], "priorities": [{"name": "SelectorSpreadPriority", "weight": 2},
+                    {"name": "EvenPodsSpreadPriority", "weight": 5}]}"#,
+                GATE_OFF,
+                &["CheckNodeUnschedulable", "PodToleratesNodeTaints"],
+                &[("SelectorSpreadPriority", 2), ("EvenPodsSpreadPriority", 5)],
+            ),
+        ];
+        for (name, text, gates, filters, scores) in cases {
+            let s = build(text, *gates);
+            let got: Vec<&str> = s.filters().iter().map(|f| f.name.as_str()).collect();
+            assert_eq!(&got, filters, "{name}: filters");
+            let got: Vec<(&str, i64)> = s
+                .scores()
+                .iter()
+                .map(|w| (w.name.as_str(), w.weight))
+                .collect();
+            assert_eq!(&got, scores, "{name}: scores");
+        }
+    }
+
+    /// The differential run's reproduction: with alwaysCheckAllPredicates, a port conflict
+    /// named by GeneralPredicates and PodFitsHostPorts counts once per node, as in v1.22.
+    #[test]
+    fn a_check_named_twice_reports_once() {
+        let s = &mut build(
+            r#"{"alwaysCheckAllPredicates": true, "predicates": [{"name": "GeneralPredicates"},
+                {"name": "PodFitsHostPorts"}], "priorities": []}"#,
+            GATE_ON,
+        );
+        let mut cl = cluster(
+            vec![node("n").build()],
+            vec![pod("web").host_port("", "TCP", 80).on("n").build()],
+        );
+        let pending = cl.compile_pod(pod("p").host_port("", "TCP", 80).build());
+        let decision = s.schedule(&cl, &pending, false);
+        assert_eq!(
+            decision.fit_error.map(|e| e.to_string()).as_deref(),
+            Some(
+                "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+            )
+        );
+    }
+
+    /// Several labelsPresence entries failing on one node give the reason once.
+    #[test]
+    fn folded_label_presence_reports_once() {
+        let s = &mut build(
+            r#"{"alwaysCheckAllPredicates": true, "predicates": [
+                {"name": "Zoned", "argument": {"labelsPresence": {"labels": ["zone"], "presence": true}}},
+                {"name": "NotRetiring", "argument": {"labelsPresence": {"labels": ["retiring"], "presence": false}}}],
+                "priorities": []}"#,
+            GATE_ON,
+        );
+        let mut cl = cluster(vec![node("n").label("retiring", "").build()], vec![]);
+        let pending = cl.compile_pod(pod("p").build());
+        let decision = s.schedule(&cl, &pending, false);
+        assert_eq!(
+            decision.fit_error.map(|e| e.to_string()).as_deref(),
+            Some("0/1 nodes are available: 1 node(s) didn't have the requested labels.")
+        );
+    }
 
     #[test]
     fn plugins_need_a_factory() {

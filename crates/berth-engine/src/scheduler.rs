@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId};
 use crate::extender::{self, Extender, ExtenderError};
+use crate::features::FeatureGates;
 use crate::filters::PreparedFilters;
 use crate::framework::{
     CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, NodeScore, Reason, Reservation,
@@ -46,6 +47,8 @@ pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
 /// Settings of the cycle that do not come from the Policy file.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CycleConfig {
+    /// kube-scheduler's feature gates (v1.22's defaults unless set).
+    pub feature_gates: FeatureGates,
     /// Evaluate every filter on a node even after one failed.
     pub always_check_all_predicates: bool,
     /// Percentage of nodes to find feasible before scoring: 0 = upstream's adaptive default,

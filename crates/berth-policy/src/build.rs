@@ -5,7 +5,7 @@ use std::mem::discriminant;
 use std::time::Duration;
 
 use crate::error::PolicyError;
-use crate::names::{self, Builtin};
+use crate::names::{self, Builtin, V122Argument};
 use crate::raw::{
     RawExtender, RawManagedResource, RawPolicy, RawPredicate, RawPredicateArgument, RawPriority,
     RawPriorityArgument, RawRequestedToCapacityRatio, RawTlsConfig, RawWasm,
@@ -361,9 +361,17 @@ impl Builder<'_> {
         };
         let argument_path = format!("{path}.argument");
         let kind = self.predicate_argument(argument, &argument_path)?;
-        if let Some(builtin) = builtin {
-            self.check_builtin_argument(builtin, &name, &kind, path, |k| k.slot_name())?;
-        }
+        let kind = match builtin {
+            Some(builtin) => {
+                self.check_builtin_argument(builtin, &name, &kind, path, |k| k.slot_name())?;
+                if builtin.v122_argument == V122Argument::Ignored {
+                    builtin.kind.clone()
+                } else {
+                    kind
+                }
+            }
+            None => kind,
+        };
         Ok((name.clone(), PredicateConfig { name, kind }))
     }
 
@@ -387,14 +395,24 @@ impl Builder<'_> {
                 ),
             ));
         }
-        if builtin.v122_ignores_argument {
-            self.warn(
+        match builtin.v122_argument {
+            V122Argument::Used => {}
+            V122Argument::Ignored => self.warn(
                 path,
                 format!(
-                    "kube-scheduler v1.22 ignores the argument of an entry named {name:?} and \
-                     runs the built-in without it; another name would be portable"
+                    "kube-scheduler v1.22 ignores the argument of an entry named {name:?}, so \
+                     the entry has no effect there; Berth ignores it too. Give the entry \
+                     another name (e.g. \"My{name}\") to apply the argument"
                 ),
-            );
+            ),
+            V122Argument::Refused => self.warn(
+                path,
+                format!(
+                    "kube-scheduler v1.22 refuses to start with an entry named {name:?}; Berth \
+                     applies the argument as {}'s. Another name would be portable",
+                    builtin.canonical
+                ),
+            ),
         }
         Ok(())
     }
@@ -737,7 +755,7 @@ impl Builder<'_> {
     }
 
     fn requested_to_capacity_ratio(
-        &self,
+        &mut self,
         raw: RawRequestedToCapacityRatio,
         path: &str,
     ) -> Result<PriorityKind, PolicyError> {
@@ -788,9 +806,17 @@ impl Builder<'_> {
         }
         let raw_resources = raw.resources.unwrap_or_default();
         if raw_resources.is_empty() {
+            // v1.22's Policy path copies the (empty) list as is; only the versioned
+            // KubeSchedulerConfiguration defaults it to cpu and memory.
+            self.warn(
+                &format!("{path}.resources"),
+                "has no effect: with no resources listed, kube-scheduler v1.22 (and Berth) \
+                 scores 0 on every node; list them, e.g. [{\"name\": \"cpu\", \"weight\": 1}, \
+                 {\"name\": \"memory\", \"weight\": 1}]",
+            );
             return Ok(PriorityKind::RequestedToCapacityRatio {
                 shape,
-                resources: names::default_resources(),
+                resources: Vec::new(),
             });
         }
         let mut resources: Vec<ResourceWeight> = Vec::with_capacity(raw_resources.len());

@@ -15,8 +15,20 @@ pub(crate) struct Builtin<K: 'static> {
     pub(crate) kind: K,
     /// Why the name deserves a warning, if it does.
     pub(crate) note: Option<&'static str>,
-    /// v1.22 drops the argument of an entry with this name, using the built-in as is.
-    pub(crate) v122_ignores_argument: bool,
+    /// What kube-scheduler v1.22 does with an argument given to an entry of this name.
+    pub(crate) v122_argument: V122Argument,
+}
+
+/// How kube-scheduler v1.22 treats the argument of an entry that has a built-in name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum V122Argument {
+    /// The name takes no argument, or v1.22 applies it.
+    Used,
+    /// v1.22 finds the built-in by its name first and drops the argument, so the entry adds
+    /// nothing; Berth does the same.
+    Ignored,
+    /// v1.22 refuses to start with this name; Berth applies the argument and warns.
+    Refused,
 }
 
 const DROPPED: &str = "is no longer registered by kube-scheduler v1.22, which rejects the policy; \
@@ -29,7 +41,7 @@ const fn builtin<K>(name: &'static str, kind: K) -> Builtin<K> {
         canonical: name,
         kind,
         note: None,
-        v122_ignores_argument: false,
+        v122_argument: V122Argument::Used,
     }
 }
 
@@ -39,7 +51,7 @@ const fn noted<K>(name: &'static str, kind: K, note: &'static str) -> Builtin<K>
         canonical: name,
         kind,
         note: Some(note),
-        v122_ignores_argument: false,
+        v122_argument: V122Argument::Used,
     }
 }
 
@@ -62,7 +74,7 @@ pub(crate) static PREDICATES: &[Builtin<PredicateKind>] = &[
         canonical: "PodFitsHostPorts",
         kind: PredicateKind::PodFitsHostPorts,
         note: Some("is a deprecated alias of PodFitsHostPorts"),
-        v122_ignores_argument: false,
+        v122_argument: V122Argument::Used,
     },
     builtin("MatchNodeSelector", PredicateKind::MatchNodeSelector),
     noted(
@@ -96,14 +108,14 @@ pub(crate) static PREDICATES: &[Builtin<PredicateKind>] = &[
             presence: true,
         },
         note: Some("has no effect without a labelsPresence argument"),
-        v122_ignores_argument: true,
+        v122_argument: V122Argument::Ignored,
     },
     Builtin {
         name: "CheckServiceAffinity",
         canonical: "CheckServiceAffinity",
         kind: PredicateKind::CheckServiceAffinity { labels: Vec::new() },
         note: Some("has no effect without a serviceAffinity argument"),
-        v122_ignores_argument: true,
+        v122_argument: V122Argument::Ignored,
     },
     builtin("MaxEBSVolumeCount", PredicateKind::MaxEBSVolumeCount),
     builtin("MaxGCEPDVolumeCount", PredicateKind::MaxGCEPDVolumeCount),
@@ -157,7 +169,7 @@ pub(crate) static PRIORITIES: &[Builtin<PriorityKind>] = &[
             "is a deprecated alias: it behaves as SelectorSpreadPriority, as in v1.18+ (v1.12 \
              spread by Services only)",
         ),
-        v122_ignores_argument: false,
+        v122_argument: V122Argument::Used,
     },
     builtin("InterPodAffinityPriority", PriorityKind::InterPodAffinity),
     builtin("NodeAffinityPriority", PriorityKind::NodeAffinity),
@@ -190,10 +202,11 @@ pub(crate) static PRIORITIES: &[Builtin<PriorityKind>] = &[
             resources: Vec::new(),
         },
         note: Some(
-            "is a plugin name that kube-scheduler v1.22 accepts by accident; same as \
-             RequestedToCapacityRatioPriority with the default shape and resources",
+            "is a name kube-scheduler v1.22 refuses to start with (with or without arguments); \
+             Berth runs it as RequestedToCapacityRatioPriority with the default shape \
+             (0->10, 100->0) and resources (cpu 1, memory 1)",
         ),
-        v122_ignores_argument: true,
+        v122_argument: V122Argument::Refused,
     },
     builtin("EvenPodsSpreadPriority", PriorityKind::EvenPodsSpread),
 ];

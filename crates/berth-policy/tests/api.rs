@@ -91,7 +91,8 @@ fn describe_marks_defaults_and_shows_extenders() {
     )
     .describe();
     for line in [
-        "weight     3  Binpack: RequestedToCapacityRatio (shape [0%->0, 100%->10], resources [cpu 1, memory 1])",
+        "weight     3  Binpack: RequestedToCapacityRatio (shape [0%->0, 100%->10], resources [])",
+        "priorities[0].argument.requestedToCapacityRatioArguments.resources: has no effect",
         "Extenders (1, in call order):",
         "   1. https://ext:8443/s",
         "filter: filter, prioritize: prio (weight 5), bind: -, preempt: -",

@@ -189,12 +189,13 @@ const CASES: &[(&str, &str, Expect)] = &[
         Ok(&["RequestedToCapacityRatioPriority:2=RequestedToCapacityRatio { shape: [ShapePoint { utilization: 0, score: 10 }, \
               ShapePoint { utilization: 100, score: 0 }], resources: [ResourceWeight { name: \"cpu\", weight: 1 }, \
               ResourceWeight { name: \"memory\", weight: 1 }] }\n", "kube-scheduler v1.22 rejects it"])),
-    ("requestedToCapacityRatioArguments with a custom name and default resources", r#"{"priorities": [
+    ("requestedToCapacityRatioArguments without resources scores nothing, as v1.22's Policy path", r#"{"priorities": [
         {"name": "BinPack", "weight": 5, "argument": {"requestedToCapacityRatioArguments":
             {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}]}"#,
         Ok(&["BinPack:5=RequestedToCapacityRatio { shape: [ShapePoint { utilization: 0, score: 0 }, \
-              ShapePoint { utilization: 100, score: 10 }], resources: [ResourceWeight { name: \"cpu\", weight: 1 }, \
-              ResourceWeight { name: \"memory\", weight: 1 }] }\n", NO_WARNINGS])),
+              ShapePoint { utilization: 100, score: 10 }], resources: [] }\n",
+             "priorities[0].argument.requestedToCapacityRatioArguments.resources: has no effect: with no resources \
+              listed, kube-scheduler v1.22 (and Berth) scores 0 on every node"])),
     ("requestedToCapacityRatioArguments with resources", r#"{"priorities": [
         {"name": "RequestedToCapacityRatioPriority", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
             {"shape": [{"utilization": 50, "score": 7}], "resources": [{"name": "example.com/gpu", "weight": 4}]}}}]}"#,
@@ -229,10 +230,25 @@ const CASES: &[(&str, &str, Expect)] = &[
         {"name": "NsSelector", "argument": {"namespaceNodeSelector": {"defaultNodeSelector": ""}}}]}"#,
         Ok(&["predicates: CheckNodeUnschedulable, \
               NsSelector=MatchNamespaceNodeSelector { default_node_selector: \"\" }, PodFitsResources, PodToleratesNodeTaints\n"])),
-    ("a built-in name with its own kind of argument is accepted with a portability warning", r#"{"predicates": [
-        {"name": "CheckServiceAffinity", "argument": {"serviceAffinity": {"labels": ["region"]}}}]}"#,
-        Ok(&["CheckServiceAffinity=CheckServiceAffinity { labels: [\"region\"] }",
-             "kube-scheduler v1.22 ignores the argument of an entry named \"CheckServiceAffinity\""])),
+    ("a built-in predicate name drops its argument, as v1.22 does", r#"{"predicates": [
+        {"name": "CheckServiceAffinity", "argument": {"serviceAffinity": {"labels": ["region"]}}},
+        {"name": "CheckNodeLabelPresence", "argument": {"labelsPresence": {"labels": ["zone"], "presence": true}}}]}"#,
+        Ok(&["CheckNodeLabelPresence=CheckNodeLabelPresence { labels: [], presence: true }",
+             "CheckServiceAffinity=CheckServiceAffinity { labels: [] }",
+             "kube-scheduler v1.22 ignores the argument of an entry named \"CheckServiceAffinity\", so the \
+              entry has no effect there; Berth ignores it too"])),
+    ("RequestedToCapacityRatio, a name v1.22 refuses, applies its argument and says so", r#"{"priorities": [
+        {"name": "RequestedToCapacityRatio", "weight": 1, "argument": {"requestedToCapacityRatioArguments":
+            {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
+             "resources": [{"name": "cpu", "weight": 1}]}}}]}"#,
+        Ok(&["RequestedToCapacityRatio:1=RequestedToCapacityRatio { shape: [ShapePoint { utilization: 0, score: 0 }, \
+              ShapePoint { utilization: 100, score: 10 }], resources: [ResourceWeight { name: \"cpu\", weight: 1 }] }",
+             "kube-scheduler v1.22 refuses to start with an entry named \"RequestedToCapacityRatio\"; Berth applies \
+              the argument as RequestedToCapacityRatioPriority's"])),
+    ("RequestedToCapacityRatio without argument: defaults, and v1.22 refuses it",
+        r#"{"priorities": [{"name": "RequestedToCapacityRatio", "weight": 1}]}"#,
+        Ok(&["resources: [ResourceWeight { name: \"cpu\", weight: 1 }, ResourceWeight { name: \"memory\", weight: 1 }]",
+             "is a name kube-scheduler v1.22 refuses to start with (with or without arguments)"])),
     ("hardPodAffinitySymmetricWeight and alwaysCheckAllPredicates",
         r#"{"hardPodAffinitySymmetricWeight": 100, "alwaysCheckAllPredicates": true}"#,
         Ok(&["hardPodAffinitySymmetricWeight: 100\n", "alwaysCheckAllPredicates: true\n", NO_WARNINGS])),

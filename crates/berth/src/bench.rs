@@ -71,6 +71,10 @@ pub struct Args {
     /// Percentage of nodes to find feasible before scoring (100 = score every feasible node).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: u32,
+    /// kube-scheduler feature gates, as upstream's flag: `DefaultPodTopologySpread=false`
+    /// (default: v1.22's, DefaultPodTopologySpread=true).
+    #[arg(long, value_parser = crate::feature_gates, default_value = "")]
+    pub(crate) feature_gates: berth_engine::FeatureGates,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub(crate) output: Format,
@@ -134,6 +138,7 @@ pub fn config(args: &Args) -> CycleConfig {
     CycleConfig {
         seed: args.seed,
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
+        feature_gates: args.feature_gates,
         ..CycleConfig::default()
     }
 }

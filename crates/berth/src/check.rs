@@ -3,21 +3,40 @@
 use std::path::Path;
 
 use anyhow::Result;
+use berth_engine::{CycleConfig, FeatureGates};
 use serde_json::json;
 
 use crate::extenders::{self, Extenders};
 use crate::{Format, plugins};
 
+/// What the DefaultPodTopologySpread gate does to SelectorSpreadPriority.
+fn spread_note(gates: FeatureGates) -> &'static str {
+    if gates.default_pod_topology_spread {
+        "SelectorSpreadPriority is served by PodTopologySpread with the system default constraints"
+    } else {
+        "SelectorSpreadPriority is the classic SelectorSpread"
+    }
+}
+
 /// Loads, validates and prints the effective configuration. Every plugin module the policy
 /// names is loaded: it must exist, compile, export what its entry needs and speak a
 /// supported ABI version.
-pub fn run(path: &Path, plugins_flag: Option<&Path>, format: Format) -> Result<()> {
+pub fn run(
+    path: &Path,
+    plugins_flag: Option<&Path>,
+    format: Format,
+    gates: FeatureGates,
+) -> Result<()> {
     let mut policy = berth_policy::load(path)?;
     let (warnings, notes) = extenders::check(&policy);
     policy.warnings.extend(warnings);
     let dir = plugins::plugins_dir(Some(path), plugins_flag);
+    let config = CycleConfig {
+        feature_gates: gates,
+        ..CycleConfig::default()
+    };
     // Kept alive while reporting: the host only lists plugins some scheduler still uses.
-    let (_scheduler, host) = plugins::scheduler(&policy, &dir, Default::default())?;
+    let (scheduler, host) = plugins::scheduler(&policy, &dir, config)?;
     let loaded = host.as_ref().map(|h| h.plugins()).unwrap_or_default();
     // Sets up every extender's client (URL, TLS material) without calling it.
     Extenders::new(&policy, None)?;
@@ -31,6 +50,16 @@ pub fn run(path: &Path, plugins_flag: Option<&Path>, format: Format) -> Result<(
     match format {
         Format::Table => {
             print!("{}", policy.describe());
+            println!("Feature gates: {gates} ({})", spread_note(gates));
+            println!(
+                "Rules (as kube-scheduler v1.22 builds its plugins: entries of one plugin run once):"
+            );
+            for f in scheduler.filters() {
+                println!("  filter  {}", f.name);
+            }
+            for s in scheduler.scores() {
+                println!("  score   {} (weight {})", s.name, s.weight);
+            }
             if !loaded.is_empty() {
                 println!(
                     "Plugins ({}, from {}; ABI version {}):",
@@ -52,6 +81,16 @@ pub fn run(path: &Path, plugins_flag: Option<&Path>, format: Format) -> Result<(
         }
         Format::Json => {
             let mut value = serde_json::to_value(&policy)?;
+            value["featureGates"] =
+                json!({"DefaultPodTopologySpread": gates.default_pod_topology_spread});
+            value["rules"] = json!({
+                "filters": scheduler.filters().iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+                "scores": scheduler
+                    .scores()
+                    .iter()
+                    .map(|s| json!({"name": s.name, "weight": s.weight}))
+                    .collect::<Vec<_>>(),
+            });
             if !loaded.is_empty() {
                 value["plugins"] = loaded
                     .iter()

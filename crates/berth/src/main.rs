@@ -20,6 +20,7 @@ mod simulate;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use berth_engine::FeatureGates;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
@@ -46,6 +47,10 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         output: Format,
+        /// kube-scheduler feature gates, as upstream's flag: `DefaultPodTopologySpread=false`
+        /// (default: v1.22's, DefaultPodTopologySpread=true).
+        #[arg(long, value_parser = feature_gates, default_value = "")]
+        feature_gates: FeatureGates,
     },
     /// Schedule the pending pods of a cluster snapshot and explain every decision.
     Simulate(simulate::Args),
@@ -64,6 +69,11 @@ pub enum Format {
     Json,
 }
 
+/// Parses `--feature-gates` (upstream's syntax) over v1.22's defaults.
+pub fn feature_gates(spec: &str) -> Result<FeatureGates, String> {
+    FeatureGates::parse(spec).map_err(|e| e.to_string())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -71,7 +81,8 @@ fn main() -> ExitCode {
             policy,
             plugins,
             output,
-        } => check::run(&policy, plugins.as_deref(), output),
+            feature_gates,
+        } => check::run(&policy, plugins.as_deref(), output, feature_gates),
         Command::Simulate(args) => simulate::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Run(args) => run::run(&args),

@@ -69,6 +69,10 @@ pub struct Args {
     /// Percentage of nodes to find feasible before scoring (0 = adaptive, as upstream).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: u32,
+    /// kube-scheduler feature gates, as upstream's flag: `DefaultPodTopologySpread=false`
+    /// (default: v1.22's, DefaultPodTopologySpread=true).
+    #[arg(long, value_parser = crate::feature_gates, default_value = "")]
+    feature_gates: berth_engine::FeatureGates,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -94,6 +98,7 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let config = CycleConfig {
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
+        feature_gates: args.feature_gates,
         ..CycleConfig::default()
     };
     let dir = plugins::plugins_dir(Some(&args.policy), args.plugins.as_deref());

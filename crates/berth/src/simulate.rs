@@ -33,6 +33,10 @@ pub struct Args {
     /// Percentage of nodes to find feasible before scoring (0 = adaptive, as upstream; 100 = all).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: u32,
+    /// kube-scheduler feature gates, as upstream's flag: `DefaultPodTopologySpread=false`
+    /// (default: v1.22's, DefaultPodTopologySpread=true).
+    #[arg(long, value_parser = crate::feature_gates, default_value = "")]
+    feature_gates: berth_engine::FeatureGates,
     /// Only schedule pending pods whose spec.schedulerName is this (default: every pending pod).
     #[arg(long)]
     scheduler_name: Option<String>,
@@ -69,6 +73,7 @@ pub fn run(args: &Args) -> Result<()> {
     let config = CycleConfig {
         seed: args.seed,
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
+        feature_gates: args.feature_gates,
         ..CycleConfig::default()
     };
     let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());

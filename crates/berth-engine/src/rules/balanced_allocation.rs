@@ -1,8 +1,11 @@
 //! BalancedResourceAllocation (v1.22 NodeResourcesBalancedAllocation): prefer nodes whose CPU
 //! and memory use stay balanced after placing the pod. v1.22 scores (1 - std) x 100 where std
 //! is the standard deviation of the used fractions: |cpu - memory| / 2 for two resources, 0
-//! for one. Each fraction is clamped at 1 (default requests can push it past 1); a resource
-//! with zero capacity is left out.
+//! for one. Each fraction is clamped at 1; a resource with zero capacity is left out.
+//!
+//! Unlike Least/MostRequested, v1.22 reads the requests as written (`useRequested: true`):
+//! the node's summed requests and the pod's own, with no 100m / 200 MiB default for a
+//! container that requests nothing.
 
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
@@ -27,7 +30,7 @@ impl NodeScore for Score {
 
 impl ScoreRule for BalancedResourceAllocation {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
-        ScorePrep::PerNode(Box::new(Score(PodRequest::of(ctx.pod))))
+        ScorePrep::PerNode(Box::new(Score(PodRequest::requested(ctx.pod))))
     }
 }
 
@@ -76,6 +79,12 @@ mod tests {
                 50,
             ),
             (
+                "no memory request counts 0, not 200 MiB: cpu 1/4, memory 0",
+                node("n").cpu(4000).mem(256 * MI).build(),
+                pod("p").res("cpu", 1000).build(),
+                87,
+            ),
+            (
                 "a zero-capacity resource is left out",
                 node("n").cpu(0).mem(1000).build(),
                 pod("p").req(0, 700).build(),
@@ -90,5 +99,26 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    /// The differential run's reproduction: a running pod requesting cpu only counts no
+    /// memory on node a, so a is half used in cpu and empty in memory (75), while the empty
+    /// small node b is a quarter used in cpu (87). With non-zero defaults a would win.
+    #[test]
+    fn requests_as_written_decide() {
+        let mut cl = cluster(
+            vec![
+                node("a").cpu(4000).mem(4096 * MI).build(),
+                node("b").cpu(4000).mem(256 * MI).build(),
+            ],
+            vec![pod("running").res("cpu", 1000).on("a").build()],
+        );
+        let mut got = run_score(
+            &BalancedResourceAllocation,
+            &mut cl,
+            pod("p").res("cpu", 1000).build(),
+        );
+        got.sort();
+        assert_eq!(got, vec![("a".to_string(), 75), ("b".to_string(), 87)]);
     }
 }

@@ -1,6 +1,10 @@
-//! CheckNodeLabelPresence (v1.22 NodeLabel filter, policy argument `labelsPresence`): with
-//! `presence: true` a node must carry every listed label key, with `presence: false` none of
-//! them. Values are not looked at.
+//! CheckNodeLabelPresence (v1.22 NodeLabel filter, policy argument `labelsPresence`): a node
+//! must carry every label key of the `presence: true` entries and none of the `presence:
+//! false` ones. Values are not looked at.
+//!
+//! v1.22 folds every `labelsPresence` entry of a policy into one NodeLabel plugin, so a node
+//! failing several entries gives the reason once; the registry does the same and gives this
+//! rule the keys of all of them.
 
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
@@ -11,21 +15,21 @@ pub const REASON: &str = "node(s) didn't have the requested labels";
 
 /// The rule.
 pub struct CheckNodeLabelPresence {
-    labels: Vec<String>,
-    presence: bool,
+    present: Vec<String>,
+    absent: Vec<String>,
 }
 
 impl CheckNodeLabelPresence {
-    /// A rule over these label keys; `presence` says whether they must all exist or all be absent.
-    pub fn new(labels: Vec<String>, presence: bool) -> Self {
-        CheckNodeLabelPresence { labels, presence }
+    /// A rule requiring the `present` keys on a node and forbidding the `absent` ones.
+    pub fn new(present: Vec<String>, absent: Vec<String>) -> Self {
+        CheckNodeLabelPresence { present, absent }
     }
 }
 
 struct Check {
-    /// The keys that some object in the cluster uses; a key never interned is on no node.
-    keys: Vec<Sym>,
-    presence: bool,
+    /// (key, whether it must be present), for the keys some object in the cluster uses; a key
+    /// never interned is on no node.
+    keys: Vec<(Sym, bool)>,
     /// A required key no node can carry: every node fails.
     always_fails: bool,
 }
@@ -37,7 +41,7 @@ impl NodeCheck for Check {
             && self
                 .keys
                 .iter()
-                .all(|k| node.labels.has(*k) == self.presence);
+                .all(|(k, presence)| node.labels.has(*k) == *presence);
         if !ok {
             reasons.push(REASON.into());
         }
@@ -52,28 +56,26 @@ impl FilterRule for CheckNodeLabelPresence {
     }
 
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        if self.labels.is_empty() {
-            return FilterPrep::Skip;
-        }
         let interner = &ctx.cluster.interner;
-        let mut keys = Vec::with_capacity(self.labels.len());
+        let mut keys = Vec::with_capacity(self.present.len() + self.absent.len());
         let mut always_fails = false;
-        for label in &self.labels {
+        let wanted = self
+            .present
+            .iter()
+            .map(|l| (l, true))
+            .chain(self.absent.iter().map(|l| (l, false)));
+        for (label, presence) in wanted {
             match interner.get(label) {
-                Some(k) => keys.push(k),
+                Some(k) => keys.push((k, presence)),
                 // An unknown key is absent from every node: it fails a presence check and
                 // satisfies an absence check.
-                None => always_fails |= self.presence,
+                None => always_fails |= presence,
             }
         }
         if keys.is_empty() && !always_fails {
             return FilterPrep::Skip;
         }
-        FilterPrep::Check(Box::new(Check {
-            keys,
-            presence: self.presence,
-            always_fails,
-        }))
+        FilterPrep::Check(Box::new(Check { keys, always_fails }))
     }
 }
 
@@ -82,8 +84,7 @@ mod tests {
     use super::*;
     use crate::testkit::*;
 
-    /// Upstream's TestNodeLabelFilter node carries `foo` and `bar`. Its cases with only
-    /// present or only absent labels map to one rule; the mixed ones to two rules in a row.
+    /// Upstream's TestNodeLabelFilter, restated; its node carries `foo` and `bar`.
     #[test]
     fn upstream_table() {
         let cases: &[(&str, &[&str], &[&str], bool)] = &[
@@ -131,10 +132,7 @@ mod tests {
         ];
         for (name, present, absent, want_pass) in cases {
             let to_vec = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-            let rules = [
-                CheckNodeLabelPresence::new(to_vec(present), true),
-                CheckNodeLabelPresence::new(to_vec(absent), false),
-            ];
+            let rule = CheckNodeLabelPresence::new(to_vec(present), to_vec(absent));
             let mut cl = cluster(
                 vec![
                     node("n")
@@ -144,16 +142,13 @@ mod tests {
                 ],
                 vec![],
             );
-            let mut pass = true;
-            for rule in &rules {
-                let got = run_filter(rule, &mut cl, pod("p").build());
-                let reasons = &got[0].1;
-                assert!(
-                    reasons.is_empty() || reasons == &vec![REASON.to_string()],
-                    "{name}: {reasons:?}"
-                );
-                pass &= reasons.is_empty();
-            }
+            let got = run_filter(&rule, &mut cl, pod("p").build());
+            let reasons = &got[0].1;
+            assert!(
+                reasons.is_empty() || reasons == &vec![REASON.to_string()],
+                "{name}: {reasons:?}"
+            );
+            let pass = reasons.is_empty();
             assert_eq!(pass, *want_pass, "{name}");
         }
     }
@@ -199,10 +194,12 @@ mod tests {
             ("empty list passes", vec![], true, vec!["a", "b", "c"]),
         ];
         for (name, labels, presence, want) in cases {
-            let rule = CheckNodeLabelPresence::new(
-                labels.iter().map(|s| s.to_string()).collect(),
-                presence,
-            );
+            let labels: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
+            let rule = if presence {
+                CheckNodeLabelPresence::new(labels, Vec::new())
+            } else {
+                CheckNodeLabelPresence::new(Vec::new(), labels)
+            };
             let mut cl = cluster(nodes(), vec![]);
             let got = run_filter(&rule, &mut cl, pod("p").build());
             assert_eq!(passing(&got), want, "{name}");

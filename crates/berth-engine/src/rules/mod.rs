@@ -2,8 +2,8 @@
 //! constants and its own table-driven tests.
 
 pub mod balanced_allocation;
+pub mod default_pod_topology_spread;
 pub mod disk_conflict;
-pub mod equal_priority;
 pub mod general_predicates;
 pub mod host_ports;
 pub mod image_locality;

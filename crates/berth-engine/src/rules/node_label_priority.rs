@@ -1,9 +1,11 @@
 //! NodeLabelPriority (policy argument `labelPreference{label, presence}`, v1.22 NodeLabel
-//! score): 100 for a node where the label key's existence equals `presence`, else 0. Values
-//! are not looked at and there is no normalisation.
+//! score): nodes where label keys exist (`presence: true`) or do not. Values are not looked
+//! at and there is no normalisation.
 //!
-//! Upstream folds every `labelPreference` entry into one plugin that averages them; here
-//! each entry is its own rule, and the registry combines them.
+//! v1.22 folds every `labelPreference` entry of a policy into one plugin: a node scores
+//! `100 * (keys as preferred) / (number of keys)` in integer arithmetic, and the plugin's
+//! weight is the entries' common weight times their number. The registry does the same and
+//! gives this rule the keys of all of them.
 
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
@@ -11,44 +13,66 @@ use crate::labels::Sym;
 
 /// The rule.
 pub struct NodeLabelPriority {
-    label: String,
-    presence: bool,
+    present: Vec<String>,
+    absent: Vec<String>,
 }
 
 impl NodeLabelPriority {
-    /// A rule preferring nodes that have (`presence`) or lack the label key.
-    pub fn new(label: String, presence: bool) -> Self {
-        NodeLabelPriority { label, presence }
-    }
-
-    fn score_for(&self, exists: bool) -> i64 {
-        if exists == self.presence {
-            MAX_NODE_SCORE
-        } else {
-            0
-        }
+    /// A rule preferring nodes that have the `present` keys and lack the `absent` ones.
+    pub fn new(present: Vec<String>, absent: Vec<String>) -> Self {
+        NodeLabelPriority { present, absent }
     }
 }
 
-struct Score<'a> {
-    rule: &'a NodeLabelPriority,
-    key: Sym,
+struct Score {
+    /// (key, whether it is preferred present), for the keys some object uses.
+    keys: Vec<(Sym, bool)>,
+    /// Keys no object uses: on no node, so they count for every node when preferred absent.
+    absent_everywhere: i64,
+    /// The number of keys, the divisor.
+    size: i64,
 }
 
-impl NodeScore for Score<'_> {
+impl NodeScore for Score {
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
-        self.rule.score_for(node.labels.has(self.key))
+        let matched = self
+            .keys
+            .iter()
+            .filter(|(k, presence)| node.labels.has(*k) == *presence)
+            .count() as i64;
+        (matched + self.absent_everywhere) * MAX_NODE_SCORE / self.size
     }
 }
 
 impl ScoreRule for NodeLabelPriority {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
-        match ctx.cluster.interner.get(&self.label) {
-            Some(key) => ScorePrep::PerNode(Box::new(Score { rule: self, key })),
-            // A key no object uses is on no node.
-            None => ScorePrep::Constant(self.score_for(false)),
+        let size = (self.present.len() + self.absent.len()) as i64;
+        if size == 0 {
+            return ScorePrep::Constant(0);
         }
+        let interner = &ctx.cluster.interner;
+        let mut keys = Vec::with_capacity(size as usize);
+        let mut absent_everywhere = 0;
+        let wanted = self
+            .present
+            .iter()
+            .map(|l| (l, true))
+            .chain(self.absent.iter().map(|l| (l, false)));
+        for (label, presence) in wanted {
+            match interner.get(label) {
+                Some(k) => keys.push((k, presence)),
+                None => absent_everywhere += i64::from(!presence),
+            }
+        }
+        if keys.is_empty() {
+            return ScorePrep::Constant(absent_everywhere * MAX_NODE_SCORE / size);
+        }
+        ScorePrep::PerNode(Box::new(Score {
+            keys,
+            absent_everywhere,
+            size,
+        }))
     }
 }
 
@@ -56,6 +80,77 @@ impl ScoreRule for NodeLabelPriority {
 mod tests {
     use super::*;
     use crate::testkit::*;
+
+    fn rule(entries: &[(&str, bool)]) -> NodeLabelPriority {
+        let keys = |presence: bool| {
+            entries
+                .iter()
+                .filter(|(_, p)| *p == presence)
+                .map(|(l, _)| l.to_string())
+                .collect()
+        };
+        NodeLabelPriority::new(keys(true), keys(false))
+    }
+
+    /// Upstream's TestNodeLabelScore multi-label cases: the mean over the keys, integer
+    /// division once (one of three preferred keys: 33, where three separate entries give
+    /// 100 + 0 + 0 over three times the weight, i.e. 33.3).
+    /// (case, (key, preferred present) per entry, score).
+    type Case = (&'static str, &'static [(&'static str, bool)], i64);
+
+    #[test]
+    fn several_keys_average() {
+        let cases: &[Case] = &[
+            (
+                "two present labels match",
+                &[("foo", true), ("bar", true)],
+                100,
+            ),
+            (
+                "one of two present labels matches",
+                &[("foo", true), ("somelabel", true)],
+                50,
+            ),
+            (
+                "two absent labels mismatch",
+                &[("foo", false), ("bar", false)],
+                0,
+            ),
+            (
+                "one of two absent labels matches",
+                &[("foo", false), ("somelabel", false)],
+                50,
+            ),
+            (
+                "present and absent both as preferred",
+                &[("foo", true), ("somelabel", false)],
+                100,
+            ),
+            (
+                "present and absent both not as preferred",
+                &[("somelabel", true), ("foo", false)],
+                0,
+            ),
+            (
+                "one of three",
+                &[("foo", true), ("x", true), ("y", true)],
+                33,
+            ),
+            (
+                "two of three",
+                &[("foo", true), ("bar", true), ("y", true)],
+                66,
+            ),
+        ];
+        for (name, entries, want) in cases {
+            let mut cl = cluster(
+                vec![node("machine1").label("foo", "").label("bar", "").build()],
+                vec![],
+            );
+            let got = run_score(&rule(entries), &mut cl, pod("p").build());
+            assert_eq!(got[0].1, *want, "{name}");
+        }
+    }
 
     /// Upstream's TestNodeLabelScore single-label cases; its node carries `foo` and `bar`
     /// with empty values.
@@ -72,11 +167,7 @@ mod tests {
                 vec![node("machine1").label("foo", "").label("bar", "").build()],
                 vec![],
             );
-            let got = run_score(
-                &NodeLabelPriority::new(label.to_string(), *presence),
-                &mut cl,
-                pod("p").build(),
-            );
+            let got = run_score(&rule(&[(label, *presence)]), &mut cl, pod("p").build());
             assert_eq!(got[0].1, *want, "{name}");
         }
     }
@@ -104,14 +195,10 @@ mod tests {
                 ],
                 vec![],
             );
-            let got: Vec<i64> = run_score(
-                &NodeLabelPriority::new(label.to_string(), *presence),
-                &mut cl,
-                pod("p").build(),
-            )
-            .into_iter()
-            .map(|(_, s)| s)
-            .collect();
+            let got: Vec<i64> = run_score(&rule(&[(label, *presence)]), &mut cl, pod("p").build())
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect();
             assert_eq!(got, want.to_vec(), "{name}");
         }
     }

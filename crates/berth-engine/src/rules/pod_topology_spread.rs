@@ -1,10 +1,11 @@
 //! EvenPodsSpread and EvenPodsSpreadPriority (v1.22 PodTopologySpread filter and score) over
 //! the pod's own `spec.topologySpreadConstraints`.
 //!
-//! No cluster-level default constraints apply: v1.22's legacy registry configures the plugin
-//! with `DefaultingType: List` and no constraints for EvenPodsSpreadPriority when the
-//! DefaultPodTopologySpread gate is on, and the gate-off defaulting (the reference setup) is
-//! `List` as well, so a pod without constraints is never spread by this rule.
+//! No cluster-level default constraints apply here: v1.22's legacy registry configures the
+//! plugin with `DefaultingType: List` for EvenPodsSpreadPriority, so a pod without
+//! constraints is never spread by this rule. The system default constraints come with
+//! SelectorSpreadPriority when the DefaultPodTopologySpread gate is on
+//! (`default_pod_topology_spread.rs`).
 //!
 //! Counting follows upstream: only pods in the pod's namespace that are not terminating and
 //! match the constraint's selector count, and only on nodes that match the pod's node selector
@@ -42,6 +43,19 @@ fn constraints(pod: &PodInfo, kind: WhenUnsatisfiable) -> Vec<&SpreadConstraint>
         .collect()
 }
 
+/// Whether a node passes the pod's node selector and required node affinity (upstream's
+/// `GetRequiredNodeAffinity(pod).Match(node)`).
+pub(crate) fn matches_required_node_affinity(
+    cluster: &Cluster,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> bool {
+    pod.node_selector.matches(&node.labels)
+        && pod.node_required.as_deref().is_none_or(|terms| {
+            any_term_matches(terms, &node.labels, node.name(), &cluster.interner)
+        })
+}
+
 /// Whether a node's pods count for spreading: it passes the pod's node selector and required
 /// node affinity, and carries every constraint's key.
 fn counts_for_spreading(
@@ -51,10 +65,7 @@ fn counts_for_spreading(
     node: &NodeInfo,
 ) -> bool {
     constraints.iter().all(|c| node.labels.has(c.topology_key))
-        && pod.node_selector.matches(&node.labels)
-        && pod.node_required.as_deref().is_none_or(|terms| {
-            any_term_matches(terms, &node.labels, node.name(), &cluster.interner)
-        })
+        && matches_required_node_affinity(cluster, pod, node)
 }
 
 /// For every node slot, whether its pods count for spreading.

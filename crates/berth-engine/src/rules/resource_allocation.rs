@@ -5,19 +5,36 @@ use crate::cluster::NodeInfo;
 use crate::framework::NodeScore;
 use crate::podinfo::PodInfo;
 
-/// The pod's CPU and memory scoring requests, as the pod being scheduled.
+/// The pod's CPU and memory requests, as the pod being scheduled, and which node aggregate
+/// they join.
 #[derive(Debug, Clone, Copy)]
 pub struct PodRequest {
     cpu: i64,
     memory: i64,
+    /// Upstream's `useRequested`: the requests as written (node `requested`), not the
+    /// scoring requests with non-zero defaults (node `nonzero_*`).
+    use_requested: bool,
 }
 
 impl PodRequest {
-    /// The request of the pod being scheduled.
+    /// The scoring request (non-zero defaults) of the pod being scheduled: LeastRequested,
+    /// MostRequested.
     pub fn of(pod: &PodInfo) -> Self {
         PodRequest {
             cpu: pod.incoming_milli_cpu,
             memory: pod.nonzero_memory,
+            use_requested: false,
+        }
+    }
+
+    /// The request as written (no defaults for containers without one) of the pod being
+    /// scheduled, against the nodes' summed requests: v1.22's BalancedAllocation
+    /// (`useRequested: true`).
+    pub fn requested(pod: &PodInfo) -> Self {
+        PodRequest {
+            cpu: pod.incoming_requested_milli_cpu,
+            memory: pod.request.memory,
+            use_requested: true,
         }
     }
 
@@ -29,12 +46,14 @@ impl PodRequest {
         let usage = |requested: i64, allocatable: i64| {
             (allocatable != 0).then_some((requested, allocatable))
         };
+        let (cpu, memory) = if self.use_requested {
+            (node.requested.milli_cpu, node.requested.memory)
+        } else {
+            (node.nonzero_milli_cpu, node.nonzero_memory)
+        };
         [
-            usage(
-                node.nonzero_milli_cpu + self.cpu,
-                node.allocatable.milli_cpu,
-            ),
-            usage(node.nonzero_memory + self.memory, node.allocatable.memory),
+            usage(cpu + self.cpu, node.allocatable.milli_cpu),
+            usage(memory + self.memory, node.allocatable.memory),
         ]
     }
 }

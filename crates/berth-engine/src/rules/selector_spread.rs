@@ -39,7 +39,7 @@ fn owner_kind(kind: &str) -> Option<SelectorKind> {
 
 /// The non-empty selectors that together define the pods the pod spreads against: the
 /// Services selecting it and its controller owner's selector. Empty when nothing applies.
-fn spread_selectors<'c>(cluster: &'c Cluster, pod: &PodInfo) -> Vec<&'c Selector> {
+pub(crate) fn spread_selectors<'c>(cluster: &'c Cluster, pod: &PodInfo) -> Vec<&'c Selector> {
     let owner = pod
         .pod
         .controller()

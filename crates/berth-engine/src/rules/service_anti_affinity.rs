@@ -1,16 +1,18 @@
 //! ServiceAntiAffinity (policy argument `serviceAntiAffinity{label}`, v1.22 ServiceAffinity
-//! score): spread a service's pods across the values of one node label.
+//! score): spread a service's pods across the values of node labels.
+//!
+//! v1.22 folds every `serviceAntiAffinity` entry of a policy into one plugin over all their
+//! labels (weight: the entries' common weight times their number); the registry does the same
+//! and gives this rule the labels.
 //!
 //! The raw score of a node is the number of non-terminating pods of the pod's namespace on it
 //! that match the selector of the first Service selecting the pod (first in the order the
 //! cluster received the Services; upstream takes the lister's order, which is unspecified).
 //! Without such a Service, or with an empty selector, every raw score is 0. Normalisation over
-//! the feasible nodes: with `N` the sum of raw scores over all of them and `c` the sum over
-//! those sharing this node's label value, a node scores `int(100 * (N - c) / N)` in float
-//! arithmetic (100 when `N` is 0); a node without the label scores 0.
-//!
-//! Upstream folds every `serviceAntiAffinity` entry into one plugin that averages the labels'
-//! scores; here each entry is its own rule, and the registry combines them.
+//! the feasible nodes, per label: with `N` the sum of raw scores over all of them and `c` the
+//! sum over those sharing this node's label value, a node gets `100 * (N - c) / N` (100 when
+//! `N` is 0), nothing when it lacks the label; each label's share is divided by the number of
+//! labels and summed in float arithmetic, then truncated once.
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
@@ -20,19 +22,24 @@ use crate::rules::selector_spread::count_per_node;
 
 /// The rule.
 pub struct ServiceAntiAffinity {
-    label: String,
+    labels: Vec<String>,
 }
 
 impl ServiceAntiAffinity {
-    /// A rule spreading service pods across the values of `label`.
-    pub fn new(label: String) -> Self {
-        ServiceAntiAffinity { label }
+    /// A rule spreading service pods across the values of each of `labels` (one per policy
+    /// entry, in file order).
+    pub fn new(labels: Vec<String>) -> Self {
+        ServiceAntiAffinity { labels }
     }
 }
 
 struct Score<'a> {
     cluster: &'a Cluster,
-    key: Sym,
+    /// The labels that some object uses; a label no object uses is on no node and adds
+    /// nothing, but still counts in `labels`.
+    keys: Vec<Sym>,
+    /// The number of labels, the divisor of each label's share.
+    labels: usize,
     /// Matching pods per node (indexed by `NodeId.0`); None when nothing can match.
     counts: Option<Vec<u32>>,
 }
@@ -49,32 +56,38 @@ impl NodeScore for Score<'_> {
 
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let total: i64 = scores.iter().sum();
-        let column = self.cluster.label_column(self.key).unwrap_or_default();
-        let value = |id: &NodeId| column.get(id.0 as usize).copied().flatten();
-        // A topology label has few distinct values (zones, racks): a small table searched
-        // linearly beats hashing once per node.
-        let mut by_value: Vec<(Sym, i64)> = Vec::new();
-        for (id, s) in nodes.iter().zip(scores.iter()) {
-            if let Some(v) = value(id) {
-                match by_value.iter_mut().find(|(seen, _)| *seen == v) {
-                    Some((_, total)) => *total += *s,
-                    None => by_value.push((v, *s)),
+        let max = MAX_NODE_SCORE as f64;
+        let mut result = vec![0f64; nodes.len()];
+        for key in &self.keys {
+            let column = self.cluster.label_column(*key).unwrap_or_default();
+            let value = |id: &NodeId| column.get(id.0 as usize).copied().flatten();
+            // A topology label has few distinct values (zones, racks): a small table searched
+            // linearly beats hashing once per node.
+            let mut by_value: Vec<(Sym, i64)> = Vec::new();
+            for (id, s) in nodes.iter().zip(scores.iter()) {
+                if let Some(v) = value(id) {
+                    match by_value.iter_mut().find(|(seen, _)| *seen == v) {
+                        Some((_, total)) => *total += *s,
+                        None => by_value.push((v, *s)),
+                    }
                 }
             }
-        }
-        let max = MAX_NODE_SCORE as f64;
-        for (id, s) in nodes.iter().zip(scores.iter_mut()) {
-            *s = match value(id) {
-                None => 0,
-                Some(_) if total <= 0 => MAX_NODE_SCORE,
-                Some(v) => {
+            for (id, r) in nodes.iter().zip(result.iter_mut()) {
+                let Some(v) = value(id) else { continue };
+                let share = if total <= 0 {
+                    max
+                } else {
                     let here = by_value
                         .iter()
                         .find(|(seen, _)| *seen == v)
                         .map_or(0, |(_, total)| *total);
-                    (max * ((total - here) as f64 / total as f64)) as i64
-                }
-            };
+                    max * ((total - here) as f64 / total as f64)
+                };
+                *r += share / self.labels as f64;
+            }
+        }
+        for (s, r) in scores.iter_mut().zip(result) {
+            *s = r as i64;
         }
     }
 }
@@ -82,10 +95,15 @@ impl NodeScore for Score<'_> {
 impl ScoreRule for ServiceAntiAffinity {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
         let cluster = ctx.cluster;
-        // A label no object uses is on no node: every node scores 0.
-        let Some(key) = cluster.interner.get(&self.label) else {
+        let keys: Vec<Sym> = self
+            .labels
+            .iter()
+            .filter_map(|l| cluster.interner.get(l))
+            .collect();
+        // Labels no object uses are on no node: every node scores 0.
+        if keys.is_empty() {
             return ScorePrep::Constant(0);
-        };
+        }
         let selector = cluster
             .selecting(ctx.pod, Some(SelectorKind::Service))
             .next()
@@ -97,7 +115,8 @@ impl ScoreRule for ServiceAntiAffinity {
             .map(|(counts, _)| counts);
         ScorePrep::PerNode(Box::new(Score {
             cluster,
-            key,
+            keys,
+            labels: self.labels.len(),
             counts,
         }))
     }
@@ -163,7 +182,8 @@ mod tests {
             for s in &c.services {
                 cl.add_selector_object(s);
             }
-            let got = run_score(&ServiceAntiAffinity::new(label.into()), &mut cl, c.pod);
+            let labels = label.split(',').map(str::to_string).collect();
+            let got = run_score(&ServiceAntiAffinity::new(labels), &mut cl, c.pod);
             let want: Vec<(String, i64)> =
                 NAMES.iter().map(|n| n.to_string()).zip(c.want).collect();
             let mut got_sorted = got.clone();
@@ -275,15 +295,14 @@ mod tests {
         run("zone", false, cases);
     }
 
-    /// Upstream's two-label case ("three pods, two service pods, with rack label") expects
-    /// the average of the per-label scores, [25, 75, 25, 25, 0, 0]; here each label is its
-    /// own rule.
+    /// Upstream's two-label case ("three pods, two service pods, with rack label"): the
+    /// per-label scores (zone [50, 50, 50, 50, 0, 0], rack [0, 100, 0, 0, 0, 0]) averaged.
     #[test]
-    fn upstream_two_label_case_per_label() {
+    fn upstream_two_label_case() {
         let on = |name: &str, labels: &[(&str, &str)], node: &str| {
             labelled(name, labels).on(node).build()
         };
-        let case = || Case {
+        let case = |want| Case {
             name: "three pods, two service pods, with rack label",
             pod: labelled("p", LABELS1).build(),
             pods: vec![
@@ -292,24 +311,34 @@ mod tests {
                 on("e3", LABELS1, "machine21"),
             ],
             services: vec![service("default", "s", LABELS1)],
-            want: [0; 6],
+            want,
         };
-        run(
-            "zone",
-            true,
-            vec![Case {
-                want: [50, 50, 50, 50, 0, 0],
-                ..case()
-            }],
+        run("zone", true, vec![case([50, 50, 50, 50, 0, 0])]);
+        run("rack", true, vec![case([0, 100, 0, 0, 0, 0])]);
+        run("zone,rack", true, vec![case([25, 75, 25, 25, 0, 0])]);
+    }
+
+    /// Shares add up in float and truncate once: each node gets 50 from labels x and y and
+    /// nothing from z, which no node has; 50/3 + 50/3 = 33.3 gives 33 (truncating each
+    /// share first would give 32).
+    #[test]
+    fn shares_truncate_once() {
+        let web: &[(&str, &str)] = &[("app", "web")];
+        let mut cl = cluster(
+            vec![
+                node("a").label("x", "1").label("y", "1").build(),
+                node("b").label("x", "2").label("y", "2").build(),
+            ],
+            vec![
+                labelled("e1", web).on("a").build(),
+                labelled("e2", web).on("b").build(),
+            ],
         );
-        run(
-            "rack",
-            true,
-            vec![Case {
-                want: [0, 100, 0, 0, 0, 0],
-                ..case()
-            }],
-        );
+        cl.add_selector_object(&service("default", "s", web));
+        let rule = ServiceAntiAffinity::new(vec!["x".into(), "y".into(), "z".into()]);
+        let mut got = run_score(&rule, &mut cl, labelled("p", web).build());
+        got.sort();
+        assert_eq!(got, vec![("a".to_string(), 33), ("b".to_string(), 33)]);
     }
 
     #[test]
@@ -362,7 +391,7 @@ mod tests {
     fn unknown_label_scores_zero() {
         let mut cl = cluster(nodes(false), vec![]);
         let got = run_score(
-            &ServiceAntiAffinity::new("never-seen".into()),
+            &ServiceAntiAffinity::new(vec!["never-seen".into()]),
             &mut cl,
             pod("p").build(),
         );
@@ -386,7 +415,7 @@ mod tests {
             .filter_map(|n| cl.node_by_name(n))
             .collect();
         let got = run_score_on(
-            &ServiceAntiAffinity::new("zone".into()),
+            &ServiceAntiAffinity::new(vec!["zone".into()]),
             &mut cl,
             labelled("p", web).build(),
             &feasible,

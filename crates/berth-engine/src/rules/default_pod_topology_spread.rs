@@ -1,0 +1,185 @@
+//! SelectorSpreadPriority with the DefaultPodTopologySpread feature gate on (v1.22's
+//! default): v1.22's legacy registry serves it with the PodTopologySpread score plugin and
+//! `DefaultingType: System` instead of SelectorSpread.
+//!
+//! A pod with its own `topologySpreadConstraints` is scored on its ScheduleAnyway ones, as
+//! EvenPodsSpreadPriority does. A pod without any gets upstream's system default constraints,
+//! `kubernetes.io/hostname` with maxSkew 3 and `topology.kubernetes.io/zone` with maxSkew 5,
+//! over the pods its Services and controller select (the selector SelectorSpread uses); with
+//! no such selector every node scores 100. For system-defaulted constraints upstream does not
+//! require nodes to carry the keys:
+//! - a zone's count sums the matching pods on every node of that zone value that passes the
+//!   pod's node selector and required affinity;
+//! - a constraint's weight is ln(domains + 2) over the feasible nodes, the nodes without a
+//!   zone counting as one more zone domain, every feasible node a hostname domain;
+//! - a node scores `count * weight + (maxSkew - 1)` for each key it carries, summed in float
+//!   and truncated, then `100 * (max + min - raw) / max` over the feasible nodes (100 for
+//!   every node when max is 0).
+
+use rustc_hash::FxHashMap;
+
+use crate::cluster::{Cluster, NodeId};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::labels::Sym;
+use crate::rules::pod_topology_spread::{EvenPodsSpreadPriority, matches_required_node_affinity};
+use crate::rules::selector_spread::{count_per_node, spread_selectors};
+
+/// maxSkew of the system default hostname constraint.
+const HOSTNAME_MAX_SKEW: i64 = 3;
+/// maxSkew of the system default zone constraint.
+const ZONE_MAX_SKEW: i64 = 5;
+
+/// The rule.
+pub struct DefaultPodTopologySpread;
+
+struct Score<'a> {
+    cluster: &'a Cluster,
+    /// Matching pods per node (indexed by `NodeId.0`).
+    per_node: Vec<u32>,
+    /// Matching pods per zone value, over the nodes passing the pod's node affinity.
+    per_zone: FxHashMap<Sym, i64>,
+}
+
+impl NodeScore for Score<'_> {
+    /// The weights depend on the feasible nodes, which only [`NodeScore::normalize`] sees;
+    /// the raw score is computed there.
+    fn score(&self, _node: &crate::cluster::NodeInfo) -> i64 {
+        0
+    }
+
+    fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
+        let keys = &self.cluster.keys;
+        let zones: Vec<Option<Sym>> = nodes
+            .iter()
+            .map(|id| self.cluster.node(*id).labels.get(keys.zone))
+            .collect();
+        let mut domains: Vec<Option<Sym>> = zones.clone();
+        domains.sort_unstable();
+        domains.dedup();
+        let host_weight = ((nodes.len() + 2) as f64).ln();
+        let zone_weight = ((domains.len() + 2) as f64).ln();
+        for ((id, zone), s) in nodes.iter().zip(&zones).zip(scores.iter_mut()) {
+            let node = self.cluster.node(*id);
+            let mut raw = 0f64;
+            if node.labels.has(keys.hostname) {
+                let count = self.per_node[id.0 as usize];
+                raw += f64::from(count) * host_weight + (HOSTNAME_MAX_SKEW - 1) as f64;
+            }
+            if let Some(z) = zone {
+                let count = self.per_zone.get(z).copied().unwrap_or(0);
+                raw += count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64;
+            }
+            *s = raw as i64;
+        }
+        let min = scores.iter().copied().min().unwrap_or(0);
+        let max = scores.iter().copied().max().unwrap_or(0).max(0);
+        for s in scores.iter_mut() {
+            *s = if max == 0 {
+                MAX_NODE_SCORE
+            } else {
+                MAX_NODE_SCORE * (max + min - *s) / max
+            };
+        }
+    }
+}
+
+impl ScoreRule for DefaultPodTopologySpread {
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
+        let (cluster, pod) = (ctx.cluster, ctx.pod);
+        if !pod.spread_constraints.is_empty() {
+            return EvenPodsSpreadPriority.prepare(ctx);
+        }
+        let selectors = spread_selectors(cluster, pod);
+        if selectors.is_empty() {
+            return ScorePrep::Constant(MAX_NODE_SCORE);
+        }
+        let (per_node, _) = count_per_node(cluster, pod.namespace, &selectors);
+        let mut per_zone: FxHashMap<Sym, i64> = FxHashMap::default();
+        for id in cluster.node_order() {
+            let node = cluster.node(*id);
+            if let Some(zone) = node.labels.get(cluster.keys.zone)
+                && matches_required_node_affinity(cluster, pod, node)
+            {
+                *per_zone.entry(zone).or_insert(0) += i64::from(per_node[id.0 as usize]);
+            }
+        }
+        ScorePrep::PerNode(Box::new(Score {
+            cluster,
+            per_node,
+            per_zone,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Pod, SelectorKind};
+    use crate::testkit::*;
+
+    const HOST: &str = "kubernetes.io/hostname";
+    const ZONE: &str = "topology.kubernetes.io/zone";
+
+    fn zoned(name: &str, zone: &str) -> crate::model::Node {
+        node(name).label(HOST, name).label(ZONE, zone).build()
+    }
+
+    fn web(name: &str) -> crate::testkit::PodBuilder {
+        labelled(name, &[("app", "web")])
+    }
+
+    fn scores(nodes: Vec<crate::model::Node>, pods: Vec<Pod>, incoming: Pod) -> Vec<(String, i64)> {
+        let mut cl = cluster(nodes, pods);
+        cl.add_selector_object(&selector_object(
+            SelectorKind::Service,
+            "default",
+            "web",
+            &[("app", "web")],
+        ));
+        let mut got = run_score(&DefaultPodTopologySpread, &mut cl, incoming);
+        got.sort();
+        got
+    }
+
+    /// Worked by hand from upstream's formulas. Nodes a, b in zone z1 and c in z2; web pods
+    /// on a (2) and c (1). Weights: hostname ln(3 + 2), zone ln(2 + 2). Raw: a = 2·1.609 +
+    /// 2 + 2·1.386 + 4 = 11.99, so 11; b = 0 + 2 + 2·1.386 + 4 = 8.77, so 8; c = 1.609 +
+    /// 2 + 1.386 + 4 = 8.99, so 8. Normalised, 100·(11 + 8 - raw)/11: a 72, b 100, c 100.
+    #[test]
+    fn zone_and_hostname_defaults() {
+        let got = scores(
+            vec![zoned("a", "z1"), zoned("b", "z1"), zoned("c", "z2")],
+            vec![
+                web("w1").on("a").build(),
+                web("w2").on("a").build(),
+                web("w3").on("c").build(),
+            ],
+            web("p").build(),
+        );
+        assert_eq!(
+            got,
+            vec![("a".into(), 72), ("b".into(), 100), ("c".into(), 100)]
+        );
+    }
+
+    /// Upstream does not ignore nodes missing a key when the constraints are the system's:
+    /// a node without a zone gets only the hostname term, so it looks emptier. With no
+    /// matching pod, n (hostname only) has raw 2 and a (both keys) 2 + 4 = 6;
+    /// 100·(6 + 2 - raw)/6: a 33, n 100.
+    #[test]
+    fn nodes_without_keys_are_scored() {
+        let got = scores(
+            vec![zoned("a", "z1"), node("n").build()],
+            vec![web("w").ns("other").on("a").build()],
+            web("p").build(),
+        );
+        assert_eq!(got, vec![("a".into(), 33), ("n".into(), 100)]);
+    }
+
+    #[test]
+    fn no_selector_scores_100() {
+        let mut cl = cluster(vec![zoned("a", "z1"), zoned("b", "z2")], vec![]);
+        let got = run_score(&DefaultPodTopologySpread, &mut cl, pod("p").build());
+        assert!(got.iter().all(|(_, s)| *s == MAX_NODE_SCORE), "{got:?}");
+    }
+}
