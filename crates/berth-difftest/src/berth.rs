@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, anyhow};
-use berth_engine::CycleConfig;
+use berth_engine::{CycleConfig, FeatureGates};
 use berth_engine::registry::scheduler_for;
 use berth_kube::ClusterObjects;
 use berth_policy::{EffectivePolicy, PriorityKind};
@@ -65,9 +65,7 @@ pub fn policy(policy: &serde_json::Value) -> Result<EffectivePolicy> {
 
 /// Schedules `pod` on `objects` (everything the reference's cache held before the pod was
 /// created, with earlier pods bound where the reference put them).
-///
-/// Berth has no `DefaultPodTopologySpread` setting yet (issue 7 item 5): with the gate on,
-/// this measures Berth's gate-off behaviour against v1.22's default.
+/// Berth runs with the same `DefaultPodTopologySpread` setting as the reference.
 pub fn decide(
     policy: &EffectivePolicy,
     objects: &ClusterObjects,
@@ -85,8 +83,13 @@ pub fn decide(
         .find(|p| p.meta.name == name && p.meta.namespace == namespace)
         .ok_or_else(|| anyhow!("Berth's snapshot lost the pending pod {namespace}/{name}"))?;
     let mut cluster = snapshot.cluster;
-    let mut scheduler =
-        scheduler_for(policy, CycleConfig::default()).context("Berth's registry failed")?;
+    let config = CycleConfig {
+        feature_gates: FeatureGates {
+            default_pod_topology_spread: gate == DefaultPodTopologySpread::On,
+        },
+        ..CycleConfig::default()
+    };
+    let mut scheduler = scheduler_for(policy, config).context("Berth's registry failed")?;
     let info = cluster.compile_pod(pending);
     let decision = scheduler.schedule(&cluster, &info, true);
     let mut outcome = BerthOutcome {

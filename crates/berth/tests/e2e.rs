@@ -671,7 +671,14 @@ spec: {accessModes: [ReadWriteOnce], storageClassName: dynamic, resources: {requ
         pvs.replace_status("pv-local", &PostParams::default(), &pv)
             .await?;
 
-        let mut berth = env.berth("solo", &[])?;
+        // Claims are bound in the Reserve stage of CheckVolumeBinding, as upstream's
+        // VolumeBinding plugin binds them: the policy must name it.
+        let policy = json!({"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "GeneralPredicates"}, {"name": "CheckVolumeBinding"}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]});
+        let path = env.cluster.dir().join("volume-binding-policy.json");
+        std::fs::write(&path, policy.to_string())?;
+        let mut berth = env.berth("solo", &["--policy", &path.display().to_string()])?;
         berth.wait_ready().await?;
         let claim = |claim: &str| {
             json!({"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": claim}}]})
