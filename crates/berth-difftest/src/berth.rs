@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, anyhow};
-use berth_engine::{CycleConfig, FeatureGates};
 use berth_engine::registry::scheduler_for;
+use berth_engine::{CycleConfig, FeatureGates};
 use berth_kube::ClusterObjects;
 use berth_policy::{EffectivePolicy, PriorityKind};
 use k8s_openapi::api::core::v1::Pod;
