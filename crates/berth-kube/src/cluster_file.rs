@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::collections::hash_map::{Entry, HashMap};
 use std::path::Path;
 
+use berth_policy::file::{MAX_NESTING, read_regular_text, too_deep};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
@@ -59,9 +60,11 @@ pub struct ClusterObjects {
 
 /// Reads and parses a cluster file; see [`parse_cluster`].
 pub fn load_cluster_file(path: &Path) -> Result<ClusterObjects, ClusterFileError> {
-    let text = std::fs::read_to_string(path).map_err(|error| ClusterFileError::Read {
-        path: path.to_owned(),
-        error,
+    let text = read_regular_text(path, MAX_CLUSTER_FILE_BYTES).map_err(|error| {
+        ClusterFileError::Read {
+            path: path.to_owned(),
+            error,
+        }
     })?;
     parse_cluster(&text, &path.display().to_string())
 }
@@ -94,8 +97,24 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterObjects, Cluster
 }
 
 /// Splits the text into documents; empty YAML documents come back as `Null`.
+/// Largest cluster file read: a 5,000-node cluster with 150,000 pods is about 1 GiB of YAML.
+pub const MAX_CLUSTER_FILE_BYTES: u64 = 4 << 30;
+
 fn read_documents(text: &str, source: &str) -> Result<Vec<Value>, ClusterFileError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Some((line, column)) = too_deep(text, MAX_NESTING) {
+        let json = text.trim_start().starts_with(['{', '[']);
+        return Err(ClusterFileError::Syntax {
+            file: source.to_owned(),
+            format: if json { Format::Json } else { Format::Yaml },
+            line: Some(line),
+            column: Some(column),
+            message: format!(
+                "nested deeper than {MAX_NESTING} levels of [ and {{ (counted inside strings \
+                 too); Kubernetes objects nest about 20 levels deep"
+            ),
+        });
+    }
     // JSON is valid YAML, but serde_json's messages are clearer for JSON input.
     // A leading `{` or `[` can also start YAML flow style, so fall back to YAML
     // and report the JSON error only if neither parser accepts the text.

@@ -12,6 +12,7 @@
 mod build;
 mod describe;
 mod error;
+pub mod file;
 mod names;
 mod raw;
 mod syntax;
@@ -35,9 +36,11 @@ pub use types::{
 /// Reads and parses a Policy file; errors name the file as given.
 pub fn load(path: &Path) -> Result<EffectivePolicy, PolicyError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
-        file: file.clone(),
-        source,
+    let text = file::read_regular_text(path, file::MAX_POLICY_BYTES).map_err(|source| {
+        PolicyError::Read {
+            file: file.clone(),
+            source,
+        }
     })?;
     parse(&text, &file)
 }
@@ -52,6 +55,18 @@ pub fn parse(text: &str, source: &str) -> Result<EffectivePolicy, PolicyError> {
             message: "the file is empty; a Policy is a JSON object such as \
                       {\"kind\": \"Policy\", \"apiVersion\": \"v1\"}"
                 .to_owned(),
+        });
+    }
+    if let Some((line, column)) = file::too_deep(text, file::MAX_NESTING) {
+        return Err(PolicyError::Syntax {
+            file: source.to_owned(),
+            line,
+            column,
+            message: format!(
+                "nested deeper than {} levels of [ and {{ (counted inside strings too); a Policy \
+                 nests about 5 levels deep",
+                file::MAX_NESTING
+            ),
         });
     }
     let mut deserializer = serde_json::Deserializer::from_str(text);

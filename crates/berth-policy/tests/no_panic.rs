@@ -42,3 +42,23 @@ fn the_rich_policy_is_valid() {
     let policy = berth_policy::parse(RICH, "rich.json");
     assert!(policy.is_ok(), "{policy:?}");
 }
+
+/// Deep nesting is refused before the JSON parser runs, with the position where the bound
+/// was crossed.
+#[test]
+fn deep_nesting_is_refused_up_front() {
+    let depth = 100_000;
+    let text = format!(
+        "{{\"predicates\": {}{}}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let error = berth_policy::parse(&text, "deep.json")
+        .expect_err("refused")
+        .to_string();
+    assert_eq!(
+        error,
+        "deep.json: line 1, column 271: malformed JSON: nested deeper than 256 levels of [ and { \
+         (counted inside strings too); a Policy nests about 5 levels deep"
+    );
+}
