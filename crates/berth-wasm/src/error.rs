@@ -38,6 +38,14 @@ pub enum LoadError {
         /// The trap or the guest's error.
         message: String,
     },
+    /// The plugin's instances would not fit the plugin memory budget.
+    #[error("{}: {message}", path.display())]
+    Budget {
+        /// The module file.
+        path: PathBuf,
+        /// The figures and what to change.
+        message: String,
+    },
     /// The wasm engine could not be set up.
     #[error("cannot set up the wasm engine: {0}")]
     Engine(String),

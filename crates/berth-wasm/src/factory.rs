@@ -14,10 +14,17 @@ use crate::rules::{WasmFilter, WasmScore};
 use crate::runtime::Runtime;
 
 /// Loads plugins from one directory and remembers them for reloads.
+///
+/// Each plugin keeps a pool of instances (one per worker thread, so a pod's chunks never
+/// wait), and each instance may hold up to its `memoryLimitMiB`. With a memory budget (see
+/// [`PluginHost::with_memory_budget`]) the pools are sized so that the sum over live plugins
+/// of instances x `memoryLimitMiB` stays within it; a plugin that cannot get even one
+/// instance is refused with the figures.
 pub struct PluginHost {
     runtime: Arc<Runtime>,
     dir: PathBuf,
     live: Mutex<Vec<Weak<Plugin>>>,
+    budget_bytes: Option<u64>,
 }
 
 impl PluginHost {
@@ -27,7 +34,53 @@ impl PluginHost {
             runtime,
             dir: dir.into(),
             live: Mutex::new(Vec::new()),
+            budget_bytes: None,
         }
+    }
+
+    /// Bounds the memory all plugin instances together may hold: `berth run` derives it from
+    /// the container's memory limit. None (the default) means one instance per worker thread
+    /// whatever they hold.
+    pub fn with_memory_budget(mut self, bytes: Option<u64>) -> Self {
+        self.budget_bytes = bytes;
+        self
+    }
+
+    /// The budget, if any.
+    pub fn memory_budget(&self) -> Option<u64> {
+        self.budget_bytes
+    }
+
+    /// What the live plugins' instances may hold together, in bytes.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.plugins().iter().map(|p| p.reserved_bytes()).sum()
+    }
+
+    /// How many instances a new plugin with `spec` may have within the budget.
+    fn instances_for(&self, spec: &WasmPlugin) -> Result<usize, LoadError> {
+        let threads = rayon::current_num_threads().max(1);
+        let Some(budget) = self.budget_bytes else {
+            return Ok(threads);
+        };
+        let per_instance = spec.memory_limit_mib.saturating_mul(1024 * 1024).max(1);
+        let reserved = self.reserved_bytes();
+        let fit = budget.saturating_sub(reserved) / per_instance;
+        if fit == 0 {
+            return Err(LoadError::Budget {
+                path: self.dir.join(&spec.module),
+                message: format!(
+                    "one instance may hold memoryLimitMiB = {} MiB, but only {} MiB of \
+                     the plugin memory budget of {} MiB is left ({} MiB held by other plugins); \
+                     lower memoryLimitMiB or raise the budget (--plugin-memory-mib, or the \
+                     container's memory limit)",
+                    spec.memory_limit_mib,
+                    budget.saturating_sub(reserved) >> 20,
+                    budget >> 20,
+                    reserved >> 20
+                ),
+            });
+        }
+        Ok(threads.min(usize::try_from(fit).unwrap_or(usize::MAX)))
     }
 
     /// The plugins directory.
@@ -57,12 +110,14 @@ impl PluginHost {
         {
             return Ok(p);
         }
+        let instances = self.instances_for(spec)?;
         let plugin = Arc::new(Plugin::load(
             self.runtime.clone(),
             &self.dir,
             name,
             spec,
             kind,
+            instances,
         )?);
         self.live
             .lock()

@@ -52,39 +52,86 @@ fn call_ctx<R>(f: impl FnOnce(CallCtx<'_>) -> wasmtime::Result<R>) -> wasmtime::
     CALL.with(f)
 }
 
-/// The memory cap of one instance; records whether the guest ran into it.
+/// The memory budget of one instance: every linear memory and every table it has, together,
+/// must fit `memory_bytes` (a module may declare several of each, and counting each
+/// separately would multiply the cap). Records whether the guest ran into it.
 pub(crate) struct Limits {
     pub memory_bytes: usize,
+    /// Bytes held now by the instance's memories and tables.
+    used: usize,
     pub hit: bool,
 }
 
-/// Most table elements an instance may have; Rust and Go guests need a few thousand.
-const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+/// What one table element is charged against the budget: the host keeps a pointer-sized
+/// reference plus bookkeeping per element; 16 bytes is an upper bound for funcref and
+/// externref tables.
+const TABLE_ELEMENT_BYTES: usize = 16;
+/// Most memories and tables one instance may declare. Rust and Go guests have one of each.
+const MAX_MEMORIES: usize = 4;
+const MAX_TABLES: usize = 16;
+
+impl Limits {
+    pub fn new(memory_bytes: usize) -> Limits {
+        Limits {
+            memory_bytes,
+            used: 0,
+            hit: false,
+        }
+    }
+
+    /// Charges a growth from `current` to `desired` bytes, or refuses it.
+    fn grow(&mut self, current: usize, desired: usize) -> wasmtime::Result<bool> {
+        let used = self.used.saturating_sub(current).saturating_add(desired);
+        if used > self.memory_bytes {
+            self.hit = true;
+            bail!(
+                "memory limit of {} MiB exceeded (memories and tables together)",
+                self.memory_bytes / (1024 * 1024)
+            );
+        }
+        self.used = used;
+        Ok(true)
+    }
+}
 
 impl ResourceLimiter for Limits {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes {
-            self.hit = true;
-            bail!(
-                "memory limit of {} MiB exceeded",
-                self.memory_bytes / (1024 * 1024)
-            );
-        }
-        Ok(true)
+        self.grow(current, desired)
+    }
+
+    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        // The growth was charged but did not happen; the next growth charges from the real
+        // size (`current`), so the budget stays exact.
+        Ok(())
     }
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= MAX_TABLE_ELEMENTS)
+        self.grow(
+            current.saturating_mul(TABLE_ELEMENT_BYTES),
+            desired.saturating_mul(TABLE_ELEMENT_BYTES),
+        )
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn instances(&self) -> usize {
+        1
     }
 }
 
@@ -120,10 +167,7 @@ impl HostState {
             plugin,
             config,
             memory: None,
-            limits: Limits {
-                memory_bytes,
-                hit: false,
-            },
+            limits: Limits::new(memory_bytes),
             verdicts: Vec::new(),
             scores: Vec::new(),
             reasons: Vec::new(),
@@ -235,6 +279,15 @@ fn read_bytes(caller: &mut Cx<'_>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u
     let mem = memory(caller)?;
     let data = mem.data(&*caller);
     Ok(data[range(data.len(), ptr, len)?].to_vec())
+}
+
+/// Copies at most `max` bytes of the `len` at `ptr` (the whole range must be valid).
+fn read_prefix(caller: &mut Cx<'_>, ptr: i32, len: i32, max: usize) -> wasmtime::Result<Vec<u8>> {
+    let mem = memory(caller)?;
+    let data = mem.data(&*caller);
+    let r = range(data.len(), ptr, len)?;
+    let end = r.start + r.len().min(max);
+    Ok(data[r.start..end].to_vec())
 }
 
 /// Reads a UTF-8 string at `ptr`.
@@ -362,7 +415,9 @@ fn define_lifecycle(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
         write_result(&mut c, out, cap, Some(config.as_bytes()))
     })?;
     l.func_wrap(m, "log", |mut c: Cx<'_>, level: i32, ptr: i32, len: i32| {
-        let bytes = read_bytes(&mut c, ptr, len)?;
+        // Only what the log budget still allows is copied out of the guest.
+        let budget = c.data().log_budget;
+        let bytes = read_prefix(&mut c, ptr, len, budget)?;
         c.data_mut().log(level, &bytes);
         Ok(())
     })?;
@@ -686,13 +741,20 @@ fn define_wasi(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
             if fd != 1 && fd != 2 {
                 return Ok(ERRNO_BADF);
             }
-            let vecs = read_bytes(&mut c, iovs, iovs_len.saturating_mul(8))?;
+            // Every iovec is checked, but only what the log budget still allows is copied:
+            // overlapping iovecs must not multiply a small guest into a huge host buffer.
+            let budget = c.data().log_budget;
+            let mem = memory(&mut c)?;
+            let data = mem.data(&c);
+            let vecs = range(data.len(), iovs, iovs_len.saturating_mul(8))?;
             let mut total: u32 = 0;
             let mut text = Vec::new();
-            for iov in vecs.chunks_exact(8) {
+            for iov in data[vecs].chunks_exact(8) {
                 let ptr = i32::from_le_bytes([iov[0], iov[1], iov[2], iov[3]]);
                 let len = i32::from_le_bytes([iov[4], iov[5], iov[6], iov[7]]);
-                text.extend(read_bytes(&mut c, ptr, len)?);
+                let r = range(data.len(), ptr, len)?;
+                let room = budget.saturating_sub(text.len());
+                text.extend_from_slice(&data[r.start..r.start + r.len().min(room)]);
                 total = total.saturating_add(len as u32);
             }
             let level = if fd == 2 { 2 } else { 1 };
@@ -788,15 +850,15 @@ fn define_wasi(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
         },
     )?;
     l.func_wrap(WASI, "random_get", |mut c: Cx<'_>, buf: i32, len: i32| {
-        let mut bytes = vec![0u8; len as u32 as usize];
-        for chunk in bytes.chunks_mut(8) {
-            let r = c.data_mut().next_random().to_le_bytes();
-            chunk.copy_from_slice(&r[..chunk.len()]);
-        }
+        // The range is checked before any work and filled in place: the length is the
+        // guest's choice, so the host allocates nothing for it.
         let mem = memory(&mut c)?;
-        let data = mem.data_mut(&mut c);
+        let (data, state) = mem.data_and_store_mut(&mut c);
         let r = range(data.len(), buf, len)?;
-        data[r].copy_from_slice(&bytes);
+        for chunk in data[r].chunks_mut(8) {
+            let bytes = state.next_random().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
         Ok(ERRNO_SUCCESS)
     })?;
     l.func_wrap(WASI, "sched_yield", |_: Cx<'_>| Ok(ERRNO_SUCCESS))?;

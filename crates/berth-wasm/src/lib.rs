@@ -22,7 +22,7 @@ mod watch;
 
 pub use error::{LoadError, WatchError};
 pub use factory::PluginHost;
-pub use plugin::{Kind, Plugin, PluginStats, Reloaded};
+pub use plugin::{Kind, MAX_MODULE_BYTES, Plugin, PluginStats, Reloaded};
 pub use rules::{WasmFilter, WasmScore};
 pub use runtime::Runtime;
 pub use watch::{ReloadStatus, Reloader};

@@ -28,6 +28,10 @@ const PARALLEL_THRESHOLD: usize = 512;
 const MIN_NODES_PER_CHUNK: usize = 256;
 /// Bits of a verdict holding the reason id; the chunk index sits above them.
 const REASON_BITS: u32 = 20;
+/// Largest module file accepted. Go guests are a few MiB, Rust guests a few hundred KiB.
+pub const MAX_MODULE_BYTES: u64 = 64 * 1024 * 1024;
+/// The first bytes of every binary WebAssembly module.
+const WASM_MAGIC: &[u8] = b"\0asm";
 
 /// Whether a plugin filters or scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -122,7 +126,12 @@ pub struct Plugin {
     kind: Kind,
     path: PathBuf,
     runtime: Arc<Runtime>,
+    /// Instances per version: at most this many guest calls run at once.
+    instances: usize,
     code: ArcSwap<Code>,
+    /// A fingerprint of the last file contents (or read error) that failed to load, so an
+    /// unchanged broken file is neither rebuilt nor counted again on every rescan.
+    rejected: Mutex<Option<u64>>,
     stats: PluginStats,
 }
 
@@ -188,28 +197,37 @@ impl Table {
 
 impl Plugin {
     /// Loads `spec.module` from `dir` for the entry `name`: compiles it, checks the ABI,
-    /// and starts its instances (running `berth_init` with the entry's config).
+    /// and starts `instances` instances (running `berth_init` with the entry's config).
     pub fn load(
         runtime: Arc<Runtime>,
         dir: &std::path::Path,
         name: &str,
         spec: &WasmPlugin,
         kind: Kind,
+        instances: usize,
     ) -> Result<Plugin, LoadError> {
+        let instances = instances.max(1);
         let path = dir.join(&spec.module);
-        let bytes = std::fs::read(&path).map_err(|source| LoadError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let bytes = read_module(&path)?;
         let plugin_name: Arc<str> = name.into();
-        let code = build_code(&runtime, &plugin_name, spec, kind, &path, &bytes, 1)?;
+        let code = build_code(
+            &runtime,
+            &plugin_name,
+            spec,
+            kind,
+            &path,
+            &bytes,
+            (1, instances),
+        )?;
         Ok(Plugin {
             name: plugin_name,
             spec: spec.clone(),
             kind,
             path,
             runtime,
+            instances,
             code: ArcSwap::from_pointee(code),
+            rejected: Mutex::new(None),
             stats: PluginStats::default(),
         })
     }
@@ -239,30 +257,52 @@ impl Plugin {
         &self.stats
     }
 
+    /// Instances per version (the most guest calls at once).
+    pub fn instances(&self) -> usize {
+        self.instances
+    }
+
+    /// The most memory this plugin's instances may hold together.
+    pub fn reserved_bytes(&self) -> u64 {
+        (self.instances as u64)
+            .saturating_mul(self.spec.memory_limit_mib.saturating_mul(1024 * 1024))
+    }
+
     /// The version now live: 1 at load, +1 per swap.
     pub fn version(&self) -> u64 {
         self.code.load().version
     }
 
     /// Re-reads the module file and swaps in its contents if they changed and load cleanly.
-    /// On error the running version stays and the error is recorded.
+    /// On error the running version stays and the error is recorded, once per distinct
+    /// file version: the same broken contents found again are `Unchanged`.
     pub fn reload(&self) -> Result<Reloaded, LoadError> {
-        let result = self.try_reload();
-        if let Err(e) = &result {
-            self.stats.reload_failures.fetch_add(1, Ordering::Relaxed);
-            self.stats.record_error(&e.to_string());
-            tracing::warn!(plugin = %self.name, "reload failed, keeping version {}: {e}", self.version());
+        let read = read_module(&self.path);
+        let fingerprint = match &read {
+            Ok(bytes) => content_hash(bytes),
+            // A read error's text stands for the "version" of a missing or unreadable file.
+            Err(e) => content_hash(e.to_string().as_bytes()) ^ 1,
+        };
+        let mut rejected = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        if *rejected == Some(fingerprint) {
+            return Ok(Reloaded::Unchanged);
+        }
+        let result = read.and_then(|bytes| self.try_reload(&bytes));
+        match &result {
+            Err(e) => {
+                *rejected = Some(fingerprint);
+                self.stats.reload_failures.fetch_add(1, Ordering::Relaxed);
+                self.stats.record_error(&e.to_string());
+                tracing::warn!(plugin = %self.name, "reload failed, keeping version {}: {e}", self.version());
+            }
+            Ok(_) => *rejected = None,
         }
         result
     }
 
-    fn try_reload(&self) -> Result<Reloaded, LoadError> {
-        let bytes = std::fs::read(&self.path).map_err(|source| LoadError::Read {
-            path: self.path.clone(),
-            source,
-        })?;
+    fn try_reload(&self, bytes: &[u8]) -> Result<Reloaded, LoadError> {
         let current = self.code.load();
-        if content_hash(&bytes) == current.hash {
+        if content_hash(bytes) == current.hash {
             return Ok(Reloaded::Unchanged);
         }
         let version = current.version + 1;
@@ -272,8 +312,8 @@ impl Plugin {
             &self.spec,
             self.kind,
             &self.path,
-            &bytes,
-            version,
+            bytes,
+            (version, self.instances),
         )?;
         self.code.store(Arc::new(code));
         self.stats.reloads.fetch_add(1, Ordering::Relaxed);
@@ -285,7 +325,7 @@ impl Plugin {
     pub(crate) fn evaluate(&self, ctx: CycleContext<'_>) -> (Table, Normalize) {
         let code = self.code.load_full();
         let nodes = ctx.cluster.node_order();
-        let chunks = chunk_count(nodes.len());
+        let chunks = chunk_count(nodes.len()).min(self.instances);
         let size = nodes.len().div_ceil(chunks).max(1);
         let cycle = CycleShared::default();
         let run = |c: usize| {
@@ -387,6 +427,7 @@ impl Plugin {
         let state = inst.store.data_mut();
         state.begin_call(count);
         state.limits.hit = false;
+        let _running = self.runtime.in_flight();
         inst.store.set_epoch_deadline(deadline_ticks(&self.spec));
         let returned = with_call(call, || inst.run.call(&mut inst.store, count as i32));
         match returned {
@@ -449,6 +490,29 @@ fn cause(e: &wasmtime::Error, store: &Store<HostState>, spec: &WasmPlugin) -> St
     }
 }
 
+/// Reads a module file: a regular file (symlinks followed) of at most [`MAX_MODULE_BYTES`]
+/// holding a binary module. WAT text is refused without being parsed, so that a module path
+/// pointing at some other file never gets that file's content quoted in an error.
+fn read_module(path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
+    let bytes =
+        berth_policy::file::read_regular_file(path, MAX_MODULE_BYTES).map_err(|source| {
+            LoadError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+    if !bytes.starts_with(WASM_MAGIC) {
+        return Err(LoadError::Compile {
+            path: path.to_path_buf(),
+            message: "the file does not start with the binary WebAssembly magic bytes \\0asm; \
+                      only binary modules are accepted (compile WAT text with `wasm-tools parse` \
+                      or `wat2wasm` first)"
+                .to_string(),
+        });
+    }
+    Ok(bytes)
+}
+
 /// Compiles, validates and starts one version of a module.
 fn build_code(
     runtime: &Arc<Runtime>,
@@ -457,7 +521,7 @@ fn build_code(
     kind: Kind,
     path: &std::path::Path,
     bytes: &[u8],
-    version: u64,
+    (version, instances): (u64, usize),
 ) -> Result<Code, LoadError> {
     let hash = content_hash(bytes);
     let module = runtime
@@ -483,7 +547,7 @@ fn build_code(
                 path: path.to_path_buf(),
                 message,
             };
-            // One instance per worker thread, so the chunks of a pod never wait for one.
+            // One instance per chunk a pod may be split into, so chunks never wait for one.
             let mut pool = Vec::new();
             let (first, normalize) = instantiate(runtime, name, spec, kind, &pre).map_err(|m| {
                 if m.starts_with("declares ABI version") {
@@ -496,7 +560,7 @@ fn build_code(
                 }
             })?;
             pool.push(first);
-            for _ in 1..rayon::current_num_threads() {
+            for _ in 1..instances {
                 pool.push(
                     instantiate(runtime, name, spec, kind, &pre)
                         .map_err(init_error)?
@@ -594,6 +658,8 @@ fn instantiate(
     );
     store.limiter(|s| &mut s.limits);
     store.epoch_deadline_trap();
+    // Instantiation runs guest code (start function, initialisers): the ticker must run.
+    let _running = runtime.in_flight();
     let ticks = deadline_ticks(spec);
     store.set_epoch_deadline(ticks);
     let fail = |e: wasmtime::Error, store: &Store<HostState>| cause(&e, store, spec);

@@ -1,8 +1,8 @@
 //! The wasm engine shared by every plugin: compiler settings, the host functions, the epoch
 //! ticker that bounds each call, and a small cache of compiled modules.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -11,8 +11,11 @@ use wasmtime::{Config, Engine, Linker, Module};
 use crate::error::LoadError;
 use crate::host::{self, HostState};
 
-/// How often the epoch advances: the granularity of call timeouts.
+/// How often the epoch advances while a guest runs: the granularity of call timeouts.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+/// Ticks the ticker goes on after the last call ends before it sleeps: pods arrive in bursts,
+/// and waking the ticker per pod would cost more than ticking through a short gap.
+const LINGER_TICKS: u32 = 100;
 /// Most wasm stack one call may use.
 const MAX_WASM_STACK: usize = 512 * 1024;
 /// Compiled modules kept for reuse (several entries naming one file, a reverted edit).
@@ -21,18 +24,86 @@ const MODULE_CACHE_SIZE: usize = 16;
 /// A compiled module with its content hash and bytes (compared on a hash match).
 type CachedModule = (u64, Arc<[u8]>, Module);
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] until dropped.
+/// What the ticker and the calls share.
+#[derive(Default)]
+struct TickState {
+    /// Guest calls in flight.
+    active: AtomicUsize,
+    /// Ticks so far.
+    ticks: AtomicU64,
+    stop: AtomicBool,
+    /// Held to sleep on `wake` and to wake the ticker, so no wake-up is lost.
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] while guest calls are in flight (and for
+/// [`LINGER_TICKS`] after), and sleeps otherwise: an idle scheduler, or one whose policy has
+/// no plugin, has no periodic wake-up. Deadlines hold because a call's deadline counts ticks
+/// from its start, and the ticker runs for as long as any call does.
 struct Ticker {
-    stop: Arc<AtomicBool>,
+    state: Arc<TickState>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(engine: Engine) -> std::io::Result<Ticker> {
+        let state = Arc::new(TickState::default());
+        let thread = {
+            let state = state.clone();
+            std::thread::Builder::new()
+                .name("berth-wasm-epoch".into())
+                .spawn(move || tick(&engine, &state))?
+        };
+        Ok(Ticker {
+            state,
+            thread: Some(thread),
+        })
+    }
+}
+
+fn tick(engine: &Engine, state: &TickState) {
+    // Asleep until the first call.
+    let mut quiet = LINGER_TICKS;
+    while !state.stop.load(Ordering::Relaxed) {
+        if state.active.load(Ordering::Acquire) > 0 {
+            quiet = 0;
+        } else if quiet >= LINGER_TICKS {
+            let guard = state.lock.lock().unwrap_or_else(|e| e.into_inner());
+            // Checked under the lock a caller takes to wake us: no wake-up is missed.
+            if state.active.load(Ordering::Acquire) == 0 && !state.stop.load(Ordering::Relaxed) {
+                drop(state.wake.wait(guard).unwrap_or_else(|e| e.into_inner()));
+            }
+            quiet = 0;
+            continue;
+        } else {
+            quiet += 1;
+        }
+        std::thread::sleep(EPOCH_TICK);
+        engine.increment_epoch();
+        state.ticks.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl Drop for Ticker {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.state.stop.store(true, Ordering::Relaxed);
+        {
+            let _guard = self.state.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.state.wake.notify_all();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// A guest call in flight: keeps the ticker running until dropped.
+pub(crate) struct InFlight<'a>(&'a TickState);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -41,7 +112,7 @@ pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
     cache: Mutex<Vec<CachedModule>>,
-    _ticker: Ticker,
+    ticker: Ticker,
 }
 
 impl Runtime {
@@ -56,32 +127,34 @@ impl Runtime {
         let engine = Engine::new(&config).map_err(|e| LoadError::Engine(e.to_string()))?;
         let mut linker = Linker::new(&engine);
         host::define(&mut linker).map_err(|e| LoadError::Engine(e.to_string()))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let engine = engine.clone();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("berth-wasm-epoch".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(EPOCH_TICK);
-                        engine.increment_epoch();
-                    }
-                })
-                .map_err(|e| LoadError::Engine(format!("cannot start the epoch ticker: {e}")))?
-        };
+        let ticker = Ticker::start(engine.clone())
+            .map_err(|e| LoadError::Engine(format!("cannot start the epoch ticker: {e}")))?;
         Ok(Arc::new(Runtime {
             engine,
             linker,
             cache: Mutex::new(Vec::new()),
-            _ticker: Ticker {
-                stop,
-                thread: Some(thread),
-            },
+            ticker,
         }))
     }
 
-    /// Compiles a module (binary, or WAT text), reusing an identical earlier compilation.
+    /// Marks a guest call as in flight, waking the ticker if it sleeps. Hold the guard for
+    /// the whole call: the call's epoch deadline only advances while some guard is alive.
+    pub(crate) fn in_flight(&self) -> InFlight<'_> {
+        let state = &*self.ticker.state;
+        if state.active.fetch_add(1, Ordering::AcqRel) == 0 {
+            let _guard = state.lock.lock().unwrap_or_else(|e| e.into_inner());
+            state.wake.notify_one();
+        }
+        InFlight(state)
+    }
+
+    /// Epoch ticks so far (for tests of the ticker).
+    #[doc(hidden)]
+    pub fn epoch_ticks(&self) -> u64 {
+        self.ticker.state.ticks.load(Ordering::Relaxed)
+    }
+
+    /// Compiles a binary module, reusing an identical earlier compilation.
     pub(crate) fn compile(&self, bytes: &[u8], hash: u64) -> Result<Module, String> {
         let cached = |cache: &Vec<CachedModule>| {
             cache
@@ -93,7 +166,7 @@ impl Runtime {
             return Ok(m);
         }
         // Compiled outside the lock: compiling takes milliseconds to seconds.
-        let module = Module::new(&self.engine, bytes).map_err(|e| format!("{e:#}"))?;
+        let module = Module::from_binary(&self.engine, bytes).map_err(|e| format!("{e:#}"))?;
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= MODULE_CACHE_SIZE {
             cache.remove(0);

@@ -47,6 +47,9 @@ struct Shared {
     config: CycleConfig,
     /// Hash of the policy text running now.
     policy_hash: Mutex<u64>,
+    /// Hash of the last policy text (or read error) rejected, so an unchanged broken file is
+    /// neither re-parsed nor counted again on every rescan.
+    policy_rejected: Mutex<Option<u64>>,
     policy: Mutex<EffectivePolicy>,
     pending: Mutex<Option<Scheduler>>,
     status: Mutex<ReloadStatus>,
@@ -71,11 +74,9 @@ impl Reloader {
         config: CycleConfig,
         debounce: Duration,
     ) -> Result<(Reloader, Scheduler), WatchError> {
-        let text = std::fs::read_to_string(policy_path).map_err(|source| {
-            berth_policy::PolicyError::Read {
-                file: policy_path.display().to_string(),
-                source,
-            }
+        let text = read_policy(policy_path).map_err(|source| berth_policy::PolicyError::Read {
+            file: policy_path.display().to_string(),
+            source,
         })?;
         let policy = berth_policy::parse(&text, &policy_path.display().to_string())?;
         let scheduler = scheduler_with_plugins(&policy, config, &*host)?;
@@ -84,6 +85,7 @@ impl Reloader {
             policy_path: policy_path.to_path_buf(),
             config,
             policy_hash: Mutex::new(content_hash(text.as_bytes())),
+            policy_rejected: Mutex::new(None),
             policy: Mutex::new(policy),
             pending: Mutex::new(None),
             status: Mutex::new(ReloadStatus::default()),
@@ -193,21 +195,44 @@ impl Shared {
     }
 
     /// Loads the policy file if its contents changed; true when a new scheduler is pending.
+    /// A version that failed once is `Ok(false)` until the file changes again.
     fn reload_policy(&self) -> Result<bool, String> {
         let file = self.policy_path.display().to_string();
-        let text = std::fs::read_to_string(&self.policy_path)
-            .map_err(|e| format!("{file}: cannot read the policy file: {e}"))?;
-        let hash = content_hash(text.as_bytes());
+        let read = read_policy(&self.policy_path)
+            .map_err(|e| format!("{file}: cannot read the policy file: {e}"));
+        let hash = match &read {
+            Ok(text) => content_hash(text.as_bytes()),
+            Err(e) => content_hash(e.as_bytes()) ^ 1,
+        };
         if hash == *lock(&self.policy_hash) {
+            *lock(&self.policy_rejected) = None;
             return Ok(false);
         }
-        let policy = berth_policy::parse(&text, &file).map_err(|e| e.to_string())?;
-        let scheduler =
-            scheduler_with_plugins(&policy, self.config, &*self.host).map_err(|e| e.to_string())?;
+        if *lock(&self.policy_rejected) == Some(hash) {
+            return Ok(false);
+        }
+        let built = read.and_then(|text| {
+            let policy = berth_policy::parse(&text, &file).map_err(|e| e.to_string())?;
+            let scheduler = scheduler_with_plugins(&policy, self.config, &*self.host)
+                .map_err(|e| e.to_string())?;
+            Ok((policy, scheduler))
+        });
+        let (policy, scheduler) = match built {
+            Ok(b) => b,
+            Err(e) => {
+                *lock(&self.policy_rejected) = Some(hash);
+                return Err(e);
+            }
+        };
         *lock(&self.pending) = Some(scheduler);
         *lock(&self.policy) = policy;
         *lock(&self.policy_hash) = hash;
+        *lock(&self.policy_rejected) = None;
         tracing::info!(policy = %file, "policy reloaded");
         Ok(true)
     }
+}
+
+fn read_policy(path: &Path) -> std::io::Result<String> {
+    berth_policy::file::read_regular_text(path, berth_policy::file::MAX_POLICY_BYTES)
 }

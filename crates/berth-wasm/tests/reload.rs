@@ -206,3 +206,66 @@ fn watcher_reloads_modules_and_the_policy() {
     );
     assert_eq!(reloader.policy().predicates.len(), 3, "the running policy");
 }
+
+/// A broken module or policy is rejected once per version: rescans caused by unrelated file
+/// changes neither rebuild it nor count it again.
+#[test]
+fn rejected_versions_are_counted_once() {
+    let plugins = Plugins::new(&[("modes", fixture("modes"))]);
+    let policy_path = plugins.dir.path().join("policy.json");
+    std::fs::write(&policy_path, POLICY).expect("policy");
+    let (reloader, _sched) = Reloader::start(
+        plugins.host.clone(),
+        &policy_path,
+        CycleConfig::default(),
+        Duration::from_secs(3600),
+    )
+    .expect("reloader");
+    let module = plugins.dir.path().join("modes.wasm");
+    std::fs::write(&module, b"\0asm\x01\0\0\0\x05").expect("write");
+    std::fs::write(&policy_path, b"{\"predicates\": [").expect("write");
+    for _ in 0..5 {
+        reloader.rescan();
+    }
+    let status = reloader.status();
+    assert_eq!(
+        (
+            status.rescans,
+            status.module_failures,
+            status.policy_failures
+        ),
+        (5, 1, 1),
+        "{status:?}"
+    );
+    let plugin = &plugins.host.plugins()[0];
+    assert_eq!(plugin.stats().reload_failures.load(Ordering::Relaxed), 1);
+    assert!(status.last_error.is_some());
+
+    // Another broken version, a deleted file: each a new version, counted once.
+    std::fs::write(&module, b"\0asm\x01\0\0\0\x06").expect("write");
+    reloader.rescan();
+    reloader.rescan();
+    std::fs::remove_file(&module).expect("delete");
+    reloader.rescan();
+    reloader.rescan();
+    assert_eq!(reloader.status().module_failures, 3);
+
+    // A good version resets it: the first broken version is new again after it.
+    std::fs::write(&module, requiring("ssd")).expect("write");
+    std::fs::write(&policy_path, POLICY).expect("write");
+    reloader.rescan();
+    assert_eq!(plugin.version(), 2);
+    std::fs::write(&module, b"\0asm\x01\0\0\0\x05").expect("write");
+    reloader.rescan();
+    reloader.rescan();
+    let status = reloader.status();
+    assert_eq!(
+        (
+            status.module_failures,
+            status.module_reloads,
+            status.policy_failures
+        ),
+        (4, 1, 1),
+        "{status:?}"
+    );
+}

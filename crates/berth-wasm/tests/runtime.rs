@@ -212,3 +212,41 @@ fn sandbox_has_no_files_environment_or_arguments() {
         ]
     );
 }
+
+/// The epoch ticker only runs while guest calls are in flight (plus a short linger): an idle
+/// runtime, or one without plugins, never wakes up. Deadlines still hold (`failure_modes`
+/// times out a looping guest).
+#[test]
+fn the_epoch_ticker_sleeps_while_no_guest_runs() {
+    let runtime = berth_wasm::Runtime::new().expect("runtime");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(runtime.epoch_ticks(), 0, "ticks with no plugin loaded");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("modes.wasm"), fixture("modes")).expect("write");
+    let host = berth_wasm::PluginHost::new(runtime.clone(), dir.path());
+    let policy = berth_policy::parse(GPU_FILTER, "policy.json").expect("policy");
+    let mut sched = berth_engine::registry::scheduler_with_plugins(
+        &policy,
+        berth_engine::CycleConfig::default(),
+        &host,
+    )
+    .expect("scheduler");
+    let mut cl = cluster(vec![node("a").label("gpu", "t4").build()], vec![]);
+    assert_eq!(schedule(&mut cl, &mut sched, vec![pod("p").build()]), ["a"]);
+    // The ticker lingers 100 ticks after the last call, then sleeps: within 10 s (a loaded
+    // machine stretches the 1 ms sleeps) a 300 ms window must pass without a tick.
+    let start = std::time::Instant::now();
+    loop {
+        let before = runtime.epoch_ticks();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if runtime.epoch_ticks() == before && before > 0 {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "the ticker did not run, or still ticks {:?} after the last call",
+            start.elapsed()
+        );
+    }
+}

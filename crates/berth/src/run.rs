@@ -76,11 +76,39 @@ pub struct Args {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Memory all WASM plugin instances together may hold, in MiB (default: half the
+    /// container's memory limit when there is one, else unbounded). Each plugin gets one
+    /// instance per worker thread, fewer if the budget is short, and each instance may hold
+    /// its memoryLimitMiB.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    plugin_memory_mib: Option<u64>,
 }
 
 /// How long the policy file and plugins must be quiet before a reload (editors and
 /// ConfigMap updates write in several steps).
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// The plugin memory budget: the flag, else half the cgroup (container) memory limit, so the
+/// cluster cache, the engine and the API client keep the other half.
+fn plugin_memory_budget(flag_mib: Option<u64>) -> Option<u64> {
+    if let Some(mib) = flag_mib {
+        return Some(mib.saturating_mul(1024 * 1024));
+    }
+    cgroup_memory_limit().map(|limit| limit / 2)
+}
+
+/// The memory limit of this process's cgroup (v2 `memory.max`, else v1), if any.
+fn cgroup_memory_limit() -> Option<u64> {
+    [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|f| std::fs::read_to_string(f).ok())
+    .and_then(|text| text.trim().parse::<u64>().ok())
+    // cgroup v1 says "no limit" with a number near i64::MAX.
+    .filter(|limit| *limit < 1 << 60)
+}
 
 /// The service account namespace file of a pod.
 const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -105,7 +133,11 @@ pub fn run(args: &Args) -> Result<()> {
     // The reloader watches the policy file and the plugins directory; a changed file that
     // validates becomes a new scheduler, swapped in between cycles, while a broken one
     // leaves the last good one running (and is logged). It lives as long as the daemon.
-    let host = Arc::new(PluginHost::new(Runtime::new()?, &dir));
+    let budget = plugin_memory_budget(args.plugin_memory_mib);
+    if let Some(bytes) = budget {
+        tracing::info!("plugin memory budget: {} MiB", bytes >> 20);
+    }
+    let host = Arc::new(PluginHost::new(Runtime::new()?, &dir).with_memory_budget(budget));
     let (reloader, scheduler) = Reloader::start(host, &args.policy, config, RELOAD_DEBOUNCE)
         .with_context(|| format!("policy {}", args.policy.display()))?;
     let reloader = Arc::new(reloader);
