@@ -136,7 +136,9 @@ mod tests {
 
     #[test]
     fn nesting_is_bounded_whatever_the_quoting() {
-        let cases: &[(&str, usize, Option<(usize, usize)>)] = &[
+        // (text, bound, where it is crossed: line and column)
+        type Case<'a> = (&'a str, usize, Option<(usize, usize)>);
+        let cases: &[Case] = &[
             ("{\"a\": [1, {\"b\": 2}]}", 3, None),
             ("{\"a\": [1, {\"b\": [2]}]}", 3, Some((1, 17))),
             ("a:\n  b: \"[[[\"\n", 2, Some((2, 9))),
