@@ -19,14 +19,7 @@ use crate::model::{
 };
 use crate::podinfo::{AffinityTerm, PodAffinity, PodInfo};
 use crate::resources::{PODS, Resources};
-
-/// Index of a node in the cluster. Stable while the node exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeId(pub u32);
-
-/// Index of a pod in the cluster. Stable while the pod exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PodId(pub u32);
+pub use crate::types::{HostPort, NamespaceFilter, NodeId, PodId, TermKind};
 
 /// Well-known label keys, interned once.
 #[derive(Debug, Clone, Copy)]
@@ -41,26 +34,6 @@ pub struct WellKnown {
     pub region: Sym,
     /// `failure-domain.beta.kubernetes.io/region`.
     pub region_beta: Sym,
-}
-
-/// A host port in use or requested: (IP, protocol, port). IP "0.0.0.0" is the wildcard.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct HostPort {
-    /// Host IP, "0.0.0.0" when unset.
-    pub ip: Box<str>,
-    /// Protocol, "TCP" when unset.
-    pub protocol: Box<str>,
-    /// Port number.
-    pub port: i32,
-}
-
-impl HostPort {
-    /// Whether two host ports conflict (same protocol and port, and IPs equal or either wildcard).
-    pub fn conflicts(&self, other: &HostPort) -> bool {
-        self.port == other.port
-            && self.protocol == other.protocol
-            && (self.ip == other.ip || &*self.ip == "0.0.0.0" || &*other.ip == "0.0.0.0")
-    }
 }
 
 /// A node with its aggregates.
@@ -107,7 +80,7 @@ pub struct NodeInfo {
     pub pods_with_affinity: Vec<PodId>,
     /// The node as given.
     pub node: Box<model::Node>,
-    /// Owners listed in the `scheduler.alpha.kubernetes.io/preferAvoidPods` annotation: (kind, uid).
+    /// Controllers whose pods should avoid the node (from its preferAvoidPods annotation): (kind, uid).
     pub prefer_avoid: Vec<(Box<str>, Box<str>)>,
     /// Image name, as the kubelet reports it -> size in bytes.
     pub images: FxHashMap<Box<str>, i64>,
@@ -178,8 +151,8 @@ impl NodeInfo {
 pub struct NamespaceInfo {
     /// Interned labels (namespace selectors of affinity terms).
     pub labels: Labels,
-    /// The namespace's node selector annotation, if set.
-    pub node_selector: Option<String>,
+    /// The namespace's node selector, if its annotation is set.
+    pub node_selector: Option<model::NamespaceNodeSelector>,
 }
 
 /// A Service, RC, ReplicaSet or StatefulSet, compiled.
@@ -275,9 +248,6 @@ impl Default for Cluster {
 
 /// The zone index of a node without zone or region labels.
 pub const NO_ZONE: u32 = u32::MAX;
-
-/// The annotation listing owners whose pods should avoid a node.
-pub const PREFER_AVOID_PODS_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/preferAvoidPods";
 
 impl Cluster {
     /// An empty cluster.
@@ -479,11 +449,10 @@ impl Cluster {
         let pod_ip_capacity = pod_ip_capacity(&node)?;
         let zone_key = self.zone_key_of(&labels);
         let prefer_avoid = node
-            .meta
-            .annotations
-            .get(PREFER_AVOID_PODS_ANNOTATION)
-            .map(|a| parse_prefer_avoid(a))
-            .unwrap_or_default();
+            .prefer_avoid_pods
+            .iter()
+            .map(|(kind, uid)| (kind.as_str().into(), uid.as_str().into()))
+            .collect();
         // Node image names are used as the kubelet reports them (with tags or digests); only
         // the pod's image references are normalised, as upstream does.
         let mut images: FxHashMap<Box<str>, i64> = FxHashMap::default();
@@ -806,7 +775,7 @@ impl Cluster {
         self.candidates_for(selector).into_iter().filter(move |id| {
             let p = self.pod(*id);
             p.node.is_some()
-                && namespaces.contains(p.namespace, self)
+                && namespaces.contains(p.namespace, || self.namespace_labels(p.namespace))
                 && selector.matches(&p.labels)
         })
     }
@@ -815,9 +784,6 @@ impl Cluster {
 
     /// Adds or replaces a namespace.
     pub fn upsert_namespace(&mut self, ns: &model::Namespace) {
-        let node_selector =
-            crate::rules::namespace_node_selector::namespace_annotation(&ns.meta.annotations)
-                .map(str::to_string);
         let name = self.interner.intern(&ns.meta.name);
         let labels = Labels::intern(
             &mut self.interner,
@@ -827,9 +793,15 @@ impl Cluster {
             name,
             NamespaceInfo {
                 labels,
-                node_selector,
+                node_selector: ns.node_selector.clone(),
             },
         );
+    }
+
+    /// The labels of namespace `ns`; None when there is no Namespace object.
+    #[inline]
+    pub fn namespace_labels(&self, ns: Sym) -> Option<&Labels> {
+        self.namespaces.get(&ns).map(|n| &n.labels)
     }
 
     /// Adds a Service, RC, ReplicaSet or StatefulSet.
@@ -866,38 +838,6 @@ impl Cluster {
     }
 }
 
-/// The namespaces a pod affinity term looks in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamespaceFilter {
-    /// Listed namespaces.
-    pub names: Vec<Sym>,
-    /// Namespaces whose labels match (None = no selector; an empty selector matches all).
-    pub selector: Option<Selector>,
-}
-
-impl NamespaceFilter {
-    /// Only the given namespace.
-    pub fn only(ns: Sym) -> Self {
-        NamespaceFilter {
-            names: vec![ns],
-            selector: None,
-        }
-    }
-
-    /// Whether `ns` is included.
-    #[inline]
-    pub fn contains(&self, ns: Sym, cluster: &Cluster) -> bool {
-        self.names.contains(&ns)
-            || self.selector.as_ref().is_some_and(|s| {
-                s.is_empty()
-                    || cluster
-                        .namespaces
-                        .get(&ns)
-                        .is_some_and(|info| s.matches(&info.labels))
-            })
-    }
-}
-
 /// Candidate pods for a selector (see [`Cluster::candidates_for`]).
 pub enum Candidates<'a> {
     /// From the label index.
@@ -915,19 +855,6 @@ impl<'a> IntoIterator for Candidates<'a> {
             Candidates::All(c) => Box::new(c.pods().map(|(id, _)| id)),
         }
     }
-}
-
-/// Which of a pod's affinity term lists a [`TermRef`] points into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TermKind {
-    /// Required pod affinity.
-    Required,
-    /// Preferred pod affinity.
-    Preferred,
-    /// Required pod anti-affinity.
-    AntiRequired,
-    /// Preferred pod anti-affinity.
-    AntiPreferred,
 }
 
 /// One affinity term of an assigned pod.
@@ -1062,12 +989,6 @@ fn pod_ip_capacity(node: &model::Node) -> Result<Option<u64>, ClusterError> {
         total = total.saturating_add(size.saturating_sub(3));
     }
     Ok(Some(total.min(CAP)))
-}
-
-/// Parses the preferAvoidPods annotation into (controller kind, uid) pairs; a malformed
-/// annotation is ignored, as upstream does.
-fn parse_prefer_avoid(text: &str) -> Vec<(Box<str>, Box<str>)> {
-    crate::json::prefer_avoid_entries(text)
 }
 
 /// Normalises an image name as upstream's image locality does: a name without a tag or

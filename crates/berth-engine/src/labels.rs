@@ -36,6 +36,24 @@ impl Interner {
     }
 }
 
+/// Parses a node selector written as `key=value,key2=value2` (spaces around items allowed),
+/// as namespace annotations and the policy's default namespace selector give it. Empty means
+/// no restriction.
+pub fn parse_node_selector(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| match item.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() && !v.contains('=') => {
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => Err(format!(
+                "invalid node selector item {item:?} in {text:?} (expected comma-separated key=value pairs)"
+            )),
+        })
+        .collect()
+}
+
 /// A label set, sorted by key for binary search.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Labels(Box<[(Sym, Sym)]>);

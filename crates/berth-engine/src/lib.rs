@@ -9,7 +9,6 @@ pub mod extender;
 pub mod features;
 mod filters;
 pub mod framework;
-mod json;
 pub mod labels;
 pub mod model;
 pub mod nominator;
@@ -21,6 +20,7 @@ pub mod rules;
 pub mod scheduler;
 pub mod simulation;
 pub mod testkit;
+pub mod types;
 
 pub use cluster::{Cluster, ClusterError, NodeId, NodeInfo, PodId};
 pub use extender::{Extender, ExtenderError};

@@ -156,6 +156,10 @@ pub struct Node {
     pub conditions: NodeConditions,
     /// `status.images`.
     pub images: Vec<NodeImage>,
+    /// Controllers whose pods should avoid the node, from its
+    /// `scheduler.alpha.kubernetes.io/preferAvoidPods` annotation, parsed by the converter
+    /// (a malformed annotation lists none, as upstream ignores it): (kind, uid).
+    pub prefer_avoid_pods: Vec<(String, String)>,
 }
 
 /// A host port a container asks for.
@@ -401,8 +405,31 @@ pub struct PodDisruptionBudget {
 /// A namespace.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Namespace {
-    /// Metadata (labels feed namespace selectors; annotations hold node selectors).
+    /// Metadata (labels feed namespace selectors).
     pub meta: Meta,
+    /// The node selector from the namespace's `openshift.io/node-selector` or
+    /// `scheduler.alpha.kubernetes.io/node-selector` annotation, parsed by the converter;
+    /// None when neither is set.
+    pub node_selector: Option<NamespaceNodeSelector>,
+}
+
+/// A namespace's node selector annotation, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamespaceNodeSelector {
+    /// The (key, value) pairs every node must carry; empty restricts nothing.
+    Pairs(Vec<(String, String)>),
+    /// The annotation does not parse: why. The namespace's pods fit no node.
+    Invalid(String),
+}
+
+impl NamespaceNodeSelector {
+    /// Parses an annotation's `key=value,key2=value2`.
+    pub fn parse(text: &str) -> Self {
+        match crate::labels::parse_node_selector(text) {
+            Ok(pairs) => NamespaceNodeSelector::Pairs(pairs),
+            Err(e) => NamespaceNodeSelector::Invalid(e),
+        }
+    }
 }
 
 /// The kind of a workload object that selects pods (for spreading).

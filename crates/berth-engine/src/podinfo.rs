@@ -1,10 +1,10 @@
 //! A pod compiled for scheduling: interned labels, compiled selectors and affinity terms,
 //! and its resource requests computed once.
 
-use crate::cluster::{Cluster, HostPort, NamespaceFilter, NodeId, TermKind};
 use crate::labels::{Interner, LabelSelector, Labels, Operator, Requirement, Selector, Sym};
 use crate::model::{self, NodeSelectorTerm, PodAffinityTerm, WhenUnsatisfiable};
 use crate::resources::{CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, Resources};
+use crate::types::{HostPort, NamespaceFilter, NodeId, TermKind};
 
 /// A compiled node selector term: label requirements plus `metadata.name` field requirements.
 #[derive(Debug, Clone, Default)]
@@ -99,11 +99,12 @@ impl AffinityTerm {
         }
     }
 
-    /// Whether `pod` is one of the pods this term is about.
+    /// Whether `pod` is one of the pods this term is about; `namespace_labels` are the labels
+    /// of the pod's namespace, None when there is no Namespace object.
     #[inline]
-    pub fn matches(&self, pod: &PodInfo, cluster: &Cluster) -> bool {
+    pub fn matches(&self, pod: &PodInfo, namespace_labels: Option<&Labels>) -> bool {
         self.selector.as_ref().is_some_and(|s| {
-            s.matches(&pod.labels) && self.namespaces.contains(pod.namespace, cluster)
+            s.matches(&pod.labels) && self.namespaces.contains(pod.namespace, || namespace_labels)
         })
     }
 

@@ -110,6 +110,11 @@ impl NodeBuilder {
         self.0.meta.labels.remove(k);
         self
     }
+    /// Lists a controller (kind, uid) whose pods should avoid the node (preferAvoidPods).
+    pub fn avoid_pods_of(mut self, kind: &str, uid: &str) -> Self {
+        self.0.prefer_avoid_pods.push((kind.into(), uid.into()));
+        self
+    }
     /// A taint.
     pub fn taint(mut self, key: &str, value: &str, effect: TaintEffect) -> Self {
         self.0.taints.push(Taint {
@@ -430,6 +435,7 @@ pub fn namespace(name: &str, labels: &[(&str, &str)]) -> crate::model::Namespace
             labels: self::labels(labels),
             ..meta(name, "")
         },
+        node_selector: None,
     }
 }
 

@@ -1468,6 +1468,13 @@ status:
         namespace.meta.annotations["scheduler.alpha.kubernetes.io/node-selector"],
         "env=prod"
     );
+    assert_eq!(
+        namespace.node_selector,
+        Some(model::NamespaceNodeSelector::Pairs(vec![(
+            "env".into(),
+            "prod".into()
+        )]))
+    );
 }
 
 const CLUSTER: &str = r#"

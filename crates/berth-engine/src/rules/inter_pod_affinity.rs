@@ -167,7 +167,10 @@ fn affinity_domains(cluster: &Cluster, terms: &[AffinityTerm]) -> Domains {
     };
     for id in cluster.matching_pods(&first.namespaces, selector) {
         let p = cluster.pod(id);
-        if rest.iter().all(|t| t.matches(p, cluster)) {
+        if rest
+            .iter()
+            .all(|t| t.matches(p, cluster.namespace_labels(p.namespace)))
+        {
             for t in terms {
                 domains.insert_node_domain(cluster, p, t.topology_key);
             }
@@ -198,7 +201,11 @@ fn existing_anti_affinity_domains(cluster: &Cluster, pod: &PodInfo) -> Domains {
         return domains;
     }
     let no_labels = Labels::default();
-    let namespace_labels = namespace_labels(cluster, pod).unwrap_or(&no_labels);
+    // Without a Namespace object upstream matches running pods' namespace selectors against
+    // no labels.
+    let namespace_labels = cluster
+        .namespace_labels(pod.namespace)
+        .unwrap_or(&no_labels);
     for r in index.candidates(&pod.labels) {
         let Some(term) = cluster.term(r) else {
             continue;
@@ -208,12 +215,6 @@ fn existing_anti_affinity_domains(cluster: &Cluster, pod: &PodInfo) -> Domains {
         }
     }
     domains
-}
-
-/// The labels of the pod's namespace; None when there is no Namespace object (upstream then
-/// matches running pods' namespace selectors against no labels).
-pub(crate) fn namespace_labels<'a>(cluster: &'a Cluster, pod: &PodInfo) -> Option<&'a Labels> {
-    cluster.namespaces.get(&pod.namespace).map(|n| &n.labels)
 }
 
 impl FilterRule for MatchInterPodAffinity {
@@ -239,7 +240,10 @@ impl FilterRule for MatchInterPodAffinity {
         }
         let affinity_domains = affinity_domains(cluster, &affinity.required);
         let first_of_group = affinity_domains.is_empty()
-            && affinity.required.iter().all(|t| t.matches(pod, cluster));
+            && affinity
+                .required
+                .iter()
+                .all(|t| t.matches(pod, cluster.namespace_labels(pod.namespace)));
         let mut check = Check {
             affinity_terms: &affinity.required,
             affinity_domains,

@@ -15,7 +15,6 @@ use crate::cluster::{Cluster, NodeId, NodeInfo, TermKind};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
 use crate::labels::{Labels, Sym};
 use crate::podinfo::{AffinityTerm, PodInfo};
-use crate::rules::inter_pod_affinity::namespace_labels;
 
 /// The rule.
 pub struct InterPodAffinityPriority {
@@ -113,7 +112,9 @@ impl ScoreRule for InterPodAffinityPriority {
         let index = cluster.scoring_affinity_terms();
         if !index.is_empty() {
             let no_labels = Labels::default();
-            let namespace_labels = namespace_labels(cluster, pod).unwrap_or(&no_labels);
+            let namespace_labels = cluster
+                .namespace_labels(pod.namespace)
+                .unwrap_or(&no_labels);
             for r in index.candidates(&pod.labels) {
                 let Some(term) = cluster.term(r) else {
                     continue;

@@ -1,43 +1,15 @@
 //! MatchNamespaceNodeSelector (Berth): a pod lands only on nodes matching its namespace's node
 //! selector, from the namespace annotation `openshift.io/node-selector` or
-//! `scheduler.alpha.kubernetes.io/node-selector`, else the policy's cluster-wide default.
+//! `scheduler.alpha.kubernetes.io/node-selector` (read by the converter into
+//! [`crate::model::Namespace::node_selector`]), else the policy's cluster-wide default.
 
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
-use crate::labels::Sym;
+use crate::labels::{Sym, parse_node_selector};
+use crate::model::NamespaceNodeSelector;
 
 /// The node does not match the namespace's node selector.
 pub const REASON: &str = "node(s) didn't match namespace node selector";
-/// OpenShift's project node selector annotation (takes precedence).
-pub const OPENSHIFT_ANNOTATION: &str = "openshift.io/node-selector";
-/// The PodNodeSelector admission plugin's annotation.
-pub const KUBERNETES_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/node-selector";
-
-/// Parses `key=value,key2=value2` (spaces around items allowed). Empty means no restriction.
-pub fn parse_node_selector(text: &str) -> Result<Vec<(String, String)>, String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(|item| match item.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() && !v.contains('=') => {
-                Ok((k.trim().to_string(), v.trim().to_string()))
-            }
-            _ => Err(format!(
-                "invalid node selector item {item:?} in {text:?} (expected comma-separated key=value pairs)"
-            )),
-        })
-        .collect()
-}
-
-/// The node selector annotation of a namespace, if it has one (OpenShift's first).
-pub fn namespace_annotation(
-    annotations: &std::collections::BTreeMap<String, String>,
-) -> Option<&str> {
-    annotations
-        .get(OPENSHIFT_ANNOTATION)
-        .or_else(|| annotations.get(KUBERNETES_ANNOTATION))
-        .map(String::as_str)
-}
 
 /// The rule, with the cluster-wide default selector.
 pub struct MatchNamespaceNodeSelector {
@@ -82,20 +54,14 @@ impl FilterRule for MatchNamespaceNodeSelector {
         let own = cluster
             .namespaces
             .get(&ctx.pod.namespace)
-            .and_then(|ns| ns.node_selector.as_deref());
-        let parsed;
+            .and_then(|ns| ns.node_selector.as_ref());
         let pairs = match own {
-            Some(text) => match parse_node_selector(text) {
-                Ok(p) => {
-                    parsed = p;
-                    &parsed
-                }
-                Err(e) => {
-                    return FilterPrep::RejectAll(vec![
-                        format!("namespace {}: {e}", ctx.pod.pod.meta.namespace).into(),
-                    ]);
-                }
-            },
+            Some(NamespaceNodeSelector::Pairs(pairs)) => pairs,
+            Some(NamespaceNodeSelector::Invalid(e)) => {
+                return FilterPrep::RejectAll(vec![
+                    format!("namespace {}: {e}", ctx.pod.pod.meta.namespace).into(),
+                ]);
+            }
             None => &self.default,
         };
         if pairs.is_empty() {
@@ -126,19 +92,19 @@ mod tests {
         ]
     }
 
-    fn with_ns(annotations: &[(&str, &str)]) -> crate::Cluster {
+    fn with_ns(selector: Option<&str>) -> crate::Cluster {
         let mut c = cluster(nodes(), vec![]);
         let mut ns = Namespace::default();
         ns.meta.name = "team".into();
-        ns.meta.annotations = labels(annotations);
+        ns.node_selector = selector.map(NamespaceNodeSelector::parse);
         c.upsert_namespace(&ns);
         c
     }
 
-    /// (name, namespace annotations, policy default, nodes that pass)
+    /// (name, namespace node selector, policy default, nodes that pass)
     type Case = (
         &'static str,
-        &'static [(&'static str, &'static str)],
+        Option<&'static str>,
         &'static str,
         Vec<&'static str>,
     );
@@ -148,64 +114,39 @@ mod tests {
         let cases: Vec<Case> = vec![
             (
                 "no annotation, no default",
-                &[],
+                None,
                 "",
                 vec!["infra", "app", "bare"],
             ),
             (
                 "no annotation: default applies",
-                &[],
+                None,
                 "region=infra",
                 vec!["infra"],
             ),
             (
-                "openshift annotation",
-                &[(OPENSHIFT_ANNOTATION, "region=primary")],
+                "the namespace's selector wins over the default",
+                Some("region=primary"),
                 "region=infra",
                 vec!["app"],
-            ),
-            (
-                "kubernetes annotation",
-                &[(KUBERNETES_ANNOTATION, "env=prod")],
-                "",
-                vec!["app"],
-            ),
-            (
-                "openshift annotation wins over kubernetes one",
-                &[
-                    (OPENSHIFT_ANNOTATION, "region=infra"),
-                    (KUBERNETES_ANNOTATION, "env=prod"),
-                ],
-                "",
-                vec!["infra"],
             ),
             (
                 "empty annotation lifts the default",
-                &[(OPENSHIFT_ANNOTATION, "")],
+                Some(""),
                 "region=infra",
                 vec!["infra", "app", "bare"],
             ),
             (
                 "several pairs are ANDed",
-                &[(OPENSHIFT_ANNOTATION, "region=primary, env=prod")],
+                Some("region=primary, env=prod"),
                 "",
                 vec!["app"],
             ),
-            (
-                "a value no node has",
-                &[(OPENSHIFT_ANNOTATION, "region=nowhere")],
-                "",
-                vec![],
-            ),
-            (
-                "a key no node has",
-                &[(OPENSHIFT_ANNOTATION, "unknown-key=x")],
-                "",
-                vec![],
-            ),
+            ("a value no node has", Some("region=nowhere"), "", vec![]),
+            ("a key no node has", Some("unknown-key=x"), "", vec![]),
         ];
-        for (name, ann, default, want) in cases {
-            let mut c = with_ns(ann);
+        for (name, selector, default, want) in cases {
+            let mut c = with_ns(selector);
             let rule = MatchNamespaceNodeSelector::new(default).unwrap();
             let got = run_filter(&rule, &mut c, pod("p").ns("team").build());
             assert_eq!(passing(&got), want, "{name}");
@@ -222,7 +163,7 @@ mod tests {
         assert!(MatchNamespaceNodeSelector::new("region").is_err());
         assert!(parse_node_selector("a=b=c").is_err());
         assert_eq!(parse_node_selector(" a=b , c=d ").unwrap().len(), 2);
-        let mut c = with_ns(&[(OPENSHIFT_ANNOTATION, "oops")]);
+        let mut c = with_ns(Some("oops"));
         let got = run_filter(
             &MatchNamespaceNodeSelector::new("").unwrap(),
             &mut c,

@@ -41,21 +41,16 @@ impl ScoreRule for NodePreferAvoidPods {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::PREFER_AVOID_PODS_ANNOTATION;
     use crate::testkit::*;
-
-    const AVOID_RS: &str = r#"{"preferAvoidPods":[{"podSignature":{"podController":{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web","uid":"rs-1","controller":true}},"reason":"maintenance"}]}"#;
 
     #[test]
     fn table() {
         let nodes = || {
             vec![
-                node("avoid")
-                    .annotation(PREFER_AVOID_PODS_ANNOTATION, AVOID_RS)
-                    .build(),
+                node("avoid").avoid_pods_of("ReplicaSet", "rs-1").build(),
                 node("plain").build(),
-                node("garbage")
-                    .annotation(PREFER_AVOID_PODS_ANNOTATION, "{not json")
+                node("other")
+                    .avoid_pods_of("ReplicationController", "rc-1")
                     .build(),
             ]
         };

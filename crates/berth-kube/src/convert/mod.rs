@@ -6,6 +6,7 @@
 //! validation would have rejected where the scheduler depends on it (selector operators,
 //! taint effects), naming the object and the field path.
 
+mod annotations;
 mod field;
 mod selectors;
 mod snapshot;
@@ -32,6 +33,10 @@ use crate::quantity;
 use field::{Field, Problem};
 use selectors::{label_selector, node_selector, node_selector_term};
 
+pub use annotations::{
+    KUBERNETES_NODE_SELECTOR_ANNOTATION, OPENSHIFT_NODE_SELECTOR_ANNOTATION,
+    PREFER_AVOID_PODS_ANNOTATION,
+};
 pub(crate) use field::is_plain_key;
 pub use snapshot::{Snapshot, snapshot};
 
@@ -244,6 +249,7 @@ pub fn node(node: &Node) -> Result<model::Node, ConvertError> {
                 size_bytes: image.size_bytes.unwrap_or(0),
             })
             .collect();
+        let prefer_avoid_pods = annotations::prefer_avoid_pods(&meta.annotations);
         Ok(model::Node {
             meta,
             unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
@@ -252,6 +258,7 @@ pub fn node(node: &Node) -> Result<model::Node, ConvertError> {
             allocatable,
             conditions,
             images,
+            prefer_avoid_pods,
         })
     })
 }
@@ -684,7 +691,13 @@ fn volume_source(volume: &core::Volume, pod_name: &str) -> VolumeSource {
 
 /// Converts a Namespace.
 pub fn namespace(namespace: &Namespace) -> Result<model::Namespace, ConvertError> {
-    convert(namespace, |meta| Ok(model::Namespace { meta }))
+    convert(namespace, |meta| {
+        let node_selector = annotations::namespace_node_selector(&meta.annotations);
+        Ok(model::Namespace {
+            meta,
+            node_selector,
+        })
+    })
 }
 
 /// Converts a Service; without a selector (or with an empty one, which the API server
