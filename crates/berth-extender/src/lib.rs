@@ -9,6 +9,7 @@ pub mod client;
 pub mod documents;
 pub mod error;
 pub mod scheduling;
+pub mod server;
 pub mod tls;
 pub mod wire;
 

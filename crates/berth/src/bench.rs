@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use crate::{Format, bench_preemption, bench_wasm, bundled, plugins};
+use crate::{Format, bench_extender, bench_preemption, bench_wasm, bundled, plugins};
 
 /// A benchmark workload.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -33,6 +33,9 @@ pub enum Workload {
     /// preempt. Reports preemptions per second (`--running` is ignored: the nodes are
     /// filled to capacity).
     Preemption,
+    /// As basic, plus a filter and prioritize HTTP extender on 127.0.0.1 served in process;
+    /// runs with `nodeCacheCapable` off then on and reports the share of time in its calls.
+    Extender,
 }
 
 impl Workload {
@@ -42,6 +45,7 @@ impl Workload {
             Workload::AntiAffinity => "anti-affinity",
             Workload::NodeLabel => "node-label",
             Workload::Preemption => "preemption",
+            Workload::Extender => "extender",
         }
     }
 }
@@ -64,7 +68,7 @@ pub struct Args {
     pods: Option<usize>,
     /// Policy file (default: the bundled OpenShift policy).
     #[arg(long)]
-    policy: Option<PathBuf>,
+    pub(crate) policy: Option<PathBuf>,
     /// Seed of the synthetic cluster and of tie-breaking.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
@@ -106,6 +110,12 @@ pub fn run(args: &Args) -> Result<()> {
     }
     if args.compare_wasm {
         return bench_wasm::compare(args);
+    }
+    if args.workload == Workload::Extender {
+        for result in bench_extender::measure(args)? {
+            print_result(&result, args.output);
+        }
+        return Ok(());
     }
     let policy = match (&args.policy, args.workload) {
         (Some(p), _) => berth_policy::load(p)?,
