@@ -42,8 +42,6 @@ async fn run_and_check(default: Range<u64>, lifetime: Duration) {
     );
 }
 
-// Ignored until issue 7's items 1-5 are on main: it passes only at 100% agreement.
-#[ignore = "passes at 100% only once issue 7 items 1-5 land; run with --ignored"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample() {
     run_and_check(0..12, Duration::from_secs(15 * 60)).await;

@@ -205,7 +205,7 @@ fn merged_score(kind: &PriorityKind, gates: FeatureGates) -> Option<&'static str
 /// entries are one ServiceAffinity plugin and the labelPreference entries one NodeLabel
 /// plugin, each weighted by the entries' common weight times their number; with the
 /// DefaultPodTopologySpread gate, SelectorSpreadPriority and EvenPodsSpreadPriority are one
-/// PodTopologySpread plugin with the larger of their weights.
+/// PodTopologySpread plugin with EvenPodsSpreadPriority's weight (see below).
 fn score_groups(policy: &EffectivePolicy, gates: FeatureGates) -> Vec<Group<'_, PriorityKind>> {
     let mut groups: Vec<Group<'_, PriorityKind>> = Vec::new();
     for p in &policy.priorities {
@@ -219,8 +219,13 @@ fn score_groups(policy: &EffectivePolicy, gates: FeatureGates) -> Vec<Group<'_, 
             Some(group) => {
                 group.names.push(&p.name);
                 group.kinds.push(&p.kind);
-                group.weight = match key {
-                    Some("PodTopologySpread") => group.weight.max(p.weight),
+                group.weight = match (key, &p.kind) {
+                    // v1.22 appends the plugin for its priorities in name order, so
+                    // EvenPodsSpreadPriority's weight is set first, and its "keep the max
+                    // weight" update changes a copy (legacy_registry.go appendToPluginSet):
+                    // EvenPodsSpreadPriority's weight is the one that counts.
+                    (Some("PodTopologySpread"), PriorityKind::EvenPodsSpread) => p.weight,
+                    (Some("PodTopologySpread"), _) => group.weight,
                     _ => group.weight + p.weight,
                 };
             }
@@ -473,7 +478,7 @@ mod tests {
                 &[("Zone+Rack", 4), ("Gpu+NoSpot+Ssd", 9)],
             ),
             (
-                "gate on: SelectorSpread and EvenPodsSpread are one PodTopologySpread, larger weight",
+                "gate on: SelectorSpread and EvenPodsSpread are one PodTopologySpread",
                 r#"{"predicates": [], "priorities": [{"name": "SelectorSpreadPriority", "weight": 2},
                     {"name": "LeastRequestedPriority", "weight": 1}, {"name": "EvenPodsSpreadPriority", "weight": 5}]}"#,
                 GATE_ON,
@@ -482,6 +487,14 @@ mod tests {
                     ("SelectorSpreadPriority+EvenPodsSpreadPriority", 5),
                     ("LeastRequestedPriority", 1),
                 ],
+            ),
+            (
+                "gate on: EvenPodsSpread's weight counts even when smaller (differential seed 9)",
+                r#"{"predicates": [], "priorities": [{"name": "EvenPodsSpreadPriority", "weight": 1},
+                    {"name": "ServiceSpreadingPriority", "weight": 2}]}"#,
+                GATE_ON,
+                &["CheckNodeUnschedulable", "PodToleratesNodeTaints"],
+                &[("EvenPodsSpreadPriority+ServiceSpreadingPriority", 1)],
             ),
             (
                 "gate off: SelectorSpread and EvenPodsSpread stay apart",
