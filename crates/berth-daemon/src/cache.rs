@@ -28,6 +28,7 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use tracing::{debug, warn};
 
 use crate::queue::{Queue, QueuedPod};
+use crate::unreadable::{self, Unreadable};
 
 /// The namespace (for namespaced kinds) and name of an object.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -203,6 +204,8 @@ pub struct Cache {
     nominator: Nominator,
     /// PodDisruptionBudgets, for preemption.
     budgets: DisruptionBudgets,
+    /// Pending pods of this scheduler that cannot be read, by pod key.
+    unreadable: HashMap<String, Unreadable>,
 }
 
 impl Cache {
@@ -219,6 +222,7 @@ impl Cache {
             assumed: HashMap::new(),
             synced: HashSet::new(),
             documents: None,
+            unreadable: HashMap::new(),
         }
     }
 
@@ -442,6 +446,7 @@ impl Cache {
                 queue.remove(&pod_key);
                 self.nominator.remove(&pod_key);
                 self.assumed.remove(&pod_key);
+                self.unreadable.remove(&pod_key);
                 let was_assigned = self
                     .cluster
                     .remove_pod(key.namespace(), &key.name)
@@ -458,12 +463,7 @@ impl Cache {
                     let key = object_key(&object.metadata);
                     return self.pod(Change::Delete(key), queue, now);
                 }
-                let mut warnings = Vec::new();
-                let converted = converted(convert::pod(&object, &self.priorities, &mut warnings));
-                for w in warnings {
-                    warn!("{w}");
-                }
-                let Some(pod) = converted else {
+                let Some(pod) = self.convert_pod(&object, queue) else {
                     return Effect::None;
                 };
                 if let Some(documents) = &self.documents {
@@ -488,6 +488,88 @@ impl Cache {
                 }
             }
         }
+    }
+
+    /// Converts a pod. A bound pod that fails is read leniently so it is still counted; a
+    /// pending pod of this scheduler that fails is recorded for a `FailedScheduling` event.
+    fn convert_pod(&mut self, object: &Pod, queue: &mut Queue) -> Option<model::Pod> {
+        let meta = &object.metadata;
+        let key = format!(
+            "{}/{}",
+            meta.namespace
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .unwrap_or("default"),
+            meta.name.as_deref().unwrap_or_default()
+        );
+        let mut warnings = Vec::new();
+        let result = convert::pod(object, &self.priorities, &mut warnings);
+        for w in warnings {
+            warn!("{w}");
+        }
+        let error = match result {
+            Ok(pod) => {
+                self.unreadable.remove(&key);
+                return Some(pod);
+            }
+            Err(e) => e,
+        };
+        let bound = object
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty());
+        if bound {
+            let clamped = unreadable::clamp_quantities(object);
+            let bare = unreadable::without_constraints(clamped.as_ref().unwrap_or(object));
+            for candidate in clamped.iter().chain(std::iter::once(&bare)) {
+                if let Ok(pod) = convert::pod(candidate, &self.priorities, &mut Vec::new()) {
+                    warn!(pod = %key, error = %error,
+                        "bound pod read leniently: counted on its node with out-of-range \
+                         quantities clamped and, if that was not enough, without its constraints");
+                    return Some(pod);
+                }
+            }
+            warn!(pod = %key, error = %error, "bound pod left out of the cache: it cannot be read");
+            return None;
+        }
+        queue.remove(&key);
+        let ours = unreadable::scheduler_name(object) == self.scheduler_name
+            && meta.deletion_timestamp.is_none()
+            && !gated(object);
+        if !ours {
+            self.unreadable.remove(&key);
+            return None;
+        }
+        warn!(pod = %key, error = %error, "pending pod cannot be read; reporting it on the pod");
+        let message = unreadable::message(&error);
+        let pod = unreadable::reference_pod(object);
+        match self.unreadable.get_mut(&key) {
+            Some(u) if u.message == message && u.pod.meta.uid == pod.meta.uid => {}
+            _ => {
+                self.unreadable.insert(
+                    key,
+                    Unreadable {
+                        pod,
+                        message,
+                        reported: false,
+                    },
+                );
+            }
+        }
+        None
+    }
+
+    /// Pending pods that cannot be read and have not been reported yet; marks them reported.
+    pub fn take_unreported(&mut self) -> Vec<(model::Pod, String)> {
+        self.unreadable
+            .values_mut()
+            .filter(|u| !u.reported)
+            .map(|u| {
+                u.reported = true;
+                (u.pod.clone(), u.message.clone())
+            })
+            .collect()
     }
 
     /// A pod the API server shows bound: it replaces any assumption (confirming it when

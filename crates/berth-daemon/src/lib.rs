@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod queue;
 pub mod scheduling;
 mod server;
+pub mod unreadable;
 pub mod watch;
 
 pub use daemon::{DaemonConfig, DaemonError, Reloading, run, termination_signal};

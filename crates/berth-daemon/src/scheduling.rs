@@ -171,6 +171,11 @@ impl<B: Backend> SchedulingLoop<B> {
     /// Schedules the next ready pod, if this replica may schedule.
     pub fn step(&mut self, now: Instant) {
         self.refresh_scheduler(now);
+        if self.can_schedule() {
+            for (pod, message) in self.cache.take_unreported() {
+                self.backend.unschedulable(&pod, &message, true);
+            }
+        }
         if self.can_schedule()
             && let Some(queued) = self.queue.pop(now)
         {
@@ -514,6 +519,66 @@ mod tests {
                 "0/2 nodes are available: 2 Insufficient cpu.".into(),
                 true
             )
+        );
+    }
+
+    /// `pod` with its first container's `resource` request set to `quantity`.
+    fn requesting(mut pod: Pod, resource: &str, quantity: &str) -> Pod {
+        let spec = pod.spec.as_mut().expect("spec");
+        let requests = spec.containers[0]
+            .resources
+            .get_or_insert_default()
+            .requests
+            .get_or_insert_default();
+        requests.insert(
+            resource.into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity(quantity.into()),
+        );
+        pod
+    }
+
+    /// The API server accepts quantities beyond i64 that Berth's converter refuses: a bound
+    /// pod is still counted (clamped), a pending one is told why, once per problem.
+    #[test]
+    fn pods_berth_cannot_read_are_counted_or_reported() {
+        let mut f = Fixture::new();
+        f.node(node("n1", 4));
+        f.pod(bound(
+            requesting(pod("huge", "other", 100), "cpu", "1e30"),
+            "n1",
+        ));
+        f.pod(requesting(pod("bad", "berth", 100), "memory", "1e30"));
+        f.pod(pod("small", "berth", 100));
+        f.run();
+        let want_bad = Call::Unschedulable(
+            "bad".into(),
+            "berth cannot read this pod: spec.containers[0].resources.requests.memory: invalid \
+             quantity \"1e30\": the value does not fit in a signed 64-bit integer (the pod stays \
+             pending until it is fixed)"
+                .into(),
+            true,
+        );
+        let want_small = Call::Unschedulable(
+            "small".into(),
+            "0/1 nodes are available: 1 Insufficient cpu.".into(),
+            true,
+        );
+        assert_eq!(f.calls.take(), [want_bad, want_small]);
+        let id = f.lp.cache().cluster().node_by_name("n1").expect("n1");
+        let n1 = f.lp.cache().cluster().node(id);
+        assert_eq!(
+            (n1.pods.len(), n1.requested.get("cpu")),
+            (1, crate::unreadable::CLAMPED)
+        );
+
+        // The same problem again (a relist) is not reported again; a fix schedules the pod.
+        f.pod(requesting(pod("bad", "berth", 100), "memory", "1e30"));
+        f.lp.step(f.now);
+        assert!(f.calls.take().is_empty());
+        f.pod(requesting(pod("bad", "berth", 100), "memory", "1Gi"));
+        f.run();
+        assert!(
+            matches!(&f.calls.take()[..], [Call::Unschedulable(name, m, _)] if name == "bad" && m.contains("Insufficient cpu")),
         );
     }
 
