@@ -82,11 +82,13 @@ impl ReferenceScheduler {
         let policy_path = dir.join("policy.json");
         std::fs::write(&policy_path, serde_json::to_vec_pretty(policy)?)?;
         // v1.22's default v1beta2 configuration rejects a Policy naming LeastRequestedPriority
-        // (kubernetes/kubernetes#105202); a v1beta1 file does not. Port 0 turns off the
-        // insecure healthz/metrics listener, which a config file otherwise opens on
-        // 0.0.0.0:10251 whatever `--port` says (two runs at once collided there). The
-        // Policy replaces the profiles, so the scheduler name is always default-scheduler:
-        // the test cluster runs no other scheduler.
+        // (kubernetes/kubernetes#105202); a v1beta1 file does not. The insecure
+        // healthz/metrics listener, which a config file opens on 0.0.0.0:10251 whatever
+        // `--port` says (two runs at once collided there), goes to a free loopback port
+        // (the file cannot turn it off: port 0 is refused). The Policy replaces the profiles,
+        // so the scheduler name is always default-scheduler: the test cluster runs no other
+        // scheduler.
+        let insecure_port = free_port()?;
         let config_path = dir.join("config.yaml");
         std::fs::write(
             &config_path,
@@ -95,8 +97,8 @@ impl ReferenceScheduler {
                  kind: KubeSchedulerConfiguration\n\
                  clientConnection:\n  kubeconfig: {}\n  qps: 500\n  burst: 1000\n\
                  leaderElection:\n  leaderElect: false\n\
-                 healthzBindAddress: 127.0.0.1:0\n\
-                 metricsBindAddress: 127.0.0.1:0\n",
+                 healthzBindAddress: 127.0.0.1:{insecure_port}\n\
+                 metricsBindAddress: 127.0.0.1:{insecure_port}\n",
                 cluster.kubeconfig_path().display()
             ),
         )?;
