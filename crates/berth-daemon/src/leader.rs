@@ -25,10 +25,9 @@ pub struct LeaseSettings {
     pub duration: Duration,
     /// How long before expiry the leader renews.
     pub renew_before: Duration,
+    /// Wait before trying again after a failed acquisition or renewal.
+    pub retry: Duration,
 }
-
-/// Retry interval after an API error.
-const RETRY: Duration = Duration::from_secs(2);
 
 /// Campaigns for the lease until `stop` turns true, reporting leadership to `to`; releases
 /// the lease on the way out if held.
@@ -45,7 +44,7 @@ pub async fn campaign(
             Err(e) => {
                 warn!(error = %e, lease = %settings.name, "cannot use the lease; retrying");
                 tokio::select! {
-                    _ = tokio::time::sleep(RETRY) => continue,
+                    _ = tokio::time::sleep(settings.retry) => continue,
                     _ = stopped(&mut stop) => return,
                 }
             }
@@ -79,7 +78,7 @@ pub async fn campaign(
                         }
                     }
                     tokio::select! {
-                        _ = tokio::time::sleep(RETRY) => break,
+                        _ = tokio::time::sleep(settings.retry) => break,
                         _ = stopped(&mut stop) => return,
                     }
                 }

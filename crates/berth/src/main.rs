@@ -14,6 +14,7 @@ mod bench_wasm;
 mod bundled;
 mod check;
 mod extenders;
+mod goduration;
 mod plugins;
 mod run;
 mod simulate;

@@ -14,7 +14,7 @@ use berth_engine::CycleConfig;
 use berth_wasm::{PluginHost, Reloader, Runtime};
 use clap::ValueEnum;
 
-use crate::plugins;
+use crate::{goduration, plugins};
 
 /// Log output format.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -41,18 +41,29 @@ pub struct Args {
     /// Kubeconfig file (default: in-cluster configuration, else the usual kubeconfig).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// Elect a leader among replicas through a Lease (default: on in a cluster, off outside).
-    #[arg(long, action = clap::ArgAction::Set)]
+    /// Elect a leader among replicas through a Lease (default: on in a cluster, off outside);
+    /// `--leader-elect` alone means true, as kube-scheduler's boolean flag.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
     leader_elect: Option<bool>,
     /// Name of the Lease.
-    #[arg(long, default_value = "berth")]
-    lease_name: String,
+    #[arg(long, alias = "lease-name", default_value = "berth")]
+    leader_elect_resource_name: String,
     /// Namespace of the Lease (default: the pod's namespace in a cluster, else kube-system).
-    #[arg(long)]
-    lease_namespace: Option<String>,
-    /// Seconds a lease holds without renewal: a new leader takes over within about this long.
-    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(2..=3600))]
-    lease_duration: u64,
+    #[arg(long, alias = "lease-namespace")]
+    leader_elect_resource_namespace: Option<String>,
+    /// How long a lease holds without renewal: a standby takes over within about this long
+    /// (a Go duration in whole seconds, as the Lease stores them).
+    #[arg(long, alias = "lease-duration", default_value = "15s", value_parser = goduration::parse)]
+    leader_elect_lease_duration: Duration,
+    /// How long after its last renewal the leader renews; if that renewal fails it stops
+    /// scheduling at once (whole seconds, below the lease duration).
+    #[arg(long, default_value = "10s", value_parser = goduration::parse)]
+    leader_elect_renew_deadline: Duration,
+    /// Wait before trying again after a failed acquisition or renewal (a standby otherwise
+    /// tries when the held lease expires).
+    #[arg(long, default_value = "2s", value_parser = goduration::parse)]
+    leader_elect_retry_period: Duration,
     /// Identity of this replica in the Lease and in events (default: hostname and a random
     /// suffix).
     #[arg(long, env = "POD_NAME")]
@@ -61,11 +72,11 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1:10259")]
     metrics_addr: SocketAddr,
     /// API requests per second, sustained (bindings, events, status updates, watches).
-    #[arg(long, default_value_t = 50.0)]
-    qps: f64,
+    #[arg(long, alias = "qps", default_value_t = 50.0)]
+    kube_api_qps: f64,
     /// API requests allowed at once above the sustained rate.
-    #[arg(long, default_value_t = 100)]
-    burst: u32,
+    #[arg(long, alias = "burst", default_value_t = 100)]
+    kube_api_burst: u32,
     /// Percentage of nodes to find feasible before scoring (0 = adaptive, as upstream).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: u32,
@@ -74,8 +85,12 @@ pub struct Args {
     #[arg(long, value_parser = crate::feature_gates, default_value = "")]
     feature_gates: berth_engine::FeatureGates,
     /// Log format.
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
+    #[arg(long, alias = "log-format", value_enum, default_value_t = LogFormat::Text)]
+    logging_format: LogFormat,
+    /// klog verbosity: 0-3 log at info, 4 at debug, 5 and above at trace (RUST_LOG, when
+    /// set, takes precedence).
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    verbosity: u32,
     /// Memory all WASM plugin instances together may hold, in MiB (default: half the
     /// container's memory limit when there is one, else unbounded). Each plugin gets one
     /// instance per worker thread, fewer if the budget is short, and each instance may hold
@@ -115,7 +130,7 @@ const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/
 
 /// Runs the daemon until SIGTERM or SIGINT.
 pub fn run(args: &Args) -> Result<()> {
-    init_logging(args.log_format);
+    init_logging(args.logging_format, args.verbosity);
     let policy = berth_policy::load(&args.policy)?;
     for w in &policy.warnings {
         tracing::warn!("{w}");
@@ -175,26 +190,21 @@ pub fn run(args: &Args) -> Result<()> {
     let mut daemon = DaemonConfig::new(&args.scheduler_name, &identity);
     daemon.client = ClientSettings {
         kubeconfig: args.kubeconfig.clone(),
-        qps: args.qps,
-        burst: args.burst,
+        qps: args.kube_api_qps,
+        burst: args.kube_api_burst,
     };
     daemon.metrics_addr = Some(args.metrics_addr);
     daemon.extenders = policy.extenders.clone();
     if args.leader_elect.unwrap_or(in_cluster) {
-        let namespace = args.lease_namespace.clone().unwrap_or_else(|| {
-            std::fs::read_to_string(POD_NAMESPACE_FILE)
-                .map(|s| s.trim().to_string())
-                .unwrap_or_else(|_| "kube-system".into())
-        });
-        let duration = Duration::from_secs(args.lease_duration);
-        daemon.leader_election = Some(LeaseSettings {
-            name: args.lease_name.clone(),
-            namespace,
-            identity,
-            duration,
-            // Renew with a third of the lease left, as upstream's 15 s / 10 s defaults.
-            renew_before: duration / 3,
-        });
+        let namespace = args
+            .leader_elect_resource_namespace
+            .clone()
+            .unwrap_or_else(|| {
+                std::fs::read_to_string(POD_NAMESPACE_FILE)
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| "kube-system".into())
+            });
+        daemon.leader_election = Some(lease_settings(args, namespace, identity)?);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -210,9 +220,55 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-fn init_logging(format: LogFormat) {
+/// The Lease timing from the flags, checked against what the lease manager can do: it
+/// counts whole seconds and renews `duration - renew deadline` before expiry.
+fn lease_settings(args: &Args, namespace: String, identity: String) -> Result<LeaseSettings> {
+    let duration = args.leader_elect_lease_duration;
+    let deadline = args.leader_elect_renew_deadline;
+    let retry = args.leader_elect_retry_period;
+    for (flag, value) in [
+        ("--leader-elect-lease-duration", duration),
+        ("--leader-elect-renew-deadline", deadline),
+    ] {
+        if value.subsec_nanos() != 0 || value.is_zero() {
+            anyhow::bail!(
+                "{flag}: {value:?} is not a positive whole number of seconds (e.g. 15s, 1m); \
+                 the Lease counts whole seconds"
+            );
+        }
+    }
+    if deadline >= duration {
+        anyhow::bail!(
+            "--leader-elect-renew-deadline ({deadline:?}) must be shorter than \
+             --leader-elect-lease-duration ({duration:?})"
+        );
+    }
+    if retry.is_zero() {
+        anyhow::bail!("--leader-elect-retry-period must be positive (e.g. 2s)");
+    }
+    Ok(LeaseSettings {
+        name: args.leader_elect_resource_name.clone(),
+        namespace,
+        identity,
+        duration,
+        renew_before: duration - deadline,
+        retry,
+    })
+}
+
+/// klog's verbosity as a tracing level: klog logs warnings and errors always, V(0)-V(3)
+/// are informational, V(4) is debug and V(5) and above trace.
+fn verbosity_level(v: u32) -> &'static str {
+    match v {
+        0..=3 => "info",
+        4 => "debug",
+        _ => "trace",
+    }
+}
+
+fn init_logging(format: LogFormat, verbosity: u32) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(verbosity_level(verbosity)));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match format {
         LogFormat::Text => builder.init(),
@@ -228,4 +284,153 @@ fn default_identity() -> String {
         .unwrap_or_else(|_| "berth".into());
     let suffix = RandomState::new().hash_one(std::process::id());
     format!("{host}_{suffix:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(flags: &[&str]) -> Result<Args, String> {
+        let argv = ["berth", "--policy", "p.json"].iter().chain(flags);
+        Cli::try_parse_from(argv)
+            .map(|c| c.args)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn kube_scheduler_flags_and_their_aliases() {
+        type Check = fn(&Args) -> bool;
+        let cases: [(&[&str], Check); 14] = [
+            (&[], |a| a.leader_elect.is_none() && a.verbosity == 0),
+            (&["--leader-elect"], |a| a.leader_elect == Some(true)),
+            (&["--leader-elect=false"], |a| a.leader_elect == Some(false)),
+            (&["--leader-elect=true"], |a| a.leader_elect == Some(true)),
+            (&["--leader-elect-lease-duration", "1m30s"], |a| {
+                a.leader_elect_lease_duration == Duration::from_secs(90)
+            }),
+            (&["--lease-duration=20s"], |a| {
+                a.leader_elect_lease_duration == Duration::from_secs(20)
+            }),
+            (
+                &[
+                    "--leader-elect-renew-deadline=7s",
+                    "--leader-elect-retry-period=500ms",
+                ],
+                |a| {
+                    a.leader_elect_renew_deadline == Duration::from_secs(7)
+                        && a.leader_elect_retry_period == Duration::from_millis(500)
+                },
+            ),
+            (&["--lease-name", "x", "--lease-namespace", "ns"], |a| {
+                a.leader_elect_resource_name == "x"
+                    && a.leader_elect_resource_namespace.as_deref() == Some("ns")
+            }),
+            (&["--leader-elect-resource-name=y"], |a| {
+                a.leader_elect_resource_name == "y"
+            }),
+            (&["--kube-api-qps", "20", "--kube-api-burst", "30"], |a| {
+                a.kube_api_qps == 20.0 && a.kube_api_burst == 30
+            }),
+            (&["--qps", "5", "--burst", "6"], |a| {
+                a.kube_api_qps == 5.0 && a.kube_api_burst == 6
+            }),
+            (&["-v", "4"], |a| a.verbosity == 4),
+            (&["--v=5", "--logging-format", "json"], |a| {
+                a.verbosity == 5 && a.logging_format == LogFormat::Json
+            }),
+            (&["--log-format=json"], |a| {
+                a.logging_format == LogFormat::Json
+            }),
+        ];
+        for (flags, check) in cases {
+            let args = parse(flags).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+            assert!(check(&args), "{flags:?}");
+        }
+    }
+
+    #[test]
+    fn bad_flags_are_rejected_naming_the_flag() {
+        let cases: [(&[&str], &str); 6] = [
+            (
+                &["--leader-elect-lease-duration", "15"],
+                "--leader-elect-lease-duration",
+            ),
+            (&["--lease-duration", "15"], "without a unit"),
+            (&["--leader-elect-renew-deadline", "10sec"], "unknown unit"),
+            (
+                &["--leader-elect-retry-period", "-2s"],
+                "e.g. 15s, 1m30s, 500ms",
+            ),
+            (&["--leader-elect", "false"], "unexpected argument"),
+            (&["--logging-format", "xml"], "--logging-format"),
+        ];
+        for (flags, want) in cases {
+            let err = parse(flags)
+                .err()
+                .unwrap_or_else(|| panic!("{flags:?} accepted"));
+            assert!(err.contains(want), "{flags:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn lease_timing_is_checked_and_mapped() {
+        let cases: [(&[&str], Result<(u64, u64, u64), &str>); 6] = [
+            (&[], Ok((15, 5, 2000))),
+            (
+                &[
+                    "--leader-elect-lease-duration=1m",
+                    "--leader-elect-renew-deadline=40s",
+                ],
+                Ok((60, 20, 2000)),
+            ),
+            (&["--leader-elect-retry-period=500ms"], Ok((15, 5, 500))),
+            (
+                &["--leader-elect-lease-duration=15.5s"],
+                Err("whole number of seconds"),
+            ),
+            (
+                &["--leader-elect-renew-deadline=15s"],
+                Err("must be shorter than"),
+            ),
+            (
+                &["--leader-elect-retry-period=0"],
+                Err("--leader-elect-retry-period"),
+            ),
+        ];
+        for (flags, want) in cases {
+            let args = parse(flags).unwrap();
+            let got = lease_settings(&args, "ns".into(), "me".into())
+                .map(|s| {
+                    let ms = s.retry.as_millis() as u64;
+                    (s.duration.as_secs(), s.renew_before.as_secs(), ms)
+                })
+                .map_err(|e| e.to_string());
+            match (got, want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{flags:?}"),
+                (Err(e), Err(want)) => assert!(e.contains(want), "{flags:?}: {e}"),
+                (got, want) => panic!("{flags:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn klog_verbosity_maps_to_tracing_levels() {
+        for (v, level) in [
+            (0, "info"),
+            (2, "info"),
+            (3, "info"),
+            (4, "debug"),
+            (5, "trace"),
+            (9, "trace"),
+        ] {
+            assert_eq!(verbosity_level(v), level, "-v {v}");
+        }
+    }
 }
