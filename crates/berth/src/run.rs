@@ -381,7 +381,9 @@ mod tests {
 
     #[test]
     fn lease_timing_is_checked_and_mapped() {
-        let cases: [(&[&str], Result<(u64, u64, u64), &str>); 6] = [
+        /// Lease duration and renew-before in seconds, retry in milliseconds, or an error.
+        type Want = Result<(u64, u64, u64), &'static str>;
+        let cases: [(&[&str], Want); 6] = [
             (&[], Ok((15, 5, 2000))),
             (
                 &[
