@@ -364,8 +364,9 @@ mod tests {
             ),
             (&["--lease-duration", "15"], "without a unit"),
             (&["--leader-elect-renew-deadline", "10sec"], "unknown unit"),
+            // With a space, clap takes "-2s" for a flag; the `=` form reaches the parser.
             (
-                &["--leader-elect-retry-period", "-2s"],
+                &["--leader-elect-retry-period=-2s"],
                 "e.g. 15s, 1m30s, 500ms",
             ),
             (&["--leader-elect", "false"], "unexpected argument"),
