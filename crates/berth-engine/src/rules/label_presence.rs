@@ -8,10 +8,43 @@
 
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
-use crate::labels::Sym;
+use crate::labels::{Interner, Sym};
 
 /// The node has a label it must not have, or lacks one it must have.
 pub const REASON: &str = "node(s) didn't have the requested labels";
+
+/// Label keys wanted present or absent, as symbols, for the NodeLabel filter and score.
+pub(crate) struct LabelKeys {
+    /// (key, whether it is wanted present), for the keys some object uses.
+    pub(crate) known: Vec<(Sym, bool)>,
+    /// Keys wanted present that no object uses, so no node has them.
+    pub(crate) unknown_present: usize,
+    /// Keys wanted absent that no object uses, so every node lacks them.
+    pub(crate) unknown_absent: usize,
+}
+
+impl LabelKeys {
+    /// The `present` and `absent` keys looked up in the interner.
+    pub(crate) fn of(interner: &Interner, present: &[String], absent: &[String]) -> Self {
+        let mut keys = LabelKeys {
+            known: Vec::with_capacity(present.len() + absent.len()),
+            unknown_present: 0,
+            unknown_absent: 0,
+        };
+        let wanted = present
+            .iter()
+            .map(|l| (l, true))
+            .chain(absent.iter().map(|l| (l, false)));
+        for (label, presence) in wanted {
+            match interner.get(label) {
+                Some(k) => keys.known.push((k, presence)),
+                None if presence => keys.unknown_present += 1,
+                None => keys.unknown_absent += 1,
+            }
+        }
+        keys
+    }
+}
 
 /// The rule.
 pub struct CheckNodeLabelPresence {
@@ -56,22 +89,11 @@ impl FilterRule for CheckNodeLabelPresence {
     }
 
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        let interner = &ctx.cluster.interner;
-        let mut keys = Vec::with_capacity(self.present.len() + self.absent.len());
-        let mut always_fails = false;
-        let wanted = self
-            .present
-            .iter()
-            .map(|l| (l, true))
-            .chain(self.absent.iter().map(|l| (l, false)));
-        for (label, presence) in wanted {
-            match interner.get(label) {
-                Some(k) => keys.push((k, presence)),
-                // An unknown key is absent from every node: it fails a presence check and
-                // satisfies an absence check.
-                None => always_fails |= presence,
-            }
-        }
+        let keys = LabelKeys::of(&ctx.cluster.interner, &self.present, &self.absent);
+        // An unknown key is absent from every node: it fails a presence check and satisfies
+        // an absence check.
+        let always_fails = keys.unknown_present > 0;
+        let keys = keys.known;
         if keys.is_empty() && !always_fails {
             return FilterPrep::Skip;
         }

@@ -10,6 +10,7 @@
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
 use crate::labels::Sym;
+use crate::rules::label_presence::LabelKeys;
 
 /// The rule.
 pub struct NodeLabelPriority {
@@ -51,20 +52,9 @@ impl ScoreRule for NodeLabelPriority {
         if size == 0 {
             return ScorePrep::Constant(0);
         }
-        let interner = &ctx.cluster.interner;
-        let mut keys = Vec::with_capacity(size as usize);
-        let mut absent_everywhere = 0;
-        let wanted = self
-            .present
-            .iter()
-            .map(|l| (l, true))
-            .chain(self.absent.iter().map(|l| (l, false)));
-        for (label, presence) in wanted {
-            match interner.get(label) {
-                Some(k) => keys.push((k, presence)),
-                None => absent_everywhere += i64::from(!presence),
-            }
-        }
+        let keys = LabelKeys::of(&ctx.cluster.interner, &self.present, &self.absent);
+        let absent_everywhere = keys.unknown_absent as i64;
+        let keys = keys.known;
         if keys.is_empty() {
             return ScorePrep::Constant(absent_everywhere * MAX_NODE_SCORE / size);
         }
