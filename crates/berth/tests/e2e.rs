@@ -6,7 +6,7 @@
 //! can SIGKILL it like a crashed replica and nothing outlives the test. The tests share the
 //! machine's two cores, so they run one at a time.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -1068,6 +1068,139 @@ spec: {minAvailable: 2, selector: {matchLabels: {app: db}}}
             "nothing else preempted"
         );
         berth.terminate()?;
+        Ok(())
+    })
+    .await;
+}
+
+/// The leader dies in the middle of preempting: five high-priority pods each need a whole
+/// node of two low-priority pods. The standby must finish from the nominations and
+/// deletions already made: exactly ten victims in all (a second preemption for a pod whose
+/// node is already being freed, or a fresh one elsewhere, would delete more), every
+/// preemptor bound alone on its node, nothing overcommitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_killed_mid_preemption_leaves_no_double_preemption() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(300), async {
+        let env = Env::start(ClusterOptions::default().with_kwok()).await?;
+        env.cluster
+            .create_nodes(10, &node_template("node", "2", "4Gi", 110))
+            .await?;
+        env.cluster
+            .apply_yaml(
+                r#"
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+"#,
+            )
+            .await?;
+        // A low client rate stretches the preemptions over seconds, so the kill lands
+        // between them.
+        let limits = ["--kube-api-qps", "4", "--kube-api-burst", "4"];
+        let mut a = env.berth("replica-a", &limits)?;
+        a.wait_ready().await?;
+        let mut b = env.berth("replica-b", &limits)?;
+        b.wait_ready().await?;
+        let first = eventually("a lease holder", Duration::from_secs(30), || async {
+            env.leader().await
+        })
+        .await?;
+        let low = 20;
+        env.create_pods(
+            (0..low)
+                .map(|i| {
+                    pod(
+                        &format!("low-{i}"),
+                        "berth",
+                        "1",
+                        json!({"priorityClassName": "low"}),
+                    )
+                })
+                .collect(),
+        )
+        .await?;
+        env.wait_bound("low-", low, Duration::from_secs(90)).await?;
+        let high = 5;
+        env.create_pods(
+            (0..high)
+                .map(|i| {
+                    pod(
+                        &format!("high-{i}"),
+                        "berth",
+                        "2",
+                        json!({"priorityClassName": "high"}),
+                    )
+                })
+                .collect(),
+        )
+        .await?;
+        eventually("a first preemption", Duration::from_secs(60), || async {
+            Ok((!env.events("Preempted").await?.is_empty()).then_some(()))
+        })
+        .await?;
+        let (dead, standby) = if first == "replica-a" {
+            (&mut a, "replica-b")
+        } else {
+            (&mut b, "replica-a")
+        };
+        dead.kill();
+        let preempted_before = env.events("Preempted").await?.len();
+        eventually(
+            "the standby to take the lease",
+            Duration::from_secs(30),
+            || async { Ok((env.leader().await?.as_deref() == Some(standby)).then_some(())) },
+        )
+        .await?;
+        let bound = env
+            .wait_bound("high-", high, Duration::from_secs(120))
+            .await?;
+        // Victims leave through graceful deletion; wait for the survivors to settle.
+        let survivors = eventually(
+            "the victims to be gone",
+            Duration::from_secs(60),
+            || async {
+                let left: Vec<Pod> = env
+                    .pods()
+                    .list(&ListParams::default())
+                    .await?
+                    .items
+                    .into_iter()
+                    .filter(|p| p.metadata.name.as_deref().unwrap_or("").starts_with("low-"))
+                    .collect();
+                Ok(left
+                    .iter()
+                    .all(|p| p.metadata.deletion_timestamp.is_none())
+                    .then_some(left))
+            },
+        )
+        .await?;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let again = env.pods().list(&ListParams::default()).await?.items.len();
+        assert_eq!(again, survivors.len() + high, "pods still changing");
+        assert_eq!(
+            survivors.len(),
+            low - 2 * high,
+            "exactly two victims per preemptor (killed after {preempted_before} Preempted events)"
+        );
+        let high_nodes: BTreeSet<&str> = bound.iter().filter_map(node_name).collect();
+        assert_eq!(high_nodes.len(), high, "one preemptor per node");
+        for p in &survivors {
+            let node = node_name(p).unwrap_or("");
+            assert!(
+                !high_nodes.contains(node),
+                "{node} still has a victim candidate"
+            );
+        }
+        let all: Vec<Pod> = survivors.into_iter().chain(bound).collect();
+        assert_not_overcommitted(&env, &all).await?;
+        eprintln!("leader {first} killed after {preempted_before} Preempted events");
         Ok(())
     })
     .await;
