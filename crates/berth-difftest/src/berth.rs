@@ -5,8 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, anyhow};
+use berth_engine::preemption::{LostOn, PreemptionExplanation, PreemptionOutcome};
 use berth_engine::registry::scheduler_for;
-use berth_engine::{CycleConfig, FeatureGates};
+use berth_engine::{Cluster, CycleConfig, FeatureGates, Nominator};
 use berth_kube::ClusterObjects;
 use berth_policy::{EffectivePolicy, PriorityKind};
 use k8s_openapi::api::core::v1::Pod;
@@ -29,6 +30,21 @@ pub struct BerthOutcome {
     pub totals: BTreeMap<String, i64>,
     /// Nodes that passed every filter.
     pub feasible: usize,
+    /// What preemption decided, when the pod fit nowhere.
+    pub preemption: Option<BerthPreemption>,
+}
+
+/// Berth's preemption for a pod that fit nowhere, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BerthPreemption {
+    /// Why the pod may not preempt, if it may not.
+    pub not_eligible: Option<String>,
+    /// The chosen node and every candidate tied with it on all of upstream's criteria:
+    /// v1.22 dry-runs candidates in parallel and takes the first of a tie in the order its
+    /// goroutines finished (then in map order), so any of them is its valid choice.
+    pub nominated: BTreeSet<String>,
+    /// Every candidate node with its victims (`namespace/name`).
+    pub victims: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// The framework plugin v1.22's legacy registry (pkg/scheduler/framework/plugins/
@@ -77,12 +93,28 @@ pub fn decide(
     let snapshot = berth_kube::snapshot(&objects).context("Berth's conversion failed")?;
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-    let pending = snapshot
-        .pending
-        .into_iter()
-        .find(|p| p.meta.name == name && p.meta.namespace == namespace)
-        .ok_or_else(|| anyhow!("Berth's snapshot lost the pending pod {namespace}/{name}"))?;
     let mut cluster = snapshot.cluster;
+    let budgets = snapshot.budgets;
+    let mut pending = None;
+    // Pending pods the reference nominated somewhere (none unless a preemptor was left
+    // unbound) hold room on their nodes, as in v1.22's two-pass filters.
+    let mut nominator = Nominator::new();
+    for other in snapshot.pending {
+        if other.meta.name == name && other.meta.namespace == namespace {
+            pending = Some(other);
+            continue;
+        }
+        let on = other
+            .nominated_node_name
+            .as_deref()
+            .and_then(|n| cluster.node_by_name(n));
+        if let Some(node) = on {
+            let info = cluster.compile_pod(other);
+            nominator.add(info, node);
+        }
+    }
+    let pending = pending
+        .ok_or_else(|| anyhow!("Berth's snapshot lost the pending pod {namespace}/{name}"))?;
     let config = CycleConfig {
         feature_gates: FeatureGates {
             default_pod_topology_spread: gate == DefaultPodTopologySpread::On,
@@ -91,10 +123,15 @@ pub fn decide(
     };
     let mut scheduler = scheduler_for(policy, config).context("Berth's registry failed")?;
     let info = cluster.compile_pod(pending);
-    let decision = scheduler.schedule(&cluster, &info, true);
+    let decision = scheduler.schedule_with(&cluster, &nominator, &info, true);
+    let preemption = decision.fit_error.as_ref().map(|fit| {
+        let (result, explained) = scheduler.preempt(&cluster, &nominator, &budgets, &info, fit);
+        preemption(&cluster, result, &explained)
+    });
     let mut outcome = BerthOutcome {
         node: decision.node.map(|n| cluster.node(n).name().to_owned()),
         message: decision.failure_message(),
+        preemption,
         ..BerthOutcome::default()
     };
     let Some(explanation) = decision.explanation else {
@@ -146,4 +183,30 @@ pub fn decide(
         outcome.top.insert(node.clone());
     }
     Ok(outcome)
+}
+
+/// A preemption attempt by name: the chosen node with its ties, and each candidate's victims.
+fn preemption(
+    cluster: &Cluster,
+    result: PreemptionOutcome,
+    explained: &PreemptionExplanation,
+) -> BerthPreemption {
+    let mut out = BerthPreemption::default();
+    if let PreemptionOutcome::NotEligible(why) = result {
+        out.not_eligible = Some(why.to_owned());
+        return out;
+    }
+    for (candidate, lost) in &explained.candidates {
+        let node = cluster.node(candidate.node).name().to_owned();
+        if matches!(lost, None | Some(LostOn::Order)) {
+            out.nominated.insert(node.clone());
+        }
+        let victims = candidate
+            .victims
+            .iter()
+            .map(|v| cluster.pod(*v).key())
+            .collect();
+        out.victims.insert(node, victims);
+    }
+    out
 }

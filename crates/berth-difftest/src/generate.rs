@@ -38,6 +38,8 @@ const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub struct Scenario {
     /// The seed that produced it.
     pub seed: u64,
+    /// Whether it is a preemption scenario ([`crate::preemption::scenario`]).
+    pub preemption: bool,
     /// The namespaces the scenario's namespaced objects live in (first: the main one).
     pub namespaces: [String; 2],
     /// The Policy file.
@@ -90,6 +92,7 @@ pub fn scenario(seed: u64, prefix: &str) -> Scenario {
     let policy = g.policy();
     Scenario {
         seed,
+        preemption: false,
         namespaces: g.ns.clone(),
         policy,
         controllers,

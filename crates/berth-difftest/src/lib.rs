@@ -22,6 +22,7 @@
 
 pub mod berth;
 pub mod generate;
+pub mod preemption;
 pub mod replay;
 pub mod report;
 pub mod upstream;
@@ -42,8 +43,10 @@ pub const OUT_DIR_ENV: &str = "BERTH_DIFFTEST_OUT";
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// Scenario seeds.
+    /// Scenario seeds ([`generate::scenario`]).
     pub seeds: Vec<u64>,
+    /// Preemption scenario seeds ([`preemption::scenario`]).
+    pub preemption_seeds: Vec<u64>,
     /// Gate settings to run each seed under.
     pub gates: Vec<DefaultPodTopologySpread>,
     /// Bound on the whole run (the control plane is killed after it).
@@ -63,9 +66,16 @@ pub async fn run(options: &RunOptions) -> Result<Report> {
     let mut report = Report::default();
     let started = Instant::now();
     for &gate in &options.gates {
-        for &seed in &options.seeds {
+        let random = options.seeds.iter().map(|&seed| {
             let prefix = format!("g{}s{seed}", u8::from(gate.enabled()));
-            let scenario = generate::scenario(seed, &prefix);
+            (prefix.clone(), generate::scenario(seed, &prefix))
+        });
+        let preempting = options.preemption_seeds.iter().map(|&seed| {
+            let prefix = format!("g{}p{seed}", u8::from(gate.enabled()));
+            (prefix.clone(), preemption::scenario(seed, &prefix))
+        });
+        for (prefix, scenario) in random.chain(preempting) {
+            let seed = scenario.seed;
             let dir = cluster.dir().join(&prefix);
             run_scenario(
                 &cluster,
@@ -77,7 +87,14 @@ pub async fn run(options: &RunOptions) -> Result<Report> {
                 &mut report,
             )
             .await
-            .with_context(|| format!("scenario seed {seed} with {}", gate.label()))?;
+            .with_context(|| {
+                let family = if scenario.preemption {
+                    "preemption "
+                } else {
+                    ""
+                };
+                format!("{family}scenario seed {seed} with {}", gate.label())
+            })?;
             replay::delete_scenario(&client, &scenario).await?;
         }
     }
@@ -122,7 +139,10 @@ async fn run_scenario(
             pod.metadata.namespace.as_deref().unwrap_or_default(),
             pod.metadata.name.as_deref().unwrap_or_default()
         );
-        let verdict = replay::await_verdict(client, &mut reference, &pod).await?;
+        let verdict = replay::await_verdict(client, &mut reference, &pod, &state.pods).await?;
+        if scenario.preemption {
+            replay::mark_started(client, &pod, &verdict, index).await?;
+        }
         let scores = reference.take_scores(&key)?;
         let ours = berth::decide(&policy, &state, &pod, gate);
         let found = report.compare(scenario, gate, &key, &verdict, &scores, ours);

@@ -1,7 +1,7 @@
 //! Putting a scenario into the test cluster, waiting for the reference's decision on each
 //! pod, and reading back the state both schedulers must decide on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -35,6 +35,29 @@ pub enum Verdict {
     Bound(String),
     /// Unschedulable, with the PodScheduled condition's message (the FitError text).
     Unschedulable(String),
+    /// Unschedulable (the FitError text), then preempted: nominated to `node` after deleting
+    /// `victims` (`namespace/name`); `bound` is where the pod went once they were gone (None
+    /// if it was not bound within the decision timeout).
+    Preempted {
+        /// The FitError text of the failed cycle.
+        message: String,
+        /// `status.nominatedNodeName`.
+        node: String,
+        /// The pods deleted by the preemption.
+        victims: BTreeSet<String>,
+        /// The node the pod was bound to afterwards.
+        bound: Option<String>,
+    },
+}
+
+impl Verdict {
+    /// The FitError text, if the reference found the pod unschedulable.
+    pub fn fit_error(&self) -> Option<&str> {
+        match self {
+            Verdict::Bound(_) => None,
+            Verdict::Unschedulable(message) | Verdict::Preempted { message, .. } => Some(message),
+        }
+    }
 }
 
 /// Creates the scenario's namespaces, controllers and objects (not the pending pods).
@@ -56,8 +79,28 @@ pub async fn create_cluster(client: &Client, scenario: &Scenario) -> Result<()> 
         uids.insert(crate::generate::uid_placeholder(kind, &name), uid);
     }
     for object in &scenario.objects {
-        create(client, &with_uids(object, &uids)).await?;
+        let object = with_uids(object, &uids);
+        create(client, &object).await?;
+        write_status(client, &object).await?;
     }
+    Ok(())
+}
+
+/// Writes the status a generated pod or PodDisruptionBudget carries through the status
+/// subresource (creation drops it): a running pod's start time, as the kubelet would report
+/// it, and a budget's allowance, as the disruption controller would compute it (this cluster
+/// runs neither).
+async fn write_status(client: &Client, object: &Value) -> Result<()> {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    if !matches!(kind, "Pod" | "PodDisruptionBudget") || !object["status"].is_object() {
+        return Ok(());
+    }
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let patch = json!({"status": object["status"]});
+    dynamic_api(client, object)?
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("writing the status of {kind} {name}"))?;
     Ok(())
 }
 
@@ -98,11 +141,14 @@ pub async fn create_pod(client: &Client, scenario: &Scenario, index: usize) -> R
 /// Waits for the reference's decision on `pod`, standing in for the PV controller (which
 /// this cluster does not run) so delayed-binding claims the reference chose volumes for
 /// become bound, as v1.22's volume binder waits for. An unschedulable pod is deleted at
-/// once, so it is not retried behind the next pods' backs.
+/// once, so it is not retried behind the next pods' backs; one that preempted (its
+/// `status.nominatedNodeName` is set with the condition, after v1.22 deleted the victims)
+/// is awaited until bound, and its victims are the pods of `before` that are gone.
 pub async fn await_verdict(
     client: &Client,
     reference: &mut ReferenceScheduler,
     pod: &Pod,
+    before: &[Pod],
 ) -> Result<Verdict> {
     let name = pod.metadata.name.clone().unwrap_or_default();
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
@@ -127,6 +173,21 @@ pub async fn await_verdict(
             });
         if let Some(condition) = unschedulable {
             let message = condition.message.clone().unwrap_or_default();
+            let nominated = current
+                .status
+                .as_ref()
+                .and_then(|s| s.nominated_node_name.clone())
+                .filter(|n| !n.is_empty());
+            if let Some(node) = nominated {
+                let victims = gone(client, before).await?;
+                let bound = await_binding(client, reference, &pods, &name).await?;
+                return Ok(Verdict::Preempted {
+                    message,
+                    node,
+                    victims,
+                    bound,
+                });
+            }
             pods.delete(&name, &DeleteParams::default().grace_period(0))
                 .await?;
             return Ok(Verdict::Unschedulable(message));
@@ -142,6 +203,79 @@ pub async fn await_verdict(
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Gives pending pod `index`, once bound, a start time after every running pod's (the
+/// kubelet's part): without one, v1.22 takes "now" as its start time when it orders victims
+/// of equal priority, which changes from call to call.
+pub async fn mark_started(
+    client: &Client,
+    pod: &Pod,
+    verdict: &Verdict,
+    index: usize,
+) -> Result<()> {
+    let bound = match verdict {
+        Verdict::Bound(_) | Verdict::Preempted { bound: Some(_), .. } => true,
+        Verdict::Unschedulable(_) | Verdict::Preempted { bound: None, .. } => false,
+    };
+    if !bound {
+        return Ok(());
+    }
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let start = format!("2024-01-02T00:{:02}:{:02}Z", index / 60 % 60, index % 60);
+    let patch = json!({"status": {"phase": "Running", "startTime": start}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("writing the start time of {namespace}/{name}"))?;
+    Ok(())
+}
+
+/// `namespace/name` of the pods of `before` that no longer exist or are being deleted.
+async fn gone(client: &Client, before: &[Pod]) -> Result<BTreeSet<String>> {
+    let now: BTreeSet<String> = list::<Pod>(client)
+        .await?
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(pod_key)
+        .collect();
+    Ok(before
+        .iter()
+        .map(pod_key)
+        .filter(|k| !now.contains(k))
+        .collect())
+}
+
+fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Waits until the preemptor `name` is bound (v1.22 retries it once its victims are gone);
+/// None, and the pod deleted, if it is not within the decision timeout.
+async fn await_binding(
+    client: &Client,
+    reference: &mut ReferenceScheduler,
+    pods: &Api<Pod>,
+    name: &str,
+) -> Result<Option<String>> {
+    let deadline = tokio::time::Instant::now() + DECISION_TIMEOUT;
+    while tokio::time::Instant::now() < deadline {
+        reference.check_running()?;
+        let current = pods.get(name).await?;
+        if let Some(node) = current.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            return Ok(Some(node));
+        }
+        complete_volume_bindings(client).await?;
+        tokio::time::sleep(POLL).await;
+    }
+    pods.delete(name, &DeleteParams::default().grace_period(0))
+        .await?;
+    Ok(None)
 }
 
 /// The PV controller's part of binding: a volume whose claimRef names a claim that does

@@ -32,6 +32,13 @@ pub struct GateStats {
     pub scored: usize,
     /// ... of which every plugin's score on every node was identical.
     pub scores_agree: usize,
+    /// Pods the reference ran preemption for (found unschedulable).
+    pub preemptions: usize,
+    /// ... of which it nominated a node and deleted victims.
+    pub preempted: usize,
+    /// ... on which Berth agreed: the same node (within Berth's tie) and the same victims
+    /// there, or no preemption on either side.
+    pub preemptions_agree: usize,
 }
 
 impl GateStats {
@@ -39,6 +46,7 @@ impl GateStats {
         self.decisions_agree == self.pods
             && self.fit_errors_agree == self.fit_errors
             && self.scores_agree == self.scored
+            && self.preemptions_agree == self.preemptions
     }
 }
 
@@ -47,11 +55,13 @@ impl GateStats {
 pub struct Disagreement {
     /// The scenario's seed.
     pub seed: u64,
+    /// Whether the seed is a preemption scenario's ([`crate::preemption::scenario`]).
+    pub preemption: bool,
     /// The gate setting.
     pub gate: DefaultPodTopologySpread,
     /// `namespace/name` of the pod, or "-" for the scenario as a whole.
     pub pod: String,
-    /// What differed: "policy", "error", "decision", "fit-error", "scores".
+    /// What differed: "policy", "error", "decision", "fit-error", "scores", "preemption".
     pub what: &'static str,
     /// Both sides, in words.
     pub detail: String,
@@ -68,6 +78,7 @@ impl Disagreement {
     ) -> Self {
         Disagreement {
             seed: scenario.seed,
+            preemption: scenario.preemption,
             gate,
             pod: pod.to_owned(),
             what,
@@ -124,10 +135,17 @@ impl Report {
         let before = self.disagreements.len();
         let stats = self.gate(gate);
         stats.pods += 1;
-        if matches!(verdict, Verdict::Unschedulable(_)) {
+        if verdict.fit_error().is_some() {
             stats.fit_errors += 1;
+            stats.preemptions += 1;
         }
-        if !scores.plugins.is_empty() {
+        if matches!(verdict, Verdict::Preempted { .. }) {
+            stats.preempted += 1;
+        }
+        // After a preemption the log holds the scores of the retry, once the victims were
+        // gone, which Berth was not asked about.
+        let scored = matches!(verdict, Verdict::Bound(_)) && !scores.plugins.is_empty();
+        if scored {
             stats.scored += 1;
         }
         let ours = match ours {
@@ -140,15 +158,22 @@ impl Report {
         };
         let decision_agrees = match verdict {
             Verdict::Bound(node) => ours.top.contains(node),
-            Verdict::Unschedulable(_) => ours.node.is_none(),
+            Verdict::Unschedulable(_) | Verdict::Preempted { .. } => ours.node.is_none(),
         };
-        let stats = self.gate(gate);
         if decision_agrees {
-            stats.decisions_agree += 1;
+            self.gate(gate).decisions_agree += 1;
         }
-        if let Verdict::Unschedulable(message) = verdict {
-            if ours.message.as_deref() == Some(message.as_str()) {
-                stats.fit_errors_agree += 1;
+        if verdict.fit_error().is_some() {
+            match preemption_difference(verdict, &ours) {
+                None => self.gate(gate).preemptions_agree += 1,
+                Some(detail) => {
+                    self.disagree(Disagreement::new(scenario, gate, pod, "preemption", detail));
+                }
+            }
+        }
+        if let Some(message) = verdict.fit_error() {
+            if ours.message.as_deref() == Some(message) {
+                self.gate(gate).fit_errors_agree += 1;
             } else {
                 let detail = format!(
                     "v1.22: {message:?}\n    Berth: {:?}",
@@ -165,7 +190,7 @@ impl Report {
             let detail = format!("v1.22 bound it to {node}; {berth}");
             self.disagree(Disagreement::new(scenario, gate, pod, "decision", detail));
         }
-        if !scores.plugins.is_empty() {
+        if scored {
             match score_differences(scores, &ours) {
                 None => self.gate(gate).scores_agree += 1,
                 Some(detail) => {
@@ -174,6 +199,35 @@ impl Report {
             }
         }
         self.disagreements.len() > before
+    }
+}
+
+/// How Berth's preemption differs from the reference's, in words, or None if they agree:
+/// the reference's node must be one of Berth's tied best candidates with the same victims
+/// there, or neither preempts.
+fn preemption_difference(verdict: &Verdict, ours: &BerthOutcome) -> Option<String> {
+    let berth = ours.preemption.clone().unwrap_or_default();
+    let describe = || match &berth.not_eligible {
+        Some(why) => format!("Berth does not preempt: {why}"),
+        None if berth.victims.is_empty() => "Berth finds no candidate".to_owned(),
+        None => format!(
+            "Berth nominates one of {:?}; its candidates' victims {:?}",
+            berth.nominated, berth.victims
+        ),
+    };
+    match verdict {
+        Verdict::Preempted { node, victims, .. } => {
+            let agrees = berth.nominated.contains(node) && berth.victims.get(node) == Some(victims);
+            (!agrees).then(|| {
+                format!(
+                    "v1.22 nominated {node}, evicting {victims:?}; {}",
+                    describe()
+                )
+            })
+        }
+        _ => {
+            (!berth.nominated.is_empty()).then(|| format!("v1.22 does not preempt; {}", describe()))
+        }
     }
 }
 
@@ -265,6 +319,14 @@ impl fmt::Display for Report {
                 s.scored,
                 percent(s.scores_agree, s.scored)
             )?;
+            writeln!(
+                f,
+                "    preemption  {}/{} ({}; v1.22 preempted for {})",
+                s.preemptions_agree,
+                s.preemptions,
+                percent(s.preemptions_agree, s.preemptions),
+                s.preempted
+            )?;
         }
         if !self.disagreements.is_empty() {
             writeln!(f, "disagreements ({}):", self.disagreements.len())?;
@@ -272,7 +334,8 @@ impl fmt::Display for Report {
         for d in &self.disagreements {
             writeln!(
                 f,
-                "  seed {} [{}] {} {}:\n    {}",
+                "  {}seed {} [{}] {} {}:\n    {}",
+                if d.preemption { "preemption " } else { "" },
                 d.seed,
                 d.gate.label(),
                 d.pod,
@@ -295,7 +358,12 @@ pub fn write_reproduction(
     pod: &Pod,
 ) -> Result<()> {
     let dir = out.join(format!(
-        "seed{}-gate{}-{}",
+        "{}seed{}-gate{}-{}",
+        if scenario.preemption {
+            "preemption-"
+        } else {
+            ""
+        },
         scenario.seed,
         u8::from(gate.enabled()),
         pod_key.replace('/', "-")
@@ -318,6 +386,8 @@ pub fn write_reproduction(
         values(&state.persistent_volume_claims)?,
         values(&state.storage_classes)?,
         values(&state.csi_nodes)?,
+        values(&state.priority_classes)?,
+        values(&state.pod_disruption_budgets)?,
         values(&pods)?,
     ]
     .concat();

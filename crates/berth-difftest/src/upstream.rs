@@ -61,8 +61,28 @@ pub struct ScoreLog {
 
 impl ReferenceScheduler {
     /// Starts kube-scheduler v1.22.17 against `cluster` with `policy` (JSON) and the gate,
-    /// in `dir`, for at most `lifetime`; returns once it is healthy.
+    /// in `dir`, for at most `lifetime`; returns once it is healthy. The free ports it is
+    /// given may be taken by another process before it binds them (the machine is shared):
+    /// it is then started again on new ones, up to three times in all.
     pub async fn start(
+        cluster: &TestCluster,
+        policy: &serde_json::Value,
+        gate: DefaultPodTopologySpread,
+        dir: &Path,
+        lifetime: Duration,
+    ) -> Result<Self> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(cluster, policy, gate, dir, lifetime).await {
+                Err(e) if attempt < 3 && format!("{e:#}").contains("address already in use") => {
+                    attempt += 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    async fn start_once(
         cluster: &TestCluster,
         policy: &serde_json::Value,
         gate: DefaultPodTopologySpread,

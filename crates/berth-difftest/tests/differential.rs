@@ -6,17 +6,21 @@
 //!   cargo test -p berth-difftest --test differential -- --ignored --nocapture sample
 //! The long run (its figures are in the README):
 //!   cargo test -p berth-difftest --test differential -- --ignored --nocapture long
-//! `BERTH_DIFFTEST_SEEDS=FROM..TO` replaces either run's seeds (to reproduce one seed:
-//! `BERTH_DIFFTEST_SEEDS=17..18`); `BERTH_DIFFTEST_OUT=DIR` writes each disagreement's
-//! policy and cluster file for `berth simulate --policy P --cluster C --explain`.
+//! Each run has random scenarios and preemption scenarios (nodes full of pods of several
+//! priorities, PodDisruptionBudgets, preemptors). `BERTH_DIFFTEST_SEEDS=FROM..TO` and
+//! `BERTH_DIFFTEST_PREEMPTION_SEEDS=FROM..TO` replace either run's seeds of each kind (to
+//! reproduce one preemption seed: `BERTH_DIFFTEST_SEEDS=0..0
+//! BERTH_DIFFTEST_PREEMPTION_SEEDS=17..18`); `BERTH_DIFFTEST_OUT=DIR` writes each
+//! disagreement's policy and cluster file for `berth simulate --policy P --cluster C
+//! --explain`.
 
 use std::ops::Range;
 use std::time::Duration;
 
 use berth_difftest::{DefaultPodTopologySpread, RunOptions, run};
 
-fn seeds(default: Range<u64>) -> Vec<u64> {
-    let Ok(text) = std::env::var("BERTH_DIFFTEST_SEEDS") else {
+fn seeds(variable: &str, default: Range<u64>) -> Vec<u64> {
+    let Ok(text) = std::env::var(variable) else {
         return default.collect();
     };
     let parsed = text
@@ -24,13 +28,14 @@ fn seeds(default: Range<u64>) -> Vec<u64> {
         .and_then(|(a, b)| Some(a.trim().parse().ok()?..b.trim().parse().ok()?));
     match parsed {
         Some(range) => range.collect(),
-        None => panic!("BERTH_DIFFTEST_SEEDS={text:?}: expected FROM..TO, e.g. 0..40"),
+        None => panic!("{variable}={text:?}: expected FROM..TO, e.g. 0..40"),
     }
 }
 
-async fn run_and_check(default: Range<u64>, lifetime: Duration) {
+async fn run_and_check(random: Range<u64>, preempting: Range<u64>, lifetime: Duration) {
     let options = RunOptions {
-        seeds: seeds(default),
+        seeds: seeds("BERTH_DIFFTEST_SEEDS", random),
+        preemption_seeds: seeds("BERTH_DIFFTEST_PREEMPTION_SEEDS", preempting),
         gates: DefaultPodTopologySpread::BOTH.to_vec(),
         max_lifetime: lifetime,
     };
@@ -44,11 +49,11 @@ async fn run_and_check(default: Range<u64>, lifetime: Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample() {
-    run_and_check(0..12, Duration::from_secs(15 * 60)).await;
+    run_and_check(0..12, 0..4, Duration::from_secs(15 * 60)).await;
 }
 
 #[ignore = "long run (tens of minutes); its figures are in the README"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long() {
-    run_and_check(1000..1100, Duration::from_secs(3 * 60 * 60)).await;
+    run_and_check(1000..1100, 1000..1060, Duration::from_secs(3 * 60 * 60)).await;
 }

@@ -3,10 +3,14 @@
 //! Besides the fused pass of the cycle (in `scheduler.rs`), filters are run on copies of one
 //! node with pods added or removed: with the node's nominated pods (upstream's
 //! `RunFilterPluginsWithNominatedPods`) and, in preemption, without the victims. Such a copy
-//! is one `NodeInfo` clone; the cluster itself is never changed or cloned.
+//! ([`NodeCopy`]) is one `NodeInfo` clone, which carries the node's own aggregates
+//! (resources, ports, pod IPs), plus each check's changes to the pod counts it prepared over
+//! the whole cluster (upstream's copy of the cycle state after the PreFilter extensions'
+//! AddPod/RemovePod: inter-pod affinity and topology spread counts). The cluster itself is
+//! never changed or cloned.
 
-use crate::cluster::NodeInfo;
-use crate::framework::{FailureKind, NodeCheck, Reason};
+use crate::cluster::{NodeInfo, PodId};
+use crate::framework::{CountChanges, FailureKind, NodeCheck, Reason};
 use crate::nominator::NominatedPod;
 use crate::podinfo::PodInfo;
 use crate::scheduler::NamedFilter;
@@ -34,22 +38,87 @@ impl Status {
     }
 }
 
+/// A copy of one cluster node with pods added or removed, and what that changed in each
+/// prepared check's pod counts (indexed like the checks).
+#[derive(Clone)]
+pub(crate) struct NodeCopy {
+    pub node: NodeInfo,
+    changes: Vec<CountChanges>,
+}
+
+/// A node as the filters see it: the cluster's node, or a copy with count changes.
+#[derive(Clone, Copy)]
+enum View<'n> {
+    Real(&'n NodeInfo),
+    Copy(&'n NodeCopy),
+}
+
+impl View<'_> {
+    /// Check `i` on this node.
+    #[inline]
+    fn check(&self, i: usize, c: &dyn NodeCheck, reasons: &mut Vec<Reason>) -> bool {
+        match self {
+            View::Real(n) => c.check(n, reasons),
+            View::Copy(copy) => c.check_changed(&copy.node, &copy.changes[i], reasons),
+        }
+    }
+}
+
 impl PreparedFilters<'_> {
-    /// Whether `node` passes every check (without masks: they describe the cluster's nodes
-    /// as they are, not hypothetical copies).
+    /// A copy of `node` with no pods changed yet.
+    pub fn copy_of(&self, node: &NodeInfo) -> NodeCopy {
+        NodeCopy {
+            node: node.clone(),
+            changes: vec![CountChanges::default(); self.checks.len()],
+        }
+    }
+
+    /// Adds `pod` to the copy: its aggregates, and each check's counts (upstream's
+    /// `NodeInfo.AddPodInfo` and `RunPreFilterExtensionAddPod`). `id` is None for a pod
+    /// not in the cluster (a nominated pod).
+    pub fn add_pod(&self, copy: &mut NodeCopy, pod: &PodInfo, id: Option<PodId>) {
+        copy.node.add_pod(pod, id);
+        for (c, changes) in self.checks.iter().zip(&mut copy.changes) {
+            c.count_pod(changes, pod, &copy.node, 1);
+        }
+    }
+
+    /// Removes cluster pod `id` from the copy (upstream's `NodeInfo.RemovePod` and
+    /// `RunPreFilterExtensionRemovePod`).
+    pub fn remove_pod(&self, copy: &mut NodeCopy, pod: &PodInfo, id: PodId) {
+        copy.node.remove_pod(pod, id);
+        for (c, changes) in self.checks.iter().zip(&mut copy.changes) {
+            c.count_pod(changes, pod, &copy.node, -1);
+        }
+    }
+
+    /// Whether `node` passes every check (without masks: callers ask about nodes one at a
+    /// time).
     pub fn passes(&self, node: &NodeInfo) -> bool {
-        passes_all(&self.checks, node)
+        self.passes_view(View::Real(node))
+    }
+
+    fn passes_view(&self, node: View<'_>) -> bool {
+        let mut scratch = Vec::new();
+        self.checks.iter().enumerate().all(|(i, c)| {
+            scratch.clear();
+            node.check(i, c.as_ref(), &mut scratch)
+        })
     }
 
     /// The node's status, evaluated as the policy says: every filter when
     /// `alwaysCheckAllPredicates`, else up to the first failing one. A failure is
     /// UnschedulableAndUnresolvable when any failing filter says so (upstream's status merge).
     pub fn status(&self, node: &NodeInfo) -> Status {
+        self.status_view(View::Real(node))
+    }
+
+    fn status_view(&self, node: View<'_>) -> Status {
         let mut reasons = Vec::new();
         let mut kind = None;
-        for (c, owner) in self.checks.iter().zip(&self.owners) {
+        for (i, (c, owner)) in self.checks.iter().zip(&self.owners).enumerate() {
             let from = reasons.len();
-            if c.check(node, &mut reasons) {
+            if node.check(i, c.as_ref(), &mut reasons) {
                 continue;
             }
             let rule = &self.filters[*owner].rule;
@@ -66,78 +135,95 @@ impl PreparedFilters<'_> {
         Status { reasons, kind }
     }
 
-    /// Upstream's `RunFilterPluginsWithNominatedPods` for `pod` on `node` (the cluster's node
-    /// or a hypothetical copy): when `nominated` holds pods of equal or higher priority (other
-    /// than `pod`), the filters run with them added to a copy of the node, and, if that
-    /// passes, once more on the node as given; the node must pass both. The status is the
-    /// failing pass's (the first pass's when both fail).
+    /// Upstream's `RunFilterPluginsWithNominatedPods` for `pod` on the cluster's `node`:
+    /// when `nominated` holds pods of equal or higher priority (other than `pod`), the
+    /// filters run with them added to a copy of the node, and, if that passes, once more on
+    /// the node as it is; the node must pass both. The status is the failing pass's (the
+    /// first pass's when both fail).
     pub fn status_with_nominated(
         &self,
         node: &NodeInfo,
         nominated: &[NominatedPod],
         pod: &PodInfo,
     ) -> Status {
-        if let Some(with) = with_nominated(node, nominated, pod) {
-            let first = self.status(&with);
+        self.nominated_status(View::Real(node), nominated, pod)
+    }
+
+    /// [`PreparedFilters::status_with_nominated`] on a copy of a node.
+    pub fn copy_status_with_nominated(
+        &self,
+        copy: &NodeCopy,
+        nominated: &[NominatedPod],
+        pod: &PodInfo,
+    ) -> Status {
+        self.nominated_status(View::Copy(copy), nominated, pod)
+    }
+
+    fn nominated_status(
+        &self,
+        node: View<'_>,
+        nominated: &[NominatedPod],
+        pod: &PodInfo,
+    ) -> Status {
+        if let Some(with) = self.with_nominated(node, nominated, pod) {
+            let first = self.status_view(View::Copy(&with));
             if !first.passes() {
                 return first;
             }
         }
-        self.status(node)
+        self.status_view(node)
     }
 
-    /// [`PreparedFilters::status_with_nominated`] without reasons.
-    pub fn passes_with_nominated(
+    /// [`PreparedFilters::copy_status_with_nominated`] without reasons.
+    pub fn copy_passes_with_nominated(
+        &self,
+        copy: &NodeCopy,
+        nominated: &[NominatedPod],
+        pod: &PodInfo,
+    ) -> bool {
+        let node = View::Copy(copy);
+        self.with_nominated(node, nominated, pod)
+            .is_none_or(|with| self.passes_view(View::Copy(&with)))
+            && self.passes_view(node)
+    }
+
+    /// The first pass of [`PreparedFilters::status_with_nominated`], without reasons:
+    /// whether the cluster's `node` passes with its nominated pods of at least `pod`'s
+    /// priority (true when there are none). The cycle asks it of nodes that pass on their
+    /// own.
+    pub fn passes_nominated(
         &self,
         node: &NodeInfo,
         nominated: &[NominatedPod],
         pod: &PodInfo,
     ) -> bool {
-        passes_nominated(&self.checks, node, nominated, pod) && self.passes(node)
+        self.with_nominated(View::Real(node), nominated, pod)
+            .is_none_or(|with| self.passes_view(View::Copy(&with)))
     }
-}
 
-/// Whether `node` passes every check.
-fn passes_all(checks: &[Box<dyn NodeCheck + '_>], node: &NodeInfo) -> bool {
-    let mut scratch = Vec::new();
-    checks.iter().all(|c| {
-        scratch.clear();
-        c.check(node, &mut scratch)
-    })
-}
-
-/// The first pass of [`PreparedFilters::status_with_nominated`], without reasons: whether
-/// the node passes with its nominated pods of at least `pod`'s priority (true when there
-/// are none). The cycle asks it of nodes that pass on their own.
-pub(crate) fn passes_nominated(
-    checks: &[Box<dyn NodeCheck + '_>],
-    node: &NodeInfo,
-    nominated: &[NominatedPod],
-    pod: &PodInfo,
-) -> bool {
-    match with_nominated(node, nominated, pod) {
-        Some(with) => passes_all(checks, &with),
-        None => true,
+    /// A copy of `node` with the nominated pods of at least `pod`'s priority added as whole
+    /// pods (aggregates and counts), or None when there are none (upstream's
+    /// `addNominatedPods`).
+    fn with_nominated(
+        &self,
+        node: View<'_>,
+        nominated: &[NominatedPod],
+        pod: &PodInfo,
+    ) -> Option<NodeCopy> {
+        let mut added = nominated
+            .iter()
+            .filter(|n| counts_against(n, pod))
+            .peekable();
+        added.peek()?;
+        let mut copy = match node {
+            View::Real(n) => self.copy_of(n),
+            View::Copy(c) => c.clone(),
+        };
+        for n in added {
+            self.add_pod(&mut copy, &n.info, None);
+        }
+        Some(copy)
     }
-}
-
-/// A copy of `node` with the nominated pods of at least `pod`'s priority added, or None
-/// when there are none (upstream's `addNominatedPods`).
-pub(crate) fn with_nominated(
-    node: &NodeInfo,
-    nominated: &[NominatedPod],
-    pod: &PodInfo,
-) -> Option<NodeInfo> {
-    let mut added = nominated
-        .iter()
-        .filter(|n| counts_against(n, pod))
-        .peekable();
-    added.peek()?;
-    let mut copy = node.clone();
-    for n in added {
-        copy.add_pod(&n.info, None);
-    }
-    Some(copy)
 }
 
 /// Whether a nominated pod counts against `pod`: equal or higher priority, and not `pod`

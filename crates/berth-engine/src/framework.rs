@@ -9,6 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
+use crate::labels::Sym;
 use crate::model::{PersistentVolume, PersistentVolumeClaim};
 use crate::podinfo::PodInfo;
 use crate::rules::volume_binding::VolumeBindings;
@@ -60,6 +61,45 @@ pub struct CycleContext<'a> {
     pub cluster: &'a Cluster,
     /// The pod being scheduled.
     pub pod: &'a PodInfo,
+    /// Whether some pod is nominated to a node. Filters are then also asked about nodes with
+    /// those pods added (upstream's `addNominatedPods`), so a rule whose check counts pods
+    /// (see [`NodeCheck::count_pod`]) must not skip a pod only because no pod in the cluster
+    /// can reject it: a nominated one might.
+    pub nominated: bool,
+}
+
+/// Changes to the pod counts a check prepared, on one node copy with pods added or removed
+/// (upstream's copy of the cycle state after PreFilter extensions' AddPod/RemovePod). Keyed
+/// by (a slot the check chooses, topology key, value); all changes concern the copied node's
+/// own topology domains, so there are few entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CountChanges {
+    entries: Vec<((u32, Sym, Sym), i64)>,
+}
+
+impl CountChanges {
+    /// Adds `delta` to the count of (`slot`, `key`, `value`).
+    pub fn add(&mut self, slot: u32, key: Sym, value: Sym, delta: i64) {
+        let at = (slot, key, value);
+        match self.entries.iter_mut().find(|(k, _)| *k == at) {
+            Some((_, d)) => *d += delta,
+            None => self.entries.push((at, delta)),
+        }
+    }
+
+    /// The change to the count of (`slot`, `key`, `value`).
+    pub fn get(&self, slot: u32, key: Sym, value: Sym) -> i64 {
+        let at = (slot, key, value);
+        self.entries
+            .iter()
+            .find(|(k, _)| *k == at)
+            .map_or(0, |(_, d)| *d)
+    }
+
+    /// Every non-zero change: ((slot, key, value), delta).
+    pub fn iter(&self) -> impl Iterator<Item = ((u32, Sym, Sym), i64)> + '_ {
+        self.entries.iter().copied().filter(|(_, d)| *d != 0)
+    }
 }
 
 /// The per-node check of a filter, after preparation.
@@ -72,6 +112,31 @@ pub trait NodeCheck: Send + Sync {
     /// touching the node (`check` still gives the reasons). Must agree with `check`.
     fn mask(&self) -> Option<&[bool]> {
         None
+    }
+
+    /// Upstream's PreFilter extensions AddPod (`delta` 1) and RemovePod (-1), for a check
+    /// whose prepared state counts pods across nodes (inter-pod affinity, topology spread):
+    /// records in `changes` what adding or removing `pod` on (a copy of) `node` changes in
+    /// those counts. What the node aggregates itself (resources, ports) is already in the
+    /// copy; checks reading only that keep the default, which records nothing.
+    fn count_pod(
+        &self,
+        _changes: &mut CountChanges,
+        _pod: &PodInfo,
+        _node: &NodeInfo,
+        _delta: i64,
+    ) {
+    }
+
+    /// [`NodeCheck::check`] on a copy of a cluster node whose pods changed, with the count
+    /// changes [`NodeCheck::count_pod`] recorded for it.
+    fn check_changed(
+        &self,
+        node: &NodeInfo,
+        _changes: &CountChanges,
+        reasons: &mut Vec<Reason>,
+    ) -> bool {
+        self.check(node, reasons)
     }
 }
 

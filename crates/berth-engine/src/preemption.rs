@@ -20,11 +20,12 @@
 //! The caller carries the choice out (deletes the victims, nominates the pod, clears
 //! lower-priority nominations on the node).
 //!
-//! Not modelled: the PreFilter AddPod/RemovePod updates of rules whose prepared state
-//! covers other nodes' pods (inter-pod affinity, topology spread, service affinity): a dry
-//! run sees those rules as the cluster is, so a victim's anti-affinity toward the preemptor
-//! does not make its node a candidate. Node-local rules (resources, pod count, host ports,
-//! pod IPs, volumes on the node) see the node without its victims.
+//! Removing and adding pods on the node's copy runs upstream's PreFilter extensions
+//! RemovePod/AddPod as well (see [`crate::filters::NodeCopy`]): inter-pod affinity and
+//! topology spread counts follow the victims, so a victim's anti-affinity toward the
+//! preemptor, or its place in a spread domain, counts as upstream counts it. Not modelled:
+//! ServiceAffinity's extension (its pinned peer pod stays the cluster's) and WASM plugins,
+//! whose per-node tables describe the cluster's nodes.
 
 use std::fmt;
 
@@ -268,7 +269,11 @@ impl Scheduler {
         }
         let offset = self.preemption_rng().random_range(0..potential.len());
         let (filters, check_all) = (self.filters(), self.check_all());
-        let ctx = CycleContext { cluster, pod };
+        let ctx = CycleContext {
+            cluster,
+            pod,
+            nominated: !nominator.is_empty(),
+        };
         let prepared = match Scheduler::prepare_filters(filters, check_all, ctx, |_, _| {}) {
             Ok(p) => p,
             // A filter rejects the pod everywhere, as it did in the cycle.
@@ -373,14 +378,13 @@ impl DryRun<'_> {
                 self.pod.pod.meta.name
             ));
         }
-        let mut copy = node.clone();
+        let prepared = self.prepared;
+        let mut copy = prepared.copy_of(node);
         for p in &potential {
-            copy.remove_pod(cluster.pod(*p), *p);
+            prepared.remove_pod(&mut copy, cluster.pod(*p), *p);
         }
         let nominated = self.nominator.for_node(id);
-        let status = self
-            .prepared
-            .status_with_nominated(&copy, nominated, self.pod);
+        let status = prepared.copy_status_with_nominated(&copy, nominated, self.pod);
         if !status.passes() {
             let reasons: Vec<&str> = status.reasons.iter().map(|r| r.as_str()).collect();
             return Err(format!(
@@ -395,12 +399,9 @@ impl DryRun<'_> {
         for (group, counts) in [(violating, true), (others, false)] {
             for p in group {
                 let info = cluster.pod(p);
-                copy.add_pod(info, Some(p));
-                if !self
-                    .prepared
-                    .passes_with_nominated(&copy, nominated, self.pod)
-                {
-                    copy.remove_pod(info, p);
+                prepared.add_pod(&mut copy, info, Some(p));
+                if !prepared.copy_passes_with_nominated(&copy, nominated, self.pod) {
+                    prepared.remove_pod(&mut copy, info, p);
                     victims.push(p);
                     pdb_violations += usize::from(counts);
                 }
@@ -530,28 +531,182 @@ mod tests {
         budgets: &[model::PodDisruptionBudget],
         preemptor: model::Pod,
     ) -> Result<(String, Vec<String>), String> {
+        run_with(RESOURCES, nodes, pods, budgets, preemptor).0
+    }
+
+    /// Every candidate a preemption found: (node, victims, chosen or tied with the choice).
+    type Found = Vec<(String, Vec<String>, bool)>;
+
+    /// [`run`] under `policy`, with every candidate found.
+    fn run_with(
+        policy: &str,
+        nodes: Vec<model::Node>,
+        pods: Vec<model::Pod>,
+        budgets: &[model::PodDisruptionBudget],
+        preemptor: model::Pod,
+    ) -> (Result<(String, Vec<String>), String>, Found) {
         let mut c = cluster(nodes, pods);
         let mut b = DisruptionBudgets::new();
         for p in budgets {
             b.upsert(&mut c, p);
         }
         let info = c.compile_pod(preemptor);
-        let mut s = scheduler();
+        let policy = berth_policy::parse(policy, "test.json").expect("policy");
+        let mut s = crate::registry::scheduler_for(&policy, Default::default()).expect("scheduler");
         let nominator = Nominator::new();
         let d = s.schedule_with(&c, &nominator, &info, false);
         let Some(fit) = d.fit_error else {
-            return Err("fits without preemption".into());
+            return (Err("fits without preemption".into()), Vec::new());
         };
-        match s.preempt(&c, &nominator, &b, &info, &fit).0 {
+        let names = |victims: &[PodId]| -> Vec<String> {
+            victims
+                .iter()
+                .map(|v| c.pod(*v).pod.meta.name.clone())
+                .collect()
+        };
+        let (outcome, explained) = s.preempt(&c, &nominator, &b, &info, &fit);
+        let candidates = explained
+            .candidates
+            .iter()
+            .map(|(cand, lost)| {
+                (
+                    c.node(cand.node).name().to_string(),
+                    names(&cand.victims),
+                    matches!(lost, None | Some(LostOn::Order)),
+                )
+            })
+            .collect();
+        let outcome = match outcome {
             PreemptionOutcome::Preempt { candidate, .. } => Ok((
                 c.node(candidate.node).name().to_string(),
-                candidate
-                    .victims
-                    .iter()
-                    .map(|v| c.pod(*v).pod.meta.name.clone())
-                    .collect(),
+                names(&candidate.victims),
             )),
             other => Err(format!("{other:?}")),
+        };
+        (outcome, candidates)
+    }
+
+    /// Restated from upstream's TestDryRunPreemption ("pod with anti-affinity is
+    /// preempted", "preemption to resolve pod topology spread filter failure") and
+    /// TestPreempt ("preemption for topology spread constraints"): the dry run removes
+    /// victims from the inter-pod affinity and topology spread counts too (the PreFilter
+    /// extensions' RemovePod), and adds reprieved pods back (AddPod). Each case lists every
+    /// candidate with its victims and whether it is the choice or tied with it.
+    #[test]
+    fn dry_runs_update_affinity_and_spread_counts() {
+        const POLICY: &str = r#"{"predicates":[{"name":"PodFitsResources"},
+            {"name":"MatchInterPodAffinity"},{"name":"EvenPodsSpread"}],"priorities":[]}"#;
+        let (low, mid, high) = (0, 100, 1000);
+        let zone = "zone";
+        let hostname = "kubernetes.io/hostname";
+        let foo = || Some(exists(&["foo"]));
+        let zoned = |name: &str, z: &str| node(name).label(zone, z).build();
+        let three_nodes = || {
+            vec![
+                zoned("node-a", "zone1"),
+                zoned("node-b", "zone1"),
+                zoned("node-x", "zone2"),
+            ]
+        };
+        let foo_on = |name: &str, on: &str, prio: i32| {
+            pod(name).on(on).label("foo", "").priority(prio).build()
+        };
+        let spreading = || {
+            pod("p")
+                .label("foo", "")
+                .priority(high)
+                .spread(1, zone, model::WhenUnsatisfiable::DoNotSchedule, foo())
+                .spread(1, hostname, model::WhenUnsatisfiable::DoNotSchedule, foo())
+                .build()
+        };
+        type Want = Vec<(&'static str, Vec<&'static str>, bool)>;
+        type Case = (
+            &'static str,
+            Vec<model::Node>,
+            Vec<model::Pod>,
+            model::Pod,
+            Want,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                // node2 is full (upstream's test dry-runs it without a cycle first).
+                "pod with anti-affinity is preempted",
+                vec![node("node1").build(), node("node2").cpu(100).build()],
+                vec![
+                    pod("p1.1")
+                        .on("node1")
+                        .label("foo", "")
+                        .priority(low)
+                        .req(100, 0)
+                        .anti_affinity(hostname, &[("foo", "")])
+                        .build(),
+                    pod("p1.2").on("node1").priority(mid).req(100, 0).build(),
+                    pod("p1.3").on("node1").priority(high).req(100, 0).build(),
+                    pod("p2").on("node2").priority(high).req(100, 0).build(),
+                ],
+                pod("p").label("foo", "").priority(high).req(100, 0).build(),
+                vec![("node1", vec!["p1.1"], true)],
+            ),
+            (
+                "preemption to resolve pod topology spread filter failure",
+                three_nodes(),
+                vec![
+                    foo_on("pod-a1", "node-a", mid),
+                    foo_on("pod-a2", "node-a", low),
+                    foo_on("pod-b1", "node-b", low),
+                    foo_on("pod-x1", "node-x", high),
+                    foo_on("pod-x2", "node-x", high),
+                ],
+                spreading(),
+                vec![
+                    ("node-a", vec!["pod-a2"], true),
+                    ("node-b", vec!["pod-b1"], true),
+                ],
+            ),
+            (
+                "preemption for topology spread constraints",
+                three_nodes(),
+                vec![
+                    foo_on("p-a1", "node-a", high),
+                    foo_on("p-a2", "node-a", high),
+                    foo_on("p-b1", "node-b", low),
+                    foo_on("p-x1", "node-x", high),
+                    foo_on("p-x2", "node-x", high),
+                ],
+                spreading(),
+                vec![("node-b", vec!["p-b1"], true)],
+            ),
+            (
+                // The victim's own anti-affinity keeps the pod off until it is gone; the
+                // reprieve adds it back and the check fails again, so it stays a victim.
+                "a victim whose anti-affinity selects the preemptor",
+                vec![node("n1").cpu(1000).build()],
+                vec![
+                    pod("guard")
+                        .on("n1")
+                        .priority(low)
+                        .req(100, 0)
+                        .anti_affinity(hostname, &[("app", "web")])
+                        .build(),
+                    pod("other").on("n1").priority(low).req(100, 0).build(),
+                ],
+                pod("p")
+                    .label("app", "web")
+                    .priority(high)
+                    .req(100, 0)
+                    .build(),
+                vec![("n1", vec!["guard"], true)],
+            ),
+        ];
+        for (name, nodes, pods, preemptor, want) in cases {
+            let (_, got) = run_with(POLICY, nodes, pods, &[], preemptor);
+            let want: Found = want
+                .into_iter()
+                .map(|(n, v, t)| (n.to_string(), v.iter().map(|s| s.to_string()).collect(), t))
+                .collect();
+            let mut got = got;
+            got.sort();
+            assert_eq!(got, want, "{name}");
         }
     }
 

@@ -17,8 +17,8 @@ use crate::extender::{self, Extender, ExtenderError};
 use crate::features::FeatureGates;
 use crate::filters::PreparedFilters;
 use crate::framework::{
-    CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, NodeScore, Reason, Reservation,
-    ScorePrep, ScoreRule,
+    CycleContext, FailureKind, FilterPrep, FilterRule, NodeScore, Reason, Reservation, ScorePrep,
+    ScoreRule,
 };
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
@@ -410,7 +410,11 @@ impl Scheduler {
                 explain.then(Explanation::default),
             );
         }
-        let ctx = CycleContext { cluster, pod };
+        let ctx = CycleContext {
+            cluster,
+            pod,
+            nominated: !nominator.is_empty(),
+        };
         self.timings.clear();
         let timings = &mut self.timings;
         let prepared = Self::prepare_filters(
@@ -459,7 +463,6 @@ impl Scheduler {
                 return Decision::placed(id, explanation).with_warnings(warnings);
             }
         }
-        let checks = &prepared.checks;
         let timings = &mut self.timings;
         let preps: Vec<ScorePrep<'_>> = self
             .scores
@@ -487,7 +490,7 @@ impl Scheduler {
         let pass = self.evaluate(
             cluster,
             start,
-            checks,
+            &prepared,
             &scorers,
             nominated.map(|n| (n, pod)),
         );
@@ -674,10 +677,11 @@ impl Scheduler {
         &self,
         cluster: &Cluster,
         start: usize,
-        checks: &[Box<dyn NodeCheck + '_>],
+        prepared: &PreparedFilters<'_>,
         scorers: &[&dyn NodeScore],
         nominated: Option<(&Nominator, &PodInfo)>,
     ) -> Pass {
+        let checks = &prepared.checks;
         let order = cluster.node_order();
         let all = order.len();
         let want = self.feasible_nodes_to_find(all);
@@ -713,7 +717,7 @@ impl Scheduler {
                 }
                 let feasible = rejected_by.is_none()
                     && nominated.is_none_or(|(n, pod)| {
-                        crate::filters::passes_nominated(checks, node, n.for_node(id), pod)
+                        prepared.passes_nominated(node, n.for_node(id), pod)
                     });
                 if feasible {
                     chunk.positions.push(i - first);
@@ -956,7 +960,10 @@ fn select_best(rng: &mut ChaCha8Rng, totals: &[i64]) -> usize {
 mod tests {
     use super::*;
     use crate::nominator::Nominator;
-    use crate::rules::{least_requested::LeastRequested, node_selector, resources_fit};
+    use crate::rules::{
+        inter_pod_affinity, least_requested::LeastRequested, node_selector, pod_topology_spread,
+        resources_fit,
+    };
     use crate::testkit::*;
 
     fn policy(text: &str) -> berth_policy::EffectivePolicy {
@@ -1196,6 +1203,87 @@ mod tests {
                     format!("0/1 nodes are available: 1 {}.", resources_fit::REASON_CPU),
                     "{name}: reasons come from the pass with the nominated pods"
                 );
+            }
+        }
+    }
+
+    /// Upstream's addNominatedPods adds nominated pods as whole pods: the PreFilter
+    /// extensions of InterPodAffinity and PodTopologySpread count them too, not only their
+    /// resources. Each case: the nominated pod on n1 (priority 100, no resources), the pod
+    /// (priority 10), and the FitError on n1 if it should fail there (n2 stays free).
+    #[test]
+    fn nominated_pods_count_for_affinity_and_spreading() {
+        let text = r#"{"predicates":[{"name":"MatchInterPodAffinity"},
+            {"name":"EvenPodsSpread"}],"priorities":[]}"#;
+        let zone = "topology.kubernetes.io/zone";
+        let spread = |p: PodBuilder| {
+            p.spread(
+                1,
+                zone,
+                crate::model::WhenUnsatisfiable::DoNotSchedule,
+                Some(selector(&[("app", "web")])),
+            )
+        };
+        let hostname = "kubernetes.io/hostname";
+        let cases: Vec<(&str, PodBuilder, PodBuilder, Option<&str>)> = vec![
+            (
+                "the nominated pod's anti-affinity rejects the pod",
+                pod("nom").anti_affinity(hostname, &[("app", "web")]),
+                pod("p").label("app", "web"),
+                Some(inter_pod_affinity::REASON_EXISTING_ANTI_AFFINITY),
+            ),
+            (
+                "the pod's anti-affinity rejects the nominated pod",
+                pod("nom").label("app", "db"),
+                pod("p").anti_affinity(hostname, &[("app", "db")]),
+                Some(inter_pod_affinity::REASON_ANTI_AFFINITY),
+            ),
+            (
+                "a nominated pod of another app changes nothing",
+                pod("nom").label("app", "db"),
+                pod("p")
+                    .label("app", "web")
+                    .anti_affinity(hostname, &[("app", "web")]),
+                None,
+            ),
+            (
+                "the nominated pod counts in its zone's spread",
+                pod("nom").label("app", "web"),
+                spread(pod("p").label("app", "web")),
+                Some(pod_topology_spread::REASON),
+            ),
+            (
+                // The pass with the nominated pod finds it in n1's zone, the pass without
+                // it finds no pod (and the pod does not match its own term).
+                "affinity met only by the nominated pod fails: the second pass lacks it",
+                pod("nom").label("app", "db"),
+                pod("p").affinity(zone, &[("app", "db")]),
+                Some(inter_pod_affinity::REASON_AFFINITY),
+            ),
+        ];
+        for (name, nominated, incoming, n1_fails) in cases {
+            let mut c = cluster(
+                vec![
+                    node("n1").label(zone, "z1").build(),
+                    node("n2").label(zone, "z2").build(),
+                ],
+                vec![],
+            );
+            let n1 = c.node_by_name("n1").expect("n1");
+            let mut nominator = Nominator::new();
+            nominator.add(c.compile_pod(nominated.priority(100).build()), n1);
+            let p = c.compile_pod(incoming.priority(10).build());
+            let d = scheduler(text, CycleConfig::default()).schedule_with(&c, &nominator, &p, true);
+            let explanation = d.explanation.expect("explained");
+            let n1_reasons = &explanation
+                .nodes
+                .iter()
+                .find(|n| n.node == "n1")
+                .expect("n1")
+                .reasons;
+            match n1_fails {
+                Some(reason) => assert_eq!(n1_reasons, &[reason.to_string()], "{name}"),
+                None => assert!(n1_reasons.is_empty(), "{name}: {n1_reasons:?}"),
             }
         }
     }

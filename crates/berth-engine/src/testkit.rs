@@ -469,6 +469,7 @@ pub fn run_filter(
     let ctx = CycleContext {
         cluster,
         pod: &info,
+        nominated: false,
     };
     let prep = rule.prepare(ctx);
     cluster
@@ -530,6 +531,7 @@ pub fn run_score_on(
     let ctx = CycleContext {
         cluster,
         pod: &info,
+        nominated: false,
     };
     let scores = match rule.prepare(ctx) {
         ScorePrep::Constant(v) => vec![v; feasible.len()],

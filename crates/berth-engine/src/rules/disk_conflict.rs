@@ -349,6 +349,7 @@ mod tests {
         let prep = NoDiskConflict.prepare(CycleContext {
             cluster: &cl,
             pod: &info,
+            nominated: false,
         });
         assert!(matches!(prep, FilterPrep::Skip));
     }

@@ -7,10 +7,12 @@
 //! preparing costs O(matching pods + matching terms) and a node check costs a label lookup and
 //! a hash probe per topology key.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeInfo};
-use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{
+    CountChanges, CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason,
+};
 use crate::labels::{Labels, Sym};
 use crate::podinfo::{AffinityTerm, PodInfo};
 
@@ -26,61 +28,111 @@ pub const REASON_EXISTING_ANTI_AFFINITY: &str =
 /// The rule.
 pub struct MatchInterPodAffinity;
 
-/// A set of topology domains, with the distinct keys among them so that testing a node costs
-/// one label lookup and one probe per key.
+/// Slots of the three kinds of count in [`CountChanges`].
+const AFFINITY: u32 = 0;
+const ANTI: u32 = 1;
+const EXISTING_ANTI: u32 = 2;
+
+/// Counts of pods per topology domain (key, value), as upstream's `topologyToMatchedTermCount`
+/// (a domain with no pod is absent), with the distinct keys among them so that testing a
+/// node costs one label lookup and one probe per key.
 #[derive(Debug, Default)]
 struct Domains {
     keys: Vec<Sym>,
-    pairs: FxHashSet<(Sym, Sym)>,
+    counts: FxHashMap<(Sym, Sym), i64>,
 }
 
 impl Domains {
-    /// Adds the domain `key=value`.
+    /// Counts one more pod in the domain `key=value`.
     fn insert(&mut self, key: Sym, value: Sym) {
-        if self.pairs.insert((key, value)) && !self.keys.contains(&key) {
+        *self.counts.entry((key, value)).or_insert(0) += 1;
+        if !self.keys.contains(&key) {
             self.keys.push(key);
         }
     }
 
-    /// Adds the domain of `node` (the node running a matching pod) for `key`, if it has the key.
+    /// Counts a pod on `node` (the node running a matching pod) for `key`, if it has the key.
     fn insert_node_domain(&mut self, cluster: &Cluster, pod: &PodInfo, key: Sym) {
         if let Some(value) = pod.node.and_then(|n| cluster.node(n).labels.get(key)) {
             self.insert(key, value);
         }
     }
 
-    /// Whether `key=value` is one of the domains.
+    /// How many pods are counted in `key=value`.
+    #[inline]
+    fn count(&self, key: Sym, value: Sym) -> i64 {
+        self.counts.get(&(key, value)).copied().unwrap_or(0)
+    }
+
+    /// Whether `key=value` holds a pod.
     #[inline]
     fn contains(&self, key: Sym, value: Sym) -> bool {
-        self.pairs.contains(&(key, value))
+        self.count(key, value) > 0
     }
 
     /// Whether a node with these labels lies in any of the domains.
     #[inline]
     fn hold(&self, labels: &Labels) -> bool {
-        self.keys.iter().any(|k| {
+        self.keys
+            .iter()
+            .any(|k| labels.get(*k).is_some_and(|v| self.contains(*k, v)))
+    }
+
+    /// The count of `key=value` after `changes` to `slot`.
+    #[inline]
+    fn changed(&self, changes: &CountChanges, slot: u32, key: Sym, value: Sym) -> i64 {
+        self.count(key, value) + changes.get(slot, key, value)
+    }
+
+    /// Whether a node with these labels lies in a domain holding a pod after `changes`.
+    fn hold_changed(&self, labels: &Labels, changes: &CountChanges, slot: u32) -> bool {
+        let changed_keys = changes
+            .iter()
+            .filter(|((s, _, _), _)| *s == slot)
+            .map(|((_, k, _), _)| k);
+        self.keys.iter().copied().chain(changed_keys).any(|k| {
             labels
-                .get(*k)
-                .is_some_and(|v| self.pairs.contains(&(*k, v)))
+                .get(k)
+                .is_some_and(|v| self.changed(changes, slot, k, v) > 0)
         })
+    }
+
+    /// Whether no domain holds a pod after `changes` to `slot` (upstream's empty map: it
+    /// deletes a domain whose count drops to zero).
+    fn is_empty_changed(&self, changes: &CountChanges, slot: u32) -> bool {
+        let mut held = self.counts.len();
+        for ((s, k, v), delta) in changes.iter() {
+            if s != slot {
+                continue;
+            }
+            let before = self.count(k, v);
+            match (before != 0, before + delta != 0) {
+                (true, false) => held -= 1,
+                (false, true) => held += 1,
+                _ => {}
+            }
+        }
+        held == 0
     }
 
     /// Whether there is no domain.
     fn is_empty(&self) -> bool {
-        self.pairs.is_empty()
+        self.counts.is_empty()
     }
 }
 
 /// The prepared check.
 struct Check<'a> {
+    cluster: &'a Cluster,
+    pod: &'a PodInfo,
     /// The pod's required affinity terms.
     affinity_terms: &'a [AffinityTerm],
     /// Domains, per affinity term key, of nodes running a pod that matches all the pod's
     /// affinity terms (upstream's `affinityCounts`).
     affinity_domains: Domains,
-    /// Upstream's "first pod of a group" exception: no pod matching all the terms runs on a
-    /// node with any of their keys, and the pod matches its own terms.
-    first_of_group: bool,
+    /// Whether the pod matches all its own affinity terms (half of upstream's "first pod
+    /// of a group" exception; the other half is that no other pod does).
+    matches_own_terms: bool,
     /// Domains of pods the pod's anti-affinity terms select.
     anti_domains: Domains,
     /// Domains of running pods whose anti-affinity terms select the pod.
@@ -90,25 +142,32 @@ struct Check<'a> {
 }
 
 impl Check<'_> {
+    /// Upstream's "first pod of a group" exception: no pod matching all the terms runs on a
+    /// node with any of their keys, and the pod matches its own terms.
+    fn first_of_group(&self) -> bool {
+        self.matches_own_terms && self.affinity_domains.is_empty()
+    }
+
     /// Every node's verdict at once, computed from the cluster's dense label tables: the
     /// affinity part walks the term keys' label columns (pods with required affinity only);
     /// the anti-affinity parts clear just the nodes of each forbidden domain.
     fn mask_for(&self, cluster: &Cluster) -> Vec<bool> {
         let slots = cluster.node_slots();
         let mut mask = vec![true; slots];
+        let first_of_group = self.first_of_group();
         for t in self.affinity_terms {
             let column = cluster.label_column(t.topology_key).unwrap_or_default();
             for (slot, ok) in mask.iter_mut().enumerate() {
                 *ok &= column.get(slot).copied().flatten().is_some_and(|v| {
-                    self.first_of_group || self.affinity_domains.contains(t.topology_key, v)
+                    first_of_group || self.affinity_domains.contains(t.topology_key, v)
                 });
             }
         }
         for (key, value) in self
             .anti_domains
-            .pairs
-            .iter()
-            .chain(&self.existing_anti_domains.pairs)
+            .counts
+            .keys()
+            .chain(self.existing_anti_domains.counts.keys())
         {
             for id in cluster.nodes_with_label(*key, *value) {
                 mask[id.0 as usize] = false;
@@ -128,31 +187,114 @@ impl Check<'_> {
                 Some(v) => all_found &= self.affinity_domains.contains(t.topology_key, v),
             }
         }
-        all_found || self.first_of_group
+        all_found || self.first_of_group()
     }
+
+    /// [`Check::affinity_holds`] after `changes`.
+    fn affinity_holds_changed(&self, labels: &Labels, changes: &CountChanges) -> bool {
+        let mut all_found = true;
+        for t in self.affinity_terms {
+            match labels.get(t.topology_key) {
+                None => return false,
+                Some(v) => {
+                    all_found &= self
+                        .affinity_domains
+                        .changed(changes, AFFINITY, t.topology_key, v)
+                        > 0
+                }
+            }
+        }
+        all_found
+            || (self.matches_own_terms && self.affinity_domains.is_empty_changed(changes, AFFINITY))
+    }
+}
+
+/// The reason for a node failing the three parts, checked in upstream's order.
+fn verdict(affinity: bool, anti: bool, existing_anti: bool, reasons: &mut Vec<Reason>) -> bool {
+    // v1.22 reports only the specific reason: PR #102518 (merged before the 1.22 freeze)
+    // dropped the generic "node(s) didn't match pod affinity/anti-affinity rules" that
+    // earlier releases added to each failure.
+    let failed = if !affinity {
+        REASON_AFFINITY
+    } else if anti {
+        REASON_ANTI_AFFINITY
+    } else if existing_anti {
+        REASON_EXISTING_ANTI_AFFINITY
+    } else {
+        return true;
+    };
+    reasons.push(failed.into());
+    false
 }
 
 impl NodeCheck for Check<'_> {
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        // v1.22 reports only the specific reason: PR #102518 (merged before the 1.22 freeze)
-        // dropped the generic "node(s) didn't match pod affinity/anti-affinity rules" that
-        // earlier releases added to each failure.
-        let failed = if !self.affinity_holds(&node.labels) {
-            REASON_AFFINITY
-        } else if self.anti_domains.hold(&node.labels) {
-            REASON_ANTI_AFFINITY
-        } else if self.existing_anti_domains.hold(&node.labels) {
-            REASON_EXISTING_ANTI_AFFINITY
-        } else {
-            return true;
-        };
-        reasons.push(failed.into());
-        false
+        let labels = &node.labels;
+        verdict(
+            self.affinity_holds(labels),
+            self.anti_domains.hold(labels),
+            self.existing_anti_domains.hold(labels),
+            reasons,
+        )
     }
 
     fn mask(&self) -> Option<&[bool]> {
         Some(&self.mask)
+    }
+
+    /// Upstream's `preFilterState.updateWithPod`: the added or removed pod counts in the
+    /// node's domains for each of its anti-affinity terms selecting the pod being scheduled,
+    /// for each affinity term of that pod when it matches them all, and for each of that
+    /// pod's anti-affinity terms selecting it.
+    fn count_pod(&self, changes: &mut CountChanges, other: &PodInfo, node: &NodeInfo, delta: i64) {
+        let cluster = self.cluster;
+        let mut count = |slot: u32, key: Sym| {
+            if let Some(value) = node.labels.get(key) {
+                changes.add(slot, key, value, delta);
+            }
+        };
+        let no_labels = Labels::default();
+        let own_namespace_labels = cluster
+            .namespace_labels(self.pod.namespace)
+            .unwrap_or(&no_labels);
+        for t in &other.affinity.anti_required {
+            if t.matches_in(self.pod, own_namespace_labels) {
+                count(EXISTING_ANTI, t.topology_key);
+            }
+        }
+        let other_namespace_labels = cluster.namespace_labels(other.namespace);
+        if !self.affinity_terms.is_empty()
+            && self
+                .affinity_terms
+                .iter()
+                .all(|t| t.matches(other, other_namespace_labels))
+        {
+            for t in self.affinity_terms {
+                count(AFFINITY, t.topology_key);
+            }
+        }
+        for t in &self.pod.affinity.anti_required {
+            if t.matches(other, other_namespace_labels) {
+                count(ANTI, t.topology_key);
+            }
+        }
+    }
+
+    fn check_changed(
+        &self,
+        node: &NodeInfo,
+        changes: &CountChanges,
+        reasons: &mut Vec<Reason>,
+    ) -> bool {
+        let labels = &node.labels;
+        verdict(
+            self.affinity_holds_changed(labels, changes),
+            self.anti_domains.hold_changed(labels, changes, ANTI),
+            self.existing_anti_domains
+                .hold_changed(labels, changes, EXISTING_ANTI),
+            reasons,
+        )
     }
 }
 
@@ -232,22 +374,25 @@ impl FilterRule for MatchInterPodAffinity {
         let (cluster, pod) = (ctx.cluster, ctx.pod);
         let affinity = &pod.affinity;
         let existing_anti_domains = existing_anti_affinity_domains(cluster, pod);
+        // With a pod nominated somewhere, its anti-affinity may reject this pod on the node
+        // it is added to, which only the check can tell.
         if affinity.required.is_empty()
             && affinity.anti_required.is_empty()
             && existing_anti_domains.is_empty()
+            && !ctx.nominated
         {
             return FilterPrep::Skip;
         }
-        let affinity_domains = affinity_domains(cluster, &affinity.required);
-        let first_of_group = affinity_domains.is_empty()
-            && affinity
-                .required
-                .iter()
-                .all(|t| t.matches(pod, cluster.namespace_labels(pod.namespace)));
+        let matches_own_terms = affinity
+            .required
+            .iter()
+            .all(|t| t.matches(pod, cluster.namespace_labels(pod.namespace)));
         let mut check = Check {
+            cluster,
+            pod,
             affinity_terms: &affinity.required,
-            affinity_domains,
-            first_of_group,
+            affinity_domains: affinity_domains(cluster, &affinity.required),
+            matches_own_terms,
             anti_domains: anti_affinity_domains(cluster, &affinity.anti_required),
             existing_anti_domains,
             mask: Vec::new(),
@@ -982,6 +1127,7 @@ mod tests {
         let ctx = CycleContext {
             cluster: &cl,
             pod: &info,
+            nominated: false,
         };
         assert!(matches!(
             MatchInterPodAffinity.prepare(ctx),
@@ -991,6 +1137,7 @@ mod tests {
         let ctx = CycleContext {
             cluster: &cl,
             pod: &info,
+            nominated: false,
         };
         assert!(matches!(
             MatchInterPodAffinity.prepare(ctx),

@@ -599,6 +599,7 @@ mod tests {
         let ctx = CycleContext {
             cluster: &cl,
             pod: &info,
+            nominated: false,
         };
         assert!(matches!(rule.prepare(ctx), ScorePrep::Constant(0)));
     }

@@ -16,8 +16,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cluster::{Cluster, NamespaceFilter, NodeId, NodeInfo};
 use crate::framework::{
-    CycleContext, FailureKind, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore,
-    Reason, ScorePrep, ScoreRule,
+    CountChanges, CycleContext, FailureKind, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck,
+    NodeScore, Reason, ScorePrep, ScoreRule,
 };
 use crate::labels::Sym;
 use crate::model::WhenUnsatisfiable;
@@ -124,32 +124,94 @@ fn domain_counts(
     counts
 }
 
+/// The count of a constraint without domains: upstream's MaxInt32, which lets every node
+/// with the key pass.
+const NO_DOMAIN: i64 = i32::MAX as i64;
+
 /// One DoNotSchedule constraint, prepared.
 struct FilterConstraint<'a> {
     constraint: &'a SpreadConstraint,
     /// Matching pods per domain of the counting nodes.
     counts: FxHashMap<Sym, i64>,
-    /// The smallest count over those domains; upstream's MaxInt32 when there is none, which
-    /// lets every node with the key pass.
+    /// The smallest count over those domains ([`NO_DOMAIN`] when there is none), with a
+    /// domain that has it.
     global_min: i64,
+    min_domain: Option<Sym>,
+    /// The smallest count over the other domains, so that the minimum is known in O(1)
+    /// when the counts of one domain change (upstream keeps two "critical paths" for this).
+    second_min: i64,
     /// 1 if the pod matches the selector itself (placing it adds to the domain), else 0.
     self_match: i64,
 }
 
+impl FilterConstraint<'_> {
+    /// Whether placing the pod in a domain with `matching` pods, when the least populated
+    /// domain has `min`, keeps the skew within bounds.
+    fn within_skew(&self, matching: i64, min: i64) -> bool {
+        matching + self.self_match - min <= i64::from(self.constraint.max_skew)
+    }
+}
+
 struct FilterCheck<'a> {
+    pod: &'a PodInfo,
     constraints: Vec<FilterConstraint<'a>>,
+    /// Per node slot, whether its pods count for spreading.
+    counting: Vec<bool>,
 }
 
 impl NodeCheck for FilterCheck<'_> {
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        for fc in &self.constraints {
+        self.check_changed(node, &CountChanges::default(), reasons)
+    }
+
+    /// Upstream's `preFilterState.updateWithPod`: a pod of the pod's namespace matching a
+    /// constraint's selector changes its domain's count, on nodes whose pods count (even a
+    /// terminating pod, which the prepared counts leave out: upstream does not check).
+    fn count_pod(&self, changes: &mut CountChanges, other: &PodInfo, node: &NodeInfo, delta: i64) {
+        if other.namespace != self.pod.namespace
+            || !self
+                .counting
+                .get(node.id.0 as usize)
+                .copied()
+                .unwrap_or(false)
+        {
+            return;
+        }
+        for (slot, fc) in self.constraints.iter().enumerate() {
+            let c = fc.constraint;
+            let selected = c
+                .selector
+                .as_ref()
+                .is_some_and(|s| s.matches(&other.labels));
+            if let (true, Some(value)) = (selected, node.labels.get(c.topology_key)) {
+                changes.add(slot as u32, c.topology_key, value, delta);
+            }
+        }
+    }
+
+    fn check_changed(
+        &self,
+        node: &NodeInfo,
+        changes: &CountChanges,
+        reasons: &mut Vec<Reason>,
+    ) -> bool {
+        for (slot, fc) in self.constraints.iter().enumerate() {
             let c = fc.constraint;
             let Some(value) = node.labels.get(c.topology_key) else {
                 reasons.push(REASON_MISSING_LABEL.into());
                 return false;
             };
-            let matching = fc.counts.get(&value).copied().unwrap_or(0);
-            if matching + fc.self_match - fc.global_min > i64::from(c.max_skew) {
+            let delta = changes.get(slot as u32, c.topology_key, value);
+            let matching = fc.counts.get(&value).copied().unwrap_or(0) + delta;
+            // Only the node's own domain changed: the minimum is the other domains' or its.
+            let min = if delta == 0 {
+                fc.global_min
+            } else if fc.min_domain == Some(value) {
+                fc.second_min.min(matching)
+            } else {
+                fc.global_min.min(matching)
+            };
+            if !fc.within_skew(matching, min) {
                 reasons.push(REASON.into());
                 return false;
             }
@@ -180,21 +242,31 @@ impl FilterRule for EvenPodsSpread {
             .iter()
             .map(|c| {
                 let counts = domain_counts(cluster, pod, c, &counting);
-                let global_min = counts
-                    .values()
-                    .copied()
-                    .min()
-                    .unwrap_or(i64::from(i32::MAX));
+                let min_domain = counts.iter().min_by_key(|(_, n)| **n).map(|(v, _)| *v);
+                let others = |except: Option<Sym>| {
+                    counts
+                        .iter()
+                        .filter(|(v, _)| Some(**v) != except)
+                        .map(|(_, n)| *n)
+                        .min()
+                        .unwrap_or(NO_DOMAIN)
+                };
                 let self_match = c.selector.as_ref().is_some_and(|s| s.matches(&pod.labels));
                 FilterConstraint {
                     constraint: c,
+                    global_min: others(None),
+                    second_min: others(min_domain),
+                    min_domain,
                     counts,
-                    global_min,
                     self_match: i64::from(self_match),
                 }
             })
             .collect();
-        FilterPrep::Check(Box::new(FilterCheck { constraints }))
+        FilterPrep::Check(Box::new(FilterCheck {
+            pod,
+            constraints,
+            counting,
+        }))
     }
 }
 

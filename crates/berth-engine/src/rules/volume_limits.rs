@@ -1134,7 +1134,8 @@ mod tests {
             matches!(
                 rule.prepare(CycleContext {
                     cluster: cl,
-                    pod: &info
+                    pod: &info,
+                    nominated: false,
                 }),
                 FilterPrep::Skip
             )
