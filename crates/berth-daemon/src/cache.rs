@@ -467,9 +467,11 @@ impl Cache {
                     return Effect::None;
                 };
                 if let Some(documents) = &self.documents {
-                    // Only pods this scheduler may place are ever sent.
+                    // Only pods this scheduler may place are ever sent, and bound pods
+                    // as preemption victims when an extender gets them whole.
                     let key = pod.key();
-                    if pod.node_name.is_none() && pod.scheduler_name == self.scheduler_name {
+                    let ours = pod.node_name.is_none() && pod.scheduler_name == self.scheduler_name;
+                    if ours || (pod.node_name.is_some() && documents.keeps_bound_pods()) {
                         if let Err(e) = documents.set_pod(&key, &object) {
                             warn!(pod = %key, error = %e, "pod JSON not kept for the extenders");
                         }

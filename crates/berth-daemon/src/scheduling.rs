@@ -254,13 +254,17 @@ impl<B: Backend> SchedulingLoop<B> {
     /// next cycles keep its node for it.
     fn preempt(&mut self, queued: &QueuedPod, mut info: PodInfo, fit: &FitError) {
         let key = queued.key();
-        let (outcome, _) = self.scheduler.preempt(
+        let (outcome, explained) = self.scheduler.preempt(
             self.cache.cluster(),
             self.cache.nominator(),
             self.cache.budgets(),
             &info,
             fit,
         );
+        for w in &explained.extender_warnings {
+            warn!(pod = %key, extender = %w.extender, error = %w.message,
+                "extender failed preempting and was skipped");
+        }
         match outcome {
             PreemptionOutcome::Preempt {
                 candidate,
@@ -291,6 +295,12 @@ impl<B: Backend> SchedulingLoop<B> {
                 }
             }
             PreemptionOutcome::NotEligible(why) => debug!(pod = %key, why, "not preempting"),
+            // Upstream's PostFilter error: logged; the pod stays unschedulable with its
+            // FitError and keeps any nomination.
+            PreemptionOutcome::ExtenderFailed(e) => {
+                error!(pod = %key, extender = %e.extender, error = %e.message,
+                    "preemption failed: a non-ignorable extender failed");
+            }
         }
     }
 

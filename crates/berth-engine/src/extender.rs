@@ -1,17 +1,20 @@
 //! Scheduler extenders as the cycle sees them (upstream's framework.Extender): after the
 //! engine's own filters, each interested extender filters the feasible nodes in turn, in
 //! Policy order; prioritize calls for the final feasible nodes all start at once and are
-//! collected after the engine's own scores are normalised. The engine does no IO: callers
-//! implement [`Extender`] (berth-extender does it over HTTP).
+//! collected after the engine's own scores are normalised; when the pod preempts, each
+//! interested extender with a preemptVerb may drop candidate nodes and trim their victims
+//! (upstream's DefaultPreemption CallExtenders). The engine does no IO: callers implement
+//! [`Extender`] (berth-extender does it over HTTP).
 
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::cluster::{Cluster, NodeId};
+use crate::cluster::{Cluster, NodeId, PodId};
 use crate::framework::MAX_NODE_SCORE;
 use crate::model;
 use crate::podinfo::PodInfo;
+use crate::preemption::Candidate;
 
 /// The highest score an extender gives (upstream's MaxExtenderPriority); its scores are
 /// scaled by `MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY` into the engine's range.
@@ -39,6 +42,22 @@ pub struct FilterVerdict {
     pub failed_and_unresolvable: Vec<(String, String)>,
 }
 
+/// What an extender is asked when the pod preempts: the candidate nodes and their victims.
+#[derive(Clone, Copy)]
+pub struct PreemptionCall<'a> {
+    /// The cluster of the cycle.
+    pub cluster: &'a Cluster,
+    /// The preemptor.
+    pub pod: &'a PodInfo,
+    /// The candidates so far (the dry run's, or the previous extender's answer), each with
+    /// its victims and budget violations as upstream sends them.
+    pub candidates: &'a [Candidate],
+}
+
+/// An extender's preemption answer (upstream's `NodeNameToMetaVictims`): each node it keeps
+/// as a candidate, with the UIDs of the victims it accepts there, in its order.
+pub type PreemptionVerdict = Vec<(String, Vec<String>)>;
+
 /// A prioritize call under way.
 pub trait PendingScores: Send {
     /// Waits for the (node name, 0..=10 score) answer.
@@ -61,6 +80,12 @@ pub trait Extender: Send + Sync {
     fn filter(&self, call: ExtenderCall<'_>) -> Result<FilterVerdict, String>;
     /// Starts scoring `call.nodes`; the engine collects the answer later.
     fn prioritize(&self, call: ExtenderCall<'_>) -> Box<dyn PendingScores>;
+    /// Whether it takes part in preemption (upstream's SupportsPreemption: it has a
+    /// preemptVerb).
+    fn supports_preemption(&self) -> bool;
+    /// Upstream's ProcessPreemption: which candidates and victims it accepts. Blocks until
+    /// answered (or the extender's own timeout). Called only if it supports preemption.
+    fn process_preemption(&self, call: PreemptionCall<'_>) -> Result<PreemptionVerdict, String>;
 }
 
 /// An extender failure. Its text is the extender's error, as upstream reports it.
@@ -189,6 +214,123 @@ fn passed_nodes(
                 })
         })
         .collect()
+}
+
+/// Upstream's CallExtenders: each interested extender that supports preemption, in Policy
+/// order, answers on the candidates the previous one left. A failing extender (a call
+/// error, or an answer naming a node or pod Berth does not know there) fails preemption
+/// unless it is ignorable, then it is skipped (and reported in `skipped`); `asked` gets the
+/// name of each extender whose answer was used. An empty answer leaves no candidate.
+///
+/// As upstream rebuilds the candidates from the answer's UIDs, victims come in the
+/// extender's order and every budget-violation count becomes 0 (upstream carries no count
+/// through an extender), which the node choice then sees. Candidates keep the order they
+/// were found in; a node the extender added (upstream accepts any node of the cluster, with
+/// pods that are on it) comes after them, in name order.
+pub(crate) fn process_preemption(
+    extenders: &[Arc<dyn Extender>],
+    cluster: &Cluster,
+    pod: &PodInfo,
+    mut candidates: Vec<Candidate>,
+    skipped: &mut Vec<ExtenderError>,
+    asked: &mut Vec<String>,
+) -> Result<Vec<Candidate>, ExtenderError> {
+    for extender in extenders {
+        if candidates.is_empty() {
+            break;
+        }
+        if !extender.supports_preemption() || !is_interested(extender.as_ref(), &pod.pod) {
+            continue;
+        }
+        let call = PreemptionCall {
+            cluster,
+            pod,
+            candidates: &candidates,
+        };
+        let answer = extender
+            .process_preemption(call)
+            .and_then(|verdict| victims_of(extender.as_ref(), cluster, &candidates, verdict));
+        match answer {
+            Ok(next) => {
+                asked.push(extender.name().to_string());
+                candidates = next;
+            }
+            Err(message) if extender.ignorable() => skipped.push(ExtenderError {
+                extender: extender.name().to_string(),
+                message,
+            }),
+            Err(message) => {
+                return Err(ExtenderError {
+                    extender: extender.name().to_string(),
+                    message,
+                });
+            }
+        }
+    }
+    Ok(candidates)
+}
+
+/// An answer as candidates, checked as upstream's convertToNodeNameToVictims and
+/// CallExtenders check it: every node must be in the cluster, every UID a pod on that node,
+/// and every node must keep a victim (an ignorable extender's empty node is just dropped).
+fn victims_of(
+    extender: &dyn Extender,
+    cluster: &Cluster,
+    before: &[Candidate],
+    verdict: PreemptionVerdict,
+) -> Result<Vec<Candidate>, String> {
+    let name = extender.name();
+    let mut kept: FxHashMap<NodeId, Vec<PodId>> = FxHashMap::default();
+    for (node, uids) in verdict {
+        let id = cluster
+            .node_by_name(&node)
+            .ok_or_else(|| format!("nodeinfo not found for node name {node:?}"))?;
+        let on_node = &cluster.node(id).pods;
+        let victims = uids
+            .iter()
+            .map(|uid| {
+                on_node
+                    .iter()
+                    .copied()
+                    .find(|p| cluster.pod(*p).pod.meta.uid == *uid)
+                    .ok_or_else(|| {
+                        format!(
+                            "extender: {name} claims to preempt pod (UID: {uid}) on node: {node}, \
+                             but the pod is not found on that node"
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        kept.insert(id, victims);
+    }
+    let mut added: Vec<NodeId> = kept
+        .keys()
+        .copied()
+        .filter(|id| !before.iter().any(|c| c.node == *id))
+        .collect();
+    added.sort_by(|a, b| cluster.node(*a).name().cmp(cluster.node(*b).name()));
+    let order = before.iter().map(|c| c.node).chain(added);
+    let mut candidates = Vec::with_capacity(kept.len());
+    for node in order {
+        let Some(victims) = kept.remove(&node) else {
+            continue;
+        };
+        if victims.is_empty() {
+            if extender.ignorable() {
+                continue;
+            }
+            return Err(format!(
+                "expected at least one victim pod on node {:?}",
+                cluster.node(node).name()
+            ));
+        }
+        candidates.push(Candidate {
+            node,
+            victims,
+            pdb_violations: 0,
+        });
+    }
+    Ok(candidates)
 }
 
 /// Prioritize calls under way, one per interested prioritizing extender.

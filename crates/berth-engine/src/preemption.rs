@@ -13,7 +13,10 @@
 //!    cycle checks), add the removed pods back one by one, most important first (higher
 //!    priority, then earlier start), those whose eviction would violate a budget before the
 //!    others; a pod that does not fit back is a victim.
-//! 4. Choice, in upstream's order: fewest budget violations, lowest highest-victim
+//! 4. Extenders: each interested one with a preemptVerb may drop candidates and trim their
+//!    victims, in Policy order (`extender::process_preemption`); a non-ignorable one that
+//!    fails fails the attempt.
+//! 5. Choice, in upstream's order: fewest budget violations, lowest highest-victim
 //!    priority, smallest sum of victim priorities, fewest victims, latest start among the
 //!    highest-priority victims, then the first candidate.
 //!
@@ -32,6 +35,7 @@ use std::fmt;
 use rand::Rng;
 
 use crate::cluster::{Cluster, NodeId, PodId};
+use crate::extender::{self, ExtenderError};
 use crate::filters::PreparedFilters;
 use crate::framework::CycleContext;
 use crate::labels::{Selector, Sym};
@@ -209,6 +213,10 @@ pub struct PreemptionExplanation {
     pub rejected: Vec<(NodeId, String)>,
     /// Nodes skipped because their failure was UnschedulableAndUnresolvable.
     pub unresolvable: usize,
+    /// Extenders whose preempt answer replaced the candidates, in call order.
+    pub extenders: Vec<String>,
+    /// Ignorable extenders whose preempt call failed and were skipped.
+    pub extender_warnings: Vec<ExtenderError>,
 }
 
 /// The outcome of [`Scheduler::preempt`].
@@ -216,8 +224,12 @@ pub struct PreemptionExplanation {
 pub enum PreemptionOutcome {
     /// The pod may not preempt now (a `NOT_ELIGIBLE_*` reason); any nomination stays.
     NotEligible(&'static str),
-    /// No node can be freed for the pod: its nomination, if any, should be cleared.
+    /// No node can be freed for the pod (none was found, or the extenders kept none): its
+    /// nomination, if any, should be cleared.
     NoCandidate,
+    /// A non-ignorable extender's preempt call failed, which fails the attempt (upstream's
+    /// PostFilter error status: logged, no nomination made, none cleared).
+    ExtenderFailed(ExtenderError),
     /// Evict `victims` from `node` and nominate the pod there.
     Preempt {
         /// The chosen candidate.
@@ -302,6 +314,20 @@ impl Scheduler {
         }
         clean.append(&mut violating);
         let candidates = clean;
+        if candidates.is_empty() {
+            return (PreemptionOutcome::NoCandidate, explanation);
+        }
+        let candidates = match extender::process_preemption(
+            self.extenders(),
+            cluster,
+            pod,
+            candidates,
+            &mut explanation.extender_warnings,
+            &mut explanation.extenders,
+        ) {
+            Ok(candidates) => candidates,
+            Err(error) => return (PreemptionOutcome::ExtenderFailed(error), explanation),
+        };
         if candidates.is_empty() {
             return (PreemptionOutcome::NoCandidate, explanation);
         }

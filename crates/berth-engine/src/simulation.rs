@@ -2,6 +2,7 @@
 //! engine side of `berth simulate` and `berth bench`.
 
 use crate::cluster::{Cluster, ClusterError, PodId};
+use crate::extender::ExtenderError;
 use crate::model::Pod;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
@@ -34,6 +35,10 @@ pub struct Outcome {
     pub victims: Vec<String>,
     /// What preemption considered, when the pod fit nowhere (and explaining was asked for).
     pub preemption: Option<PreemptionReport>,
+    /// Ignorable extenders whose preempt call failed and were skipped.
+    pub preemption_warnings: Vec<ExtenderError>,
+    /// The non-ignorable extender whose preempt call failed, failing the preemption.
+    pub preemption_error: Option<ExtenderError>,
 }
 
 impl Outcome {
@@ -56,6 +61,8 @@ pub struct PreemptionReport {
     pub rejected: Vec<(String, String)>,
     /// Nodes not tried because removing pods cannot help there.
     pub unresolvable: usize,
+    /// Extenders whose preempt answer decided the candidates, in call order.
+    pub extenders: Vec<String>,
 }
 
 /// One candidate node of a preemption.
@@ -116,12 +123,18 @@ pub fn schedule_all_with(
             nominated_node: None,
             victims: Vec::new(),
             preemption: None,
+            preemption_warnings: Vec::new(),
+            preemption_error: None,
         };
         if let Some(fit) = &decision.fit_error {
             let (result, explained) = scheduler.preempt(cluster, &nominator, budgets, &info, fit);
             let mut report = explain.then(|| report(cluster, &explained));
+            outcome.preemption_warnings = explained.extender_warnings;
             if let (PreemptionOutcome::NotEligible(why), Some(r)) = (&result, report.as_mut()) {
                 r.not_eligible = Some((*why).to_string());
+            }
+            if let PreemptionOutcome::ExtenderFailed(error) = &result {
+                outcome.preemption_error = Some(error.clone());
             }
             if let PreemptionOutcome::Preempt {
                 candidate,
@@ -217,5 +230,6 @@ fn report(cluster: &Cluster, e: &PreemptionExplanation) -> PreemptionReport {
             .map(|(id, why)| (name(*id), why.clone()))
             .collect(),
         unresolvable: e.unresolvable,
+        extenders: e.extenders.clone(),
     }
 }

@@ -1,18 +1,24 @@
 //! The extension point for scheduler extenders, with in-memory extenders: where in the cycle
 //! they run, which nodes they see, how their failures and scores count (kube-scheduler
-//! v1.22's findNodesThatPassExtenders and prioritizeNodes).
+//! v1.22's findNodesThatPassExtenders and prioritizeNodes), and how preempt extenders
+//! change preemption's candidates (DefaultPreemption's CallExtenders).
 
 use std::sync::{Arc, Mutex};
 
 use berth_engine::extender::{
-    Extender, ExtenderCall, FilterVerdict, MAX_EXTENDER_PRIORITY, PendingScores,
+    Extender, ExtenderCall, FilterVerdict, MAX_EXTENDER_PRIORITY, PendingScores, PreemptionCall,
+    PreemptionVerdict,
 };
+use berth_engine::preemption::{DisruptionBudgets, PreemptionOutcome};
 use berth_engine::registry::scheduler_for;
 use berth_engine::testkit::*;
 use berth_engine::{Cluster, CycleConfig, Decision, Scheduler};
 
 type FilterFn = dyn Fn(&[String]) -> Result<FilterVerdict, String> + Send + Sync;
 type ScoreFn = dyn Fn(&[String]) -> Result<Vec<(String, i64)>, String> + Send + Sync;
+/// Sent: (node, victim UIDs, budget violations) per candidate.
+type Sent = Vec<(String, Vec<String>, usize)>;
+type PreemptFn = dyn Fn(&Sent) -> Result<PreemptionVerdict, String> + Send + Sync;
 
 /// An extender answering from closures and recording the nodes of each call.
 struct Fake {
@@ -22,7 +28,9 @@ struct Fake {
     weight: i64,
     filter: Option<Box<FilterFn>>,
     score: Option<Box<ScoreFn>>,
+    preempt: Option<Box<PreemptFn>>,
     calls: Mutex<Vec<(&'static str, Vec<String>)>>,
+    preempt_calls: Mutex<Vec<Sent>>,
 }
 
 impl Fake {
@@ -34,8 +42,18 @@ impl Fake {
             weight: 0,
             filter: None,
             score: None,
+            preempt: None,
             calls: Mutex::new(Vec::new()),
+            preempt_calls: Mutex::new(Vec::new()),
         }
+    }
+
+    fn preempting(
+        mut self,
+        answer: impl Fn(&Sent) -> Result<PreemptionVerdict, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.preempt = Some(Box::new(answer));
+        self
     }
 
     /// Filters out the named nodes with a message each.
@@ -125,6 +143,29 @@ impl Extender for Fake {
             .unwrap()
             .push(("prioritize", nodes.clone()));
         Box::new(Ready((self.score.as_ref().expect("scores"))(&nodes)))
+    }
+    fn supports_preemption(&self) -> bool {
+        self.preempt.is_some()
+    }
+    fn process_preemption(&self, call: PreemptionCall<'_>) -> Result<PreemptionVerdict, String> {
+        let sent: Sent = call
+            .candidates
+            .iter()
+            .map(|c| {
+                let uids = c
+                    .victims
+                    .iter()
+                    .map(|v| call.cluster.pod(*v).pod.meta.uid.clone())
+                    .collect();
+                (
+                    call.cluster.node(c.node).name().to_string(),
+                    uids,
+                    c.pdb_violations,
+                )
+            })
+            .collect();
+        self.preempt_calls.lock().unwrap().push(sent.clone());
+        (self.preempt.as_ref().expect("preempts"))(&sent)
     }
 }
 
@@ -351,4 +392,274 @@ fn extenders_with_managed_resources_see_only_pods_requesting_them() {
     );
     assert_eq!(node.as_deref(), Some("n2"));
     assert_eq!(gpu.calls("filter").len(), 1);
+}
+
+fn uid(name: &str) -> String {
+    format!("uid-default-{name}")
+}
+
+/// n1 and n2 with 4 CPUs, full of low-priority pods: n1 has `a` (priority 1) and `b`
+/// (priority 2), n2 has `c` and `d` (priority 1), 2 CPUs each; `e` (priority 1) on n3 with
+/// 1 CPU leaves room for nothing big. A 4-CPU pod of priority 100 must evict both pods of
+/// n1 or of n2; unaided, preemption picks n2 (its highest victim has the lower priority).
+fn full_cluster() -> Cluster {
+    cluster(
+        vec![
+            node("n1").cpu(4000).build(),
+            node("n2").cpu(4000).build(),
+            node("n3").cpu(1000).build(),
+        ],
+        vec![
+            pod("a").on("n1").req(2000, 0).priority(1).build(),
+            pod("b").on("n1").req(2000, 0).priority(2).build(),
+            pod("c").on("n2").req(2000, 0).priority(1).build(),
+            pod("d").on("n2").req(2000, 0).priority(1).build(),
+            pod("e").on("n3").req(1000, 0).priority(1).build(),
+        ],
+    )
+}
+
+/// Preempts for a 4-CPU pod of priority 100: Ok((node, victims by name)) or the outcome.
+fn preempt_big(
+    s: &mut Scheduler,
+    c: &mut Cluster,
+) -> Result<(String, Vec<String>), PreemptionOutcome> {
+    let info = c.compile_pod(pod("big").req(4000, 0).priority(100).build());
+    let nominator = berth_engine::Nominator::new();
+    let c = &*c;
+    let d = s.schedule(c, &info, false);
+    let fit = d.fit_error.expect("does not fit without preemption");
+    match s
+        .preempt(c, &nominator, &DisruptionBudgets::new(), &info, &fit)
+        .0
+    {
+        PreemptionOutcome::Preempt { candidate, .. } => Ok((
+            c.node(candidate.node).name().to_string(),
+            candidate
+                .victims
+                .iter()
+                .map(|v| c.pod(*v).pod.meta.name.clone())
+                .collect(),
+        )),
+        other => Err(other),
+    }
+}
+
+fn keep(sent: &Sent, drop: &[&str]) -> PreemptionVerdict {
+    sent.iter()
+        .filter(|(n, _, _)| !drop.contains(&n.as_str()))
+        .map(|(n, uids, _)| (n.clone(), uids.clone()))
+        .collect()
+}
+
+#[test]
+fn without_a_preempt_extender_preemption_picks_its_own_candidate() {
+    let filter_only = Arc::new(Fake::new("filter-only").refusing(&[]));
+    let mut s = scheduler(vec![filter_only]);
+    let mut c = full_cluster();
+    assert_eq!(
+        preempt_big(&mut s, &mut c),
+        Ok(("n2".to_string(), vec!["c".to_string(), "d".to_string()]))
+    );
+}
+
+#[test]
+fn a_preempt_extender_sees_every_candidate_once_and_may_drop_nodes() {
+    let drop_n2 = Arc::new(Fake::new("drop").preempting(|sent| Ok(keep(sent, &["n2"]))));
+    let mut s = scheduler(vec![drop_n2.clone()]);
+    let mut c = full_cluster();
+    assert_eq!(
+        preempt_big(&mut s, &mut c),
+        Ok(("n1".to_string(), vec!["b".to_string(), "a".to_string()]))
+    );
+    // One call for the pod, with every candidate and its victims (most important first);
+    // n3 cannot be freed enough and is no candidate.
+    let calls = drop_n2.preempt_calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1);
+    let mut sent = calls[0].clone();
+    sent.sort();
+    assert_eq!(
+        sent,
+        [
+            ("n1".to_string(), vec![uid("b"), uid("a")], 0),
+            ("n2".to_string(), vec![uid("c"), uid("d")], 0),
+        ]
+    );
+}
+
+#[test]
+fn a_preempt_extender_may_trim_victims_and_its_order_counts() {
+    // Upstream takes the extender's victims as they come: sparing `d` leaves n2 with one
+    // victim, which wins on the number of victims.
+    let spare_d = Arc::new(Fake::new("spare").preempting(|sent| {
+        Ok(sent
+            .iter()
+            .map(|(n, uids, _)| {
+                let kept = uids.iter().filter(|u| **u != uid("d")).cloned().collect();
+                (n.clone(), kept)
+            })
+            .collect())
+    }));
+    let mut s = scheduler(vec![spare_d]);
+    let mut c = full_cluster();
+    assert_eq!(
+        preempt_big(&mut s, &mut c),
+        Ok(("n2".to_string(), vec!["c".to_string()]))
+    );
+}
+
+#[test]
+fn preempt_extenders_run_in_order_on_what_the_previous_one_left() {
+    let first = Arc::new(Fake::new("first").preempting(|sent| Ok(keep(sent, &["n2"]))));
+    let uninterested = Arc::new(Fake {
+        managed: vec!["example.com/gpu".into()],
+        ..Fake::new("gpu").preempting(|_| Ok(Vec::new()))
+    });
+    let second = Arc::new(Fake::new("second").preempting(|sent| Ok(keep(sent, &[]))));
+    let mut s = scheduler(vec![first, uninterested.clone(), second.clone()]);
+    let mut c = full_cluster();
+    assert_eq!(preempt_big(&mut s, &mut c).unwrap().0, "n1");
+    assert!(uninterested.preempt_calls.lock().unwrap().is_empty());
+    assert_eq!(
+        second.preempt_calls.lock().unwrap()[0],
+        [("n1".to_string(), vec![uid("b"), uid("a")], 0)]
+    );
+}
+
+#[test]
+fn an_empty_preempt_answer_leaves_no_candidate_and_later_extenders_are_not_asked() {
+    let none = Arc::new(Fake::new("none").preempting(|_| Ok(Vec::new())));
+    let after = Arc::new(Fake::new("after").preempting(|sent| Ok(keep(sent, &[]))));
+    let mut s = scheduler(vec![none, after.clone()]);
+    let mut c = full_cluster();
+    assert_eq!(
+        preempt_big(&mut s, &mut c),
+        Err(PreemptionOutcome::NoCandidate)
+    );
+    assert!(after.preempt_calls.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_failing_preempt_extender_fails_preemption_unless_ignorable() {
+    let down = Arc::new(Fake::new("http://down").preempting(|_| Err("refused".into())));
+    let mut s = scheduler(vec![down]);
+    let mut c = full_cluster();
+    let Err(PreemptionOutcome::ExtenderFailed(e)) = preempt_big(&mut s, &mut c) else {
+        panic!("expected the extender's failure");
+    };
+    assert_eq!(
+        (e.extender.as_str(), e.message.as_str()),
+        ("http://down", "refused")
+    );
+
+    let down = Arc::new(Fake {
+        ignorable: true,
+        ..Fake::new("http://down").preempting(|_| Err("refused".into()))
+    });
+    let mut s = scheduler(vec![down]);
+    assert_eq!(preempt_big(&mut s, &mut c).unwrap().0, "n2");
+}
+
+#[test]
+fn a_preempt_answer_may_not_name_unknown_nodes_or_pods() {
+    type Answer = fn(&Sent) -> Result<PreemptionVerdict, String>;
+    let cases: [(Answer, &str); 4] = [
+        (
+            |_| Ok(vec![("gone".into(), vec![uid("a")])]),
+            "nodeinfo not found for node name \"gone\"",
+        ),
+        (
+            |_| Ok(vec![("n1".into(), vec![uid("c")])]),
+            "extender: x claims to preempt pod (UID: uid-default-c) on node: n1, but the pod is \
+             not found on that node",
+        ),
+        (
+            |_| Ok(vec![("n1".into(), vec!["no-such-uid".into()])]),
+            "extender: x claims to preempt pod (UID: no-such-uid) on node: n1, but the pod is \
+             not found on that node",
+        ),
+        (
+            |_| Ok(vec![("n1".into(), vec![])]),
+            "expected at least one victim pod on node \"n1\"",
+        ),
+    ];
+    let mut c = full_cluster();
+    for (answer, want) in cases {
+        let mut s = scheduler(vec![Arc::new(Fake::new("x").preempting(answer))]);
+        let Err(PreemptionOutcome::ExtenderFailed(e)) = preempt_big(&mut s, &mut c) else {
+            panic!("{want}: expected a failure");
+        };
+        assert_eq!(e.message, want);
+        // Ignorable: the answer is skipped (or, for a node without victims, that node).
+        let mut s = scheduler(vec![Arc::new(Fake {
+            ignorable: true,
+            ..Fake::new("x").preempting(answer)
+        })]);
+        let got = preempt_big(&mut s, &mut c);
+        if want.starts_with("expected") {
+            assert_eq!(got, Err(PreemptionOutcome::NoCandidate), "{want}");
+        } else {
+            assert_eq!(got.unwrap().0, "n2", "{want}");
+        }
+    }
+}
+
+#[test]
+fn a_preempt_answer_resets_budget_violations_as_upstream_does() {
+    // Budgets protect c and d: unaided, n1 (no violation) wins over n2 (two). Upstream
+    // carries no NumPDBViolations through an extender's answer, so after one that keeps
+    // everything, n2 wins on its lower-priority victims.
+    let mut c = cluster(
+        vec![node("n1").cpu(4000).build(), node("n2").cpu(4000).build()],
+        vec![
+            pod("a").on("n1").req(2000, 0).priority(1).build(),
+            pod("b").on("n1").req(2000, 0).priority(2).build(),
+            pod("c")
+                .on("n2")
+                .req(2000, 0)
+                .priority(1)
+                .label("app", "c")
+                .build(),
+            pod("d")
+                .on("n2")
+                .req(2000, 0)
+                .priority(1)
+                .label("app", "d")
+                .build(),
+        ],
+    );
+    let mut budgets = DisruptionBudgets::new();
+    for name in ["c", "d"] {
+        budgets.upsert(
+            &mut c,
+            &berth_engine::model::PodDisruptionBudget {
+                meta: berth_engine::model::Meta {
+                    name: format!("pdb-{name}"),
+                    namespace: "default".into(),
+                    ..Default::default()
+                },
+                selector: Some(selector(&[("app", name)])),
+                disruptions_allowed: 0,
+                disrupted_pods: Vec::new(),
+            },
+        );
+    }
+    let mut run = |s: &mut Scheduler| {
+        let info = c.compile_pod(pod("big").req(4000, 0).priority(100).build());
+        let nominator = berth_engine::Nominator::new();
+        let fit = s.schedule(&c, &info, false).fit_error.expect("no fit");
+        match s.preempt(&c, &nominator, &budgets, &info, &fit).0 {
+            PreemptionOutcome::Preempt { candidate, .. } => {
+                c.node(candidate.node).name().to_string()
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(run(&mut scheduler(vec![])), "n1");
+    let all = Arc::new(Fake::new("all").preempting(|sent| Ok(keep(sent, &[]))));
+    assert_eq!(run(&mut scheduler(vec![all.clone()])), "n2");
+    // The extender was sent the dry run's counts.
+    let mut sent = all.preempt_calls.lock().unwrap()[0].clone();
+    sent.sort();
+    assert_eq!(sent[1].2, 2);
 }

@@ -23,7 +23,10 @@ use tokio::runtime::Handle;
 
 use crate::error::{CallError, ConfigError};
 use crate::tls;
-use crate::wire::{self, ExtenderArgs, ExtenderBindingArgs, NodeList};
+use crate::wire::{
+    self, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs, MetaPod, MetaVictims,
+    NodeList, Victims,
+};
 
 /// Idle keep-alive connections are closed after this long (Go's default transport: 90 s).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -39,6 +42,8 @@ pub enum Verb {
     Prioritize,
     /// `bindVerb`.
     Bind,
+    /// `preemptVerb`.
+    Preempt,
 }
 
 impl Verb {
@@ -48,6 +53,7 @@ impl Verb {
             Verb::Filter => "filter",
             Verb::Prioritize => "prioritize",
             Verb::Bind => "bind",
+            Verb::Preempt => "preempt",
         }
     }
 }
@@ -64,6 +70,17 @@ pub struct FilterAnswer {
     pub failed: Vec<(String, String)>,
     /// Failed nodes that preemption cannot help, and their messages.
     pub failed_and_unresolvable: Vec<(String, String)>,
+}
+
+/// One candidate node as a preempt call carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreemptionCandidate<'a> {
+    /// The node's name.
+    pub node: &'a str,
+    /// Its victims: (`namespace/name`, UID), most important first.
+    pub victims: Vec<(String, &'a str)>,
+    /// How many of them violate a PodDisruptionBudget.
+    pub pdb_violations: i64,
 }
 
 type HttpsClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -184,6 +201,89 @@ impl HttpExtender {
             }
         };
         serde_json::to_vec(&args).map_err(|e| e.to_string())
+    }
+
+    /// The body of a preempt call, as upstream's ProcessPreemption builds it: a node-cache
+    /// capable extender gets each victim's UID (`NodeNameToMetaVictims`, whose
+    /// `NumPDBViolations` upstream never fills in, so 0), the others the victims' whole
+    /// objects and their budget violations (`NodeNameToVictims`; `pod_json` gives each
+    /// victim's JSON by `namespace/name`).
+    pub fn preemption_args(
+        &self,
+        pod: &RawValue,
+        candidates: &[PreemptionCandidate<'_>],
+        pod_json: impl Fn(&str) -> Option<Arc<RawValue>>,
+    ) -> Result<Vec<u8>, String> {
+        if self.config.node_cache_capable {
+            let meta = candidates
+                .iter()
+                .map(|c| {
+                    let pods = c.victims.iter().map(|(_, uid)| MetaPod { uid }).collect();
+                    (
+                        c.node,
+                        MetaVictims {
+                            pods,
+                            num_pdb_violations: 0,
+                        },
+                    )
+                })
+                .collect();
+            let args = ExtenderPreemptionArgs {
+                pod,
+                node_name_to_victims: None,
+                node_name_to_meta_victims: Some(meta),
+            };
+            return serde_json::to_vec(&args).map_err(|e| e.to_string());
+        }
+        let json = candidates
+            .iter()
+            .map(|c| {
+                c.victims
+                    .iter()
+                    .map(|(key, _)| {
+                        pod_json(key).ok_or_else(|| {
+                            format!(
+                                "extender {:?}: Berth holds no JSON for victim pod {key}, so it \
+                                 cannot be sent",
+                                self.name()
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let whole = candidates
+            .iter()
+            .zip(&json)
+            .map(|(c, pods)| {
+                (
+                    c.node,
+                    Victims {
+                        pods: pods.iter().map(|p| p.as_ref()).collect(),
+                        num_pdb_violations: c.pdb_violations,
+                    },
+                )
+            })
+            .collect();
+        let args = ExtenderPreemptionArgs {
+            pod,
+            node_name_to_victims: Some(whole),
+            node_name_to_meta_victims: None,
+        };
+        serde_json::to_vec(&args).map_err(|e| e.to_string())
+    }
+
+    /// Starts a preempt call with `body` (from [`HttpExtender::preemption_args`]).
+    pub fn start_preempt(&self, body: Vec<u8>) -> Pending {
+        let verb = self.config.preempt_verb.clone().unwrap_or_default();
+        self.start(Verb::Preempt, &verb, body)
+    }
+
+    /// Reads a preempt answer: each node the extender keeps with its victims' UIDs.
+    pub fn preempt_answer(&self, body: &[u8]) -> Result<Vec<(String, Vec<String>)>, CallError> {
+        let verb = self.config.preempt_verb.as_deref().unwrap_or_default();
+        wire::preemption_result(body)
+            .map_err(|problem| self.garbage(verb, wire::PREEMPTION_RESULT, problem))
     }
 
     /// Starts a filter call with `body` (from [`HttpExtender::args`]).

@@ -1,5 +1,6 @@
 //! The JSON of the objects an extender is sent: nodes (for extenders that are not
-//! node-cache capable) and pending pods, as the API server or the cluster file gave them.
+//! node-cache capable), pending pods, and bound pods when a preempt call sends victims
+//! whole, as the API server or the cluster file gave them.
 //! The engine's model keeps only what scheduling reads, so the caller keeps this beside it,
 //! updated from the same watch events or file.
 
@@ -15,6 +16,8 @@ pub struct Documents {
     inner: Arc<RwLock<Inner>>,
     /// Every extender is node-cache capable: node JSON is never sent, so none is kept.
     pods_only: bool,
+    /// Some preempt call sends its victims whole, so bound pods are kept too.
+    bound_pods: bool,
 }
 
 #[derive(Default)]
@@ -53,6 +56,7 @@ impl std::fmt::Debug for Documents {
             .field("nodes", &nodes)
             .field("pods", &pods)
             .field("pods_only", &self.pods_only)
+            .field("bound_pods", &self.bound_pods)
             .finish()
     }
 }
@@ -69,6 +73,17 @@ impl Documents {
             pods_only: true,
             ..Self::default()
         }
+    }
+
+    /// Keeps bound pods too (the caller stores them): victims sent whole need them.
+    pub fn with_bound_pods(mut self) -> Self {
+        self.bound_pods = true;
+        self
+    }
+
+    /// Whether bound pods are to be kept.
+    pub fn keeps_bound_pods(&self) -> bool {
+        self.bound_pods
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {

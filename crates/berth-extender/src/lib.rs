@@ -13,7 +13,7 @@ pub mod server;
 pub mod tls;
 pub mod wire;
 
-pub use client::{FilterAnswer, HttpExtender, Observer, Pending, Verb};
+pub use client::{FilterAnswer, HttpExtender, Observer, Pending, PreemptionCandidate, Verb};
 pub use documents::{DocumentError, Documents};
 pub use error::{CallError, ConfigError};
 pub use scheduling::{PolicyExtender, documents_for, policy_extenders};

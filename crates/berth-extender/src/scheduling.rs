@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
-use berth_engine::extender::{ExtenderCall, FilterVerdict, PendingScores};
+use berth_engine::extender::{
+    ExtenderCall, FilterVerdict, PendingScores, PreemptionCall, PreemptionVerdict,
+};
 use berth_engine::model;
 use berth_policy::Extender;
 use tokio::runtime::Handle;
 
-use crate::client::{HttpExtender, Observer, Pending};
+use crate::client::{HttpExtender, Observer, Pending, PreemptionCandidate};
 use crate::documents::Documents;
 use crate::error::ConfigError;
 
@@ -85,12 +87,21 @@ pub fn policy_extenders(
         .collect()
 }
 
-/// The store these extenders need: node JSON only if one of them is not node-cache capable.
+/// The store these extenders need: node JSON only if one of them is not node-cache capable,
+/// bound pods' JSON only if one of them preempts and is not.
 pub fn documents_for(extenders: &[Extender]) -> Documents {
-    if extenders.iter().all(|e| e.node_cache_capable) {
+    let documents = if extenders.iter().all(|e| e.node_cache_capable) {
         Documents::pods_only()
     } else {
         Documents::new()
+    };
+    if extenders
+        .iter()
+        .any(|e| e.preempt_verb.is_some() && !e.node_cache_capable)
+    {
+        documents.with_bound_pods()
+    } else {
+        documents
     }
 }
 
@@ -136,6 +147,46 @@ impl berth_engine::Extender for PolicyExtender {
             failed: answer.failed,
             failed_and_unresolvable: answer.failed_and_unresolvable,
         })
+    }
+
+    fn supports_preemption(&self) -> bool {
+        self.http.config().preempt_verb.is_some()
+    }
+
+    fn process_preemption(&self, call: PreemptionCall<'_>) -> Result<PreemptionVerdict, String> {
+        let key = call.pod.key();
+        let pod = self.documents.pod(&key).ok_or_else(|| {
+            format!(
+                "extender {:?}: Berth holds no JSON for pod {key}, so it cannot be sent",
+                self.http.name()
+            )
+        })?;
+        let cluster = call.cluster;
+        let candidates: Vec<PreemptionCandidate<'_>> = call
+            .candidates
+            .iter()
+            .map(|c| PreemptionCandidate {
+                node: cluster.node(c.node).name(),
+                victims: c
+                    .victims
+                    .iter()
+                    .map(|v| {
+                        let victim = cluster.pod(*v);
+                        (victim.key(), victim.pod.meta.uid.as_str())
+                    })
+                    .collect(),
+                pdb_violations: c.pdb_violations as i64,
+            })
+            .collect();
+        let body = self
+            .http
+            .preemption_args(&pod, &candidates, |key| self.documents.pod(key))?;
+        let answer = self
+            .http
+            .start_preempt(body)
+            .wait()
+            .map_err(|e| e.to_string())?;
+        self.http.preempt_answer(&answer).map_err(|e| e.to_string())
     }
 
     fn prioritize(&self, call: ExtenderCall<'_>) -> Box<dyn PendingScores> {

@@ -5,6 +5,8 @@
 //! unknown keys and `null` values; answers are read the same way here. Nodes and the pod go
 //! out as the JSON the API server gave, untouched.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -53,6 +55,51 @@ pub struct ExtenderBindingArgs<'a> {
     pub node: &'a str,
 }
 
+/// The body of a preempt call (`ExtenderPreemptionArgs`): exactly one of the two maps is
+/// set, as upstream sets them. Go writes map keys sorted, as a `BTreeMap` does.
+#[derive(Serialize)]
+pub struct ExtenderPreemptionArgs<'a> {
+    /// The preemptor.
+    #[serde(rename = "Pod")]
+    pub pod: &'a RawValue,
+    /// Victims as whole pods, when the extender is not node-cache capable.
+    #[serde(rename = "NodeNameToVictims")]
+    pub node_name_to_victims: Option<BTreeMap<&'a str, Victims<'a>>>,
+    /// Victims as UIDs, when it is.
+    #[serde(rename = "NodeNameToMetaVictims")]
+    pub node_name_to_meta_victims: Option<BTreeMap<&'a str, MetaVictims<'a>>>,
+}
+
+/// `Victims`: one node's victims as whole pods.
+#[derive(Serialize)]
+pub struct Victims<'a> {
+    /// The pods.
+    #[serde(rename = "Pods")]
+    pub pods: Vec<&'a RawValue>,
+    /// Budget violations among them.
+    #[serde(rename = "NumPDBViolations")]
+    pub num_pdb_violations: i64,
+}
+
+/// `MetaVictims`: one node's victims by UID.
+#[derive(Serialize)]
+pub struct MetaVictims<'a> {
+    /// The pods.
+    #[serde(rename = "Pods")]
+    pub pods: Vec<MetaPod<'a>>,
+    /// Budget violations among them (upstream's conversion never sets it: always 0).
+    #[serde(rename = "NumPDBViolations")]
+    pub num_pdb_violations: i64,
+}
+
+/// `MetaPod`: a pod by UID.
+#[derive(Serialize)]
+pub struct MetaPod<'a> {
+    /// The pod's UID.
+    #[serde(rename = "UID")]
+    pub uid: &'a str,
+}
+
 /// A decoded `ExtenderFilterResult`.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct FilterResult {
@@ -77,6 +124,75 @@ pub const HOST_PRIORITY_LIST: &str =
     "a HostPriorityList [{\"Host\": \"node name\", \"Score\": integer}, ...]";
 /// What a bind answer looks like.
 pub const BINDING_RESULT: &str = "an ExtenderBindingResult object {\"Error\": \"...\"}";
+
+/// What a preempt answer looks like.
+pub const PREEMPTION_RESULT: &str = "an ExtenderPreemptionResult object \
+     {\"NodeNameToMetaVictims\": {\"node name\": {\"Pods\": [{\"UID\": \"pod UID\"}, ...], \
+     \"NumPDBViolations\": integer}, ...}}";
+
+/// Decodes a preempt answer (`ExtenderPreemptionResult`): each node with its victims' UIDs
+/// in the order given, nodes sorted by name. `NumPDBViolations` is read (it must be an
+/// integer) but not returned: upstream does not use it. Where Go would dereference a null
+/// (a null node entry or pod), this is an error instead.
+pub fn preemption_result(body: &[u8]) -> Result<Vec<(String, Vec<String>)>, String> {
+    let value = parse(body)?;
+    let Some(object) = object_or_null(&value, "the answer")? else {
+        return Ok(Vec::new());
+    };
+    let at = "NodeNameToMetaVictims";
+    let map = match field(object, at) {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(format!(
+                "{at} is {}, not an object of node name to MetaVictims",
+                kind(other)
+            ));
+        }
+    };
+    let mut nodes = map
+        .iter()
+        .map(|(node, victims)| {
+            let at = format!("{at}.{node}");
+            let victims = match victims {
+                Value::Object(v) => v,
+                other => {
+                    return Err(format!(
+                        "{at} is {}, not a MetaVictims object {{\"Pods\": [...]}}",
+                        kind(other)
+                    ));
+                }
+            };
+            integer(
+                field(victims, "NumPDBViolations"),
+                &format!("{at}.NumPDBViolations"),
+            )?;
+            let pods = match field(victims, "Pods") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(pods)) => pods
+                    .iter()
+                    .enumerate()
+                    .map(|(i, pod)| {
+                        let at = format!("{at}.Pods[{i}]");
+                        match pod {
+                            Value::Object(pod) => string(field(pod, "UID"), &format!("{at}.UID")),
+                            other => Err(format!(
+                                "{at} is {}, not a MetaPod object {{\"UID\": \"...\"}}",
+                                kind(other)
+                            )),
+                        }
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(other) => {
+                    return Err(format!("{at}.Pods is {}, not an array", kind(other)));
+                }
+            };
+            Ok((node.clone(), pods))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    nodes.sort();
+    Ok(nodes)
+}
 
 /// Decodes a filter answer.
 pub fn filter_result(body: &[u8]) -> Result<FilterResult, String> {
@@ -410,6 +526,118 @@ mod tests {
         ] {
             let got = host_priority_list(text.as_bytes()).expect_err(text);
             assert!(got.contains(want), "{text}: {got}");
+        }
+    }
+
+    /// Upstream's own shapes: what `json.Marshal` writes for an ExtenderPreemptionArgs built
+    /// by ProcessPreemption for a node-cache capable extender (NodeNameToVictims nil, meta
+    /// victims with the UIDs and NumPDBViolations unset) and for one that is not.
+    #[test]
+    fn preemption_args_match_upstream() {
+        let pod = raw(r#"{"metadata":{"name":"p","uid":"u-p"}}"#);
+        let meta = BTreeMap::from([
+            (
+                "n2",
+                MetaVictims {
+                    pods: vec![MetaPod { uid: "u-b" }],
+                    num_pdb_violations: 0,
+                },
+            ),
+            (
+                "n1",
+                MetaVictims {
+                    pods: vec![MetaPod { uid: "u-a" }, MetaPod { uid: "u-c" }],
+                    num_pdb_violations: 0,
+                },
+            ),
+        ]);
+        let args = ExtenderPreemptionArgs {
+            pod: &pod,
+            node_name_to_victims: None,
+            node_name_to_meta_victims: Some(meta),
+        };
+        assert_eq!(
+            serde_json::to_string(&args).unwrap(),
+            r#"{"Pod":{"metadata":{"name":"p","uid":"u-p"}},"NodeNameToVictims":null,"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"u-a"},{"UID":"u-c"}],"NumPDBViolations":0},"n2":{"Pods":[{"UID":"u-b"}],"NumPDBViolations":0}}}"#
+        );
+        let victim = raw(r#"{"metadata":{"name":"a","uid":"u-a"}}"#);
+        let whole = BTreeMap::from([(
+            "n1",
+            Victims {
+                pods: vec![&victim],
+                num_pdb_violations: 1,
+            },
+        )]);
+        let args = ExtenderPreemptionArgs {
+            pod: &pod,
+            node_name_to_victims: Some(whole),
+            node_name_to_meta_victims: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&args).unwrap(),
+            r#"{"Pod":{"metadata":{"name":"p","uid":"u-p"}},"NodeNameToVictims":{"n1":{"Pods":[{"metadata":{"name":"a","uid":"u-a"}}],"NumPDBViolations":1}},"NodeNameToMetaVictims":null}"#
+        );
+    }
+
+    #[test]
+    fn preemption_results_decode_as_go_does() {
+        let got = |text: &str| preemption_result(text.as_bytes());
+        let uids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            got(
+                r#"{"NodeNameToMetaVictims":{"n2":{"Pods":[{"UID":"b"}],"NumPDBViolations":0},"n1":{"Pods":[{"UID":"c"},{"UID":"a"}]}}}"#
+            ),
+            Ok(vec![
+                ("n1".into(), uids(&["c", "a"])),
+                ("n2".into(), uids(&["b"]))
+            ])
+        );
+        // Keys case-insensitively, unknown keys ignored, nulls as Go reads them.
+        assert_eq!(
+            got(r#"{"nodeNameToMetaVictims":{"n1":{"pods":[{"uid":"a","extra":1}]}},"x":2}"#),
+            Ok(vec![("n1".into(), uids(&["a"]))])
+        );
+        assert_eq!(
+            got(r#"{"NodeNameToMetaVictims":{"n1":{"Pods":null}}}"#),
+            Ok(vec![("n1".into(), vec![])])
+        );
+        for empty in [
+            "null",
+            "{}",
+            r#"{"NodeNameToMetaVictims":null}"#,
+            r#"{"NodeNameToMetaVictims":{}}"#,
+        ] {
+            assert_eq!(got(empty), Ok(vec![]), "{empty}");
+        }
+        for (text, want) in [
+            ("[1]", "the answer is an array, not an object"),
+            (
+                r#"{"NodeNameToMetaVictims":[]}"#,
+                "NodeNameToMetaVictims is an array, not an object of node name to MetaVictims",
+            ),
+            (
+                r#"{"NodeNameToMetaVictims":{"n1":null}}"#,
+                "NodeNameToMetaVictims.n1 is null, not a MetaVictims object",
+            ),
+            (
+                r#"{"NodeNameToMetaVictims":{"n1":{"Pods":{}}}}"#,
+                "NodeNameToMetaVictims.n1.Pods is an object, not an array",
+            ),
+            (
+                r#"{"NodeNameToMetaVictims":{"n1":{"Pods":["a"]}}}"#,
+                "NodeNameToMetaVictims.n1.Pods[0] is a string, not a MetaPod object",
+            ),
+            (
+                r#"{"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":5}]}}}"#,
+                "NodeNameToMetaVictims.n1.Pods[0].UID is a number, not a string",
+            ),
+            (
+                r#"{"NodeNameToMetaVictims":{"n1":{"Pods":[],"NumPDBViolations":"1"}}}"#,
+                "NodeNameToMetaVictims.n1.NumPDBViolations is a string, not an integer",
+            ),
+        ] {
+            let error = got(text).expect_err(text);
+            assert!(error.contains(want), "{text}: {error}");
         }
     }
 

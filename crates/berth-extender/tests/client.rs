@@ -306,3 +306,124 @@ fn tls_with_a_ca_a_client_certificate_or_insecure() {
         assert_eq!(filter(&e, &["n1"]).unwrap().passed, ["n1"]);
     }
 }
+
+fn candidates() -> Vec<berth_extender::PreemptionCandidate<'static>> {
+    use berth_extender::PreemptionCandidate;
+    vec![
+        PreemptionCandidate {
+            node: "n2",
+            victims: vec![("default/c".into(), "u-c")],
+            pdb_violations: 1,
+        },
+        PreemptionCandidate {
+            node: "n1",
+            victims: vec![("default/a".into(), "u-a"), ("default/b".into(), "u-b")],
+            pdb_violations: 0,
+        },
+    ]
+}
+
+fn victim_json(key: &str) -> Option<Arc<RawValue>> {
+    let (namespace, name) = key.split_once('/')?;
+    Some(raw(
+        json!({"metadata": {"name": name, "namespace": namespace, "uid": format!("u-{name}")}}),
+    ))
+}
+
+fn preempt(e: &HttpExtender) -> Result<Vec<(String, Vec<String>)>, CallError> {
+    let body = e
+        .preemption_args(&pod(), &candidates(), victim_json)
+        .expect("args");
+    let answer = e.start_preempt(body).wait()?;
+    e.preempt_answer(&answer)
+}
+
+#[test]
+fn preempt_sends_meta_victims_to_a_node_cache_capable_extender() {
+    let f = Fixture::new();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    let e = f.extender(
+        json!({"urlPrefix": server.url_prefix(), "nodeCacheCapable": true,
+        "preemptVerb": "preempt"}),
+    );
+    let uids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        preempt(&e).unwrap(),
+        [
+            ("n1".to_string(), uids(&["u-a", "u-b"])),
+            ("n2".to_string(), uids(&["u-c"]))
+        ]
+    );
+    // As upstream's convertToNodeNameToMetaVictims: UIDs only, NumPDBViolations never set.
+    assert_eq!(
+        server.calls()[0].body,
+        json!({"Pod": {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}},
+               "NodeNameToVictims": null,
+               "NodeNameToMetaVictims": {
+                   "n1": {"Pods": [{"UID": "u-a"}, {"UID": "u-b"}], "NumPDBViolations": 0},
+                   "n2": {"Pods": [{"UID": "u-c"}], "NumPDBViolations": 0}}})
+    );
+    // The extender drops a node and spares a victim; Berth reads what it kept.
+    server.configure(|b| {
+        b.preempt_drop.insert("n2".into());
+        b.preempt_spare.insert("u-a".into());
+    });
+    assert_eq!(preempt(&e).unwrap(), [("n1".to_string(), uids(&["u-b"]))]);
+}
+
+#[test]
+fn preempt_sends_whole_victims_otherwise() {
+    let f = Fixture::new();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    let e = f.extender(json!({"urlPrefix": server.url_prefix(), "preemptVerb": "preempt"}));
+    server.configure(|b| {
+        b.preempt_spare.insert("b".into());
+    });
+    assert_eq!(
+        preempt(&e).unwrap(),
+        [
+            ("n1".to_string(), vec!["u-a".to_string()]),
+            ("n2".to_string(), vec!["u-c".to_string()])
+        ]
+    );
+    let body = &server.calls()[0].body;
+    assert_eq!(body["NodeNameToMetaVictims"], Value::Null);
+    assert_eq!(
+        body["NodeNameToVictims"]["n2"],
+        json!({"Pods": [{"metadata": {"name": "c", "namespace": "default", "uid": "u-c"}}],
+               "NumPDBViolations": 1})
+    );
+    // A victim whose JSON Berth does not hold cannot be sent: a named error, no call.
+    let error = e
+        .preemption_args(&pod(), &candidates(), |_| None)
+        .unwrap_err();
+    assert!(
+        error.contains("no JSON for victim pod default/c"),
+        "{error}"
+    );
+}
+
+#[test]
+fn bad_preempt_answers_are_named_errors() {
+    let f = Fixture::new();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    let e = f.extender(
+        json!({"urlPrefix": server.url_prefix(), "nodeCacheCapable": true,
+        "preemptVerb": "preempt"}),
+    );
+    let url = format!("{}/preempt", server.url_prefix());
+    server.configure(|b| b.answer = Answer::Status(503));
+    assert_eq!(
+        preempt(&e).unwrap_err().to_string(),
+        format!("failed preempt with extender at URL {url}, code 503")
+    );
+    server.configure(|b| b.answer = Answer::Garbage);
+    let error = preempt(&e).unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!(
+            "failed preempt with extender at URL {url}: the answer is not an \
+             ExtenderPreemptionResult object"
+        )),
+        "{error}"
+    );
+}

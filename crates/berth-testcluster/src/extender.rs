@@ -1,12 +1,13 @@
 //! A real scheduler extender for tests: an HTTP(S) server on 127.0.0.1 answering the four
 //! verbs of k8s.io/kube-scheduler/extender/v1 (`filter`, `prioritize`, `bind`, `preempt`
-//! under `/scheduler`), configurable to refuse nodes, score them, slow down, fail with a
-//! status, answer garbage or a huge body, or redirect. It reads requests as generic JSON,
+//! under `/scheduler`), configurable to refuse nodes, score them, drop preemption
+//! candidates or spare victims, slow down, fail with a status, answer garbage or a huge
+//! body, or redirect. It reads requests as generic JSON,
 //! independently of Berth's own wire types, and records every call.
 //!
 //! It runs on its own thread and stops when dropped or after its lifetime bound.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,6 +73,13 @@ pub struct Behaviour {
     pub answer: Answer,
     /// Makes the bindings; without one, bind requests are only recorded.
     pub binder: Option<Binder>,
+    /// Preempt: candidate nodes to drop.
+    pub preempt_drop: BTreeSet<String>,
+    /// Preempt: victims to spare (left out of their node's victims), by UID, or by name
+    /// when victims come whole.
+    pub preempt_spare: BTreeSet<String>,
+    /// Preempt: (node, pod UID) pairs to add to the answer, as a misbehaving extender might.
+    pub preempt_add: Vec<(String, String)>,
 }
 
 /// One call received: the verb (last path segment) and its body as JSON.
@@ -342,7 +350,7 @@ async fn handle(
         "filter" => filter(&body, &behaviour, error),
         "prioritize" => prioritize(&body, &behaviour),
         "bind" => bind(&body, &behaviour, error),
-        "preempt" => preempt(&body),
+        "preempt" => preempt(&body, &behaviour),
         _ => return Ok(reply(StatusCode::NOT_FOUND, Vec::new())),
     };
     Ok(reply(StatusCode::OK, answer.to_string().into_bytes()))
@@ -440,24 +448,57 @@ fn bind(args: &Value, behaviour: &Behaviour, error: Option<String>) -> Value {
     json!({"Error": outcome.err().unwrap_or_default()})
 }
 
-/// Keeps every candidate node and its victims, as meta victims (pod UIDs).
-fn preempt(args: &Value) -> Value {
-    let mut result = serde_json::Map::new();
-    if let Some(meta) = args.get("NodeNameToMetaVictims").and_then(Value::as_object) {
-        result.extend(meta.clone());
-    } else if let Some(victims) = args.get("NodeNameToVictims").and_then(Value::as_object) {
-        for (node, v) in victims {
-            let pods: Vec<Value> = v
-                .get("Pods")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|p| json!({"UID": p.pointer("/metadata/uid").cloned().unwrap_or_default()}))
-                .collect();
-            let pdb = v.get("NumPDBViolations").cloned().unwrap_or(json!(0));
-            result.insert(node.clone(), json!({"Pods": pods, "NumPDBViolations": pdb}));
+/// Answers with the candidates and victims it was sent, as meta victims (pod UIDs, as
+/// upstream's extenders always answer), less the dropped nodes and spared victims, plus
+/// the added pairs.
+fn preempt(args: &Value, behaviour: &Behaviour) -> Value {
+    let mut result: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let spared = |uid: &str, name: &str| {
+        behaviour.preempt_spare.contains(uid) || behaviour.preempt_spare.contains(name)
+    };
+    let text = |v: &Value, pointer: &str| {
+        v.pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (map, meta) = match args.get("NodeNameToMetaVictims").and_then(Value::as_object) {
+        Some(meta) => (Some(meta), true),
+        None => (
+            args.get("NodeNameToVictims").and_then(Value::as_object),
+            false,
+        ),
+    };
+    for (node, victims) in map.into_iter().flatten() {
+        if behaviour.preempt_drop.contains(node) {
+            continue;
         }
+        let pods = victims.get("Pods").and_then(Value::as_array);
+        let uids = pods
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                if meta {
+                    (text(p, "/UID"), String::new())
+                } else {
+                    (text(p, "/metadata/uid"), text(p, "/metadata/name"))
+                }
+            })
+            .filter(|(uid, name)| !spared(uid, name))
+            .map(|(uid, _)| uid)
+            .collect();
+        result.insert(node.clone(), uids);
     }
+    for (node, uid) in &behaviour.preempt_add {
+        result.entry(node.clone()).or_default().push(uid.clone());
+    }
+    let result: serde_json::Map<String, Value> = result
+        .into_iter()
+        .map(|(node, uids)| {
+            let pods: Vec<Value> = uids.into_iter().map(|uid| json!({"UID": uid})).collect();
+            (node, json!({"Pods": pods, "NumPDBViolations": 0}))
+        })
+        .collect();
     json!({ "NodeNameToMetaVictims": result })
 }
 

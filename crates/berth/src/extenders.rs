@@ -61,15 +61,26 @@ impl Extenders {
 }
 
 /// What `berth check` says about the extenders: warnings for what Berth will not do, and
-/// notes for when an extender is left out of a pod's cycle.
+/// notes for when an extender is left out (of a pod's cycle, or of `simulate`).
 pub fn check(policy: &EffectivePolicy) -> (Vec<String>, Vec<String>) {
     let (mut warnings, mut notes) = (Vec::new(), Vec::new());
     for extender in &policy.extenders {
         let name = &extender.url_prefix;
         if let Some(verb) = &extender.preempt_verb {
-            warnings.push(format!(
-                "extender {name}: preemptVerb {verb:?} is never called: Berth's preemption \
-                 chooses victims without asking extenders"
+            let victims = if extender.node_cache_capable {
+                "by UID"
+            } else {
+                "as whole pods"
+            };
+            notes.push(format!(
+                "extender {name}: preemptVerb {verb:?}: asked (victims {victims}) to keep or \
+                 drop each preemption candidate and trim its victims, in simulate and run"
+            ));
+        }
+        if let Some(verb) = &extender.bind_verb {
+            notes.push(format!(
+                "extender {name}: bindVerb {verb:?} is called by berth run only (berth simulate \
+                 binds nothing)"
             ));
         }
         if !extender.managed_resources.is_empty() {
@@ -83,21 +94,30 @@ pub fn check(policy: &EffectivePolicy) -> (Vec<String>, Vec<String>) {
                 names.join(", ")
             ));
         }
-        if extender.ignorable && extender.filter_verb.is_some() {
+        if extender.ignorable && (extender.filter_verb.is_some() || extender.preempt_verb.is_some())
+        {
             notes.push(format!(
-                "extender {name}: ignorable: when its filter call fails or it cannot be \
-                 reached, it is skipped for that pod"
+                "extender {name}: ignorable: when its filter or preempt call fails or it cannot \
+                 be reached, it is skipped for that pod"
             ));
         }
         if extender.filter_verb.is_none()
             && extender.prioritize_verb.is_none()
             && extender.bind_verb.is_none()
+            && extender.preempt_verb.is_none()
         {
             warnings.push(format!(
-                "extender {name}: has no filterVerb, prioritizeVerb or bindVerb, so it is never \
-                 called"
+                "extender {name}: has no filterVerb, prioritizeVerb, preemptVerb or bindVerb, so \
+                 it is never called"
             ));
         }
+    }
+    if !policy.extenders.is_empty() {
+        notes.push(
+            "berth simulate calls these extenders; with --skip-extenders it calls none (each \
+             named on stderr)"
+                .to_string(),
+        );
     }
     (warnings, notes)
 }

@@ -133,6 +133,18 @@ pub fn run(args: &Args) -> Result<()> {
                     o.pod, w.extender, w.message
                 );
             }
+            for w in &o.preemption_warnings {
+                eprintln!(
+                    "warning: pod {}: extender {} failed preempting and was skipped: {}",
+                    o.pod, w.extender, w.message
+                );
+            }
+            if let Some(e) = &o.preemption_error {
+                eprintln!(
+                    "warning: pod {}: preemption failed: extender {}: {}",
+                    o.pod, e.extender, e.message
+                );
+            }
             if o.node.is_some() {
                 placed += 1;
             } else {
@@ -197,7 +209,8 @@ fn preemption_json(p: &PreemptionReport) -> Value {
         .map(|(node, why)| json!({"node": node, "why": why}))
         .collect();
     json!({"notEligible": p.not_eligible, "victims": victims, "candidates": candidates,
-           "rejected": rejected, "unresolvableNodes": p.unresolvable})
+           "rejected": rejected, "unresolvableNodes": p.unresolvable,
+           "extenders": p.extenders})
 }
 
 /// The preemption part of `--explain` as text.
@@ -232,6 +245,13 @@ fn write_preemption(out: &mut impl Write, p: &PreemptionReport) -> io::Result<()
             out,
             "  {} node(s) not tried: removing pods cannot help there",
             p.unresolvable
+        )?;
+    }
+    if !p.extenders.is_empty() {
+        writeln!(
+            out,
+            "  candidates and victims as extender(s) {} answered",
+            p.extenders.join(", ")
         )?;
     }
     Ok(())

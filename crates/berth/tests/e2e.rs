@@ -1205,3 +1205,103 @@ value: 1000
     })
     .await;
 }
+
+/// A preempt extender changes the victims: unaided, the high-priority pod would evict the
+/// cheaper pod; the extender (sent the victims whole, as it is not node-cache capable) drops
+/// that node, so the dearer pod on the other node goes instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preempt_extender_changes_the_victims() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(240), async {
+        let env = Env::start(ClusterOptions::default().with_kwok()).await?;
+        env.cluster
+            .create_nodes(2, &node_template("node", "2", "4Gi", 110))
+            .await?;
+        env.cluster
+            .apply_yaml(
+                r#"
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: mid}
+value: 500
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+"#,
+            )
+            .await?;
+        let extender = ExtenderServer::start(BERTH_LIFETIME)?;
+        extender.configure(|b| {
+            b.preempt_drop.insert("node-0".into());
+        });
+        let policy = json!({"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "PodFitsResources"}, {"name": "MatchNodeSelector"}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}],
+            "extenders": [{"urlPrefix": extender.url_prefix(), "preemptVerb": "preempt"}]});
+        let path = env.cluster.dir().join("preempt-policy.json");
+        std::fs::write(&path, policy.to_string())?;
+        let mut berth = env.berth("solo", &["--policy", &path.display().to_string()])?;
+        berth.wait_ready().await?;
+        let pinned = |name: &str, class: &str, node: &str| {
+            pod(
+                name,
+                "berth",
+                "2",
+                json!({"priorityClassName": class,
+                       "nodeSelector": {"kubernetes.io/hostname": node}}),
+            )
+        };
+        env.create_pods(vec![
+            pinned("cheap", "low", "node-0"),
+            pinned("dear", "mid", "node-1"),
+        ])
+        .await?;
+        env.wait_bound("cheap", 1, Duration::from_secs(60)).await?;
+        env.wait_bound("dear", 1, Duration::from_secs(60)).await?;
+        env.create_pods(vec![pod(
+            "vip",
+            "berth",
+            "2",
+            json!({"priorityClassName": "high"}),
+        )])
+        .await?;
+        let vip = env.wait_bound("vip", 1, Duration::from_secs(90)).await?;
+        assert_eq!(node_name(&vip[0]), Some("node-1"), "{}", berth.log());
+        let preempted = env.events("Preempted").await?;
+        assert_eq!(preempted.keys().collect::<Vec<_>>(), ["dear"]);
+        assert!(env.pods().get_opt("cheap").await?.is_some());
+        // It was asked once, with both candidates and their victims whole.
+        let calls: Vec<_> = extender
+            .calls()
+            .into_iter()
+            .filter(|c| c.verb == "preempt")
+            .collect();
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        let sent = &calls[0].body["NodeNameToVictims"];
+        for (node, victim) in [("node-0", "cheap"), ("node-1", "dear")] {
+            assert_eq!(
+                sent[node]["Pods"][0]["metadata"]["name"], victim,
+                "{sent}"
+            );
+        }
+        assert_eq!(calls[0].body["NodeNameToMetaVictims"], serde_json::Value::Null);
+        let (_, metrics) = berth.get("/metrics")?;
+        assert!(
+            metrics.contains(&format!(
+                "berth_extender_call_duration_seconds_count{{extender=\"{}\",verb=\"preempt\",result=\"success\"}} 1",
+                extender.url_prefix()
+            )),
+            "{metrics}"
+        );
+        berth.terminate()?;
+        Ok(())
+    })
+    .await;
+}

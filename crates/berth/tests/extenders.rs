@@ -25,10 +25,14 @@ items:
 "#;
 
 fn berth(dir: &Path, args: &[&str], policy: &Value) -> Output {
+    berth_on(dir, args, policy, CLUSTER)
+}
+
+fn berth_on(dir: &Path, args: &[&str], policy: &Value, cluster_text: &str) -> Output {
     let policy_path = dir.join("policy.json");
     fs::write(&policy_path, policy.to_string()).unwrap();
     let cluster = dir.join("cluster.yaml");
-    fs::write(&cluster, CLUSTER).unwrap();
+    fs::write(&cluster, cluster_text).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_berth"));
     cmd.args(args);
     if args[0] == "simulate" {
@@ -184,6 +188,126 @@ fn a_down_extender_blocks_unless_ignorable_and_skipping_names_each() {
     );
 }
 
+/// Two 2-CPU nodes, each full with one low-priority pod (`low` on n1 with priority 1,
+/// `mid` on n2 with priority 5), and a pending 2-CPU pod of priority 100: it must preempt,
+/// and unaided picks n1 (the lower-priority victim).
+const FULL: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: "2", memory: 8Gi, pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2}, status: {allocatable: {cpu: "2", memory: 8Gi, pods: "110"}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: low, namespace: default, uid: u-low}, spec: {nodeName: n1, priority: 1, containers: [{name: c, image: i, resources: {requests: {cpu: "2"}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: mid, namespace: default, uid: u-mid}, spec: {nodeName: n2, priority: 5, containers: [{name: c, image: i, resources: {requests: {cpu: "2"}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: big, namespace: default, uid: u-big}, spec: {priority: 100, containers: [{name: c, image: i, resources: {requests: {cpu: "2"}}}]}}
+"#;
+
+/// The output line of `default/big`.
+fn big(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["pod"] == "default/big")
+        .expect("a line for default/big")
+}
+
+#[test]
+fn simulate_asks_preempt_extenders_which_victims_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    let entry = |cache: bool, ignorable: bool| {
+        json!({"urlPrefix": server.url_prefix(), "preemptVerb": "preempt",
+               "nodeCacheCapable": cache, "ignorable": ignorable})
+    };
+    let run = |extender: Value| {
+        big(&berth_on(
+            dir.path(),
+            &["simulate"],
+            &policy(vec![extender]),
+            FULL,
+        ))
+    };
+    // Keeping every candidate changes nothing: low on n1 goes.
+    let v = run(entry(true, false));
+    assert_eq!(
+        (v["node"].as_str(), &v["victims"]),
+        (Some("n1"), &json!(["default/low"]))
+    );
+    assert_eq!(
+        server.calls()[0].body["NodeNameToMetaVictims"],
+        json!({"n1": {"Pods": [{"UID": "u-low"}], "NumPDBViolations": 0},
+               "n2": {"Pods": [{"UID": "u-mid"}], "NumPDBViolations": 0}})
+    );
+    // Dropping n1 makes mid on n2 the victim; whole victims come from the cluster file.
+    server.configure(|b| {
+        b.preempt_drop.insert("n1".into());
+    });
+    let v = run(entry(false, false));
+    assert_eq!(
+        (v["node"].as_str(), &v["victims"]),
+        (Some("n2"), &json!(["default/mid"]))
+    );
+    let body = server.calls().last().unwrap().body.clone();
+    assert_eq!(
+        body["NodeNameToVictims"]["n2"]["Pods"][0]["metadata"]["name"],
+        "mid"
+    );
+    // Dropping both: no candidate, no preemption.
+    server.configure(|b| {
+        b.preempt_drop.insert("n2".into());
+    });
+    let v = run(entry(true, false));
+    assert_eq!((&v["node"], &v["victims"]), (&Value::Null, &Value::Null));
+    // A failing non-ignorable extender fails the preemption (named on stderr); an ignorable
+    // one is skipped and the unaided choice stands.
+    server.configure(|b| b.answer = Answer::Status(500));
+    let out = berth_on(
+        dir.path(),
+        &["simulate"],
+        &policy(vec![entry(true, false)]),
+        FULL,
+    );
+    assert_eq!(big(&out)["victims"], Value::Null);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let url = server.url_prefix();
+    assert!(
+        stderr.contains(&format!(
+            "warning: pod default/big: preemption failed: extender {url}: failed preempt with \
+             extender at URL {url}/preempt, code 500"
+        )),
+        "{stderr}"
+    );
+    let out = berth_on(
+        dir.path(),
+        &["simulate"],
+        &policy(vec![entry(true, true)]),
+        FULL,
+    );
+    assert_eq!(big(&out)["victims"], json!(["default/low"]));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "extender {url} failed preempting and was skipped"
+                .replace("{url}", &url)
+                .as_str()
+        )
+    );
+    // --skip-extenders: not asked.
+    let calls = server.count("preempt");
+    let out = berth_on(
+        dir.path(),
+        &["simulate", "--skip-extenders"],
+        &policy(vec![entry(true, false)]),
+        FULL,
+    );
+    assert_eq!(big(&out)["victims"], json!(["default/low"]));
+    assert_eq!(server.count("preempt"), calls);
+}
+
 #[test]
 fn check_warns_only_about_what_berth_does_not_do() {
     let dir = tempfile::tempdir().unwrap();
@@ -201,12 +325,32 @@ fn check_warns_only_about_what_berth_does_not_do() {
         "managedResources": [{"name": "example.com/gpu"}]});
     let out = berth(dir.path(), &["check"], &policy(vec![preempting]));
     let text = String::from_utf8_lossy(&out.stdout);
+    // Berth calls the preemptVerb: no warning, a note of what it is asked.
+    assert!(text.contains("Warnings: none"), "{text}");
     assert!(
-        text.contains("preemptVerb \"preempt\" is never called"),
+        text.contains("preemptVerb \"preempt\": asked (victims as whole pods)"),
         "{text}"
     );
     assert!(text.contains("called only for pods that request one of example.com/gpu"));
-    assert!(text.contains("ignorable: when its filter call fails"));
+    assert!(text.contains("ignorable: when its filter or preempt call fails"));
+    assert!(
+        text.contains("with --skip-extenders it calls none"),
+        "{text}"
+    );
+    // A bind extender is left out of simulate, and check says so.
+    let binding = json!({"urlPrefix": "http://127.0.0.1:1/x", "bindVerb": "bind"});
+    let out = berth(dir.path(), &["check"], &policy(vec![binding]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Warnings: none"), "{text}");
+    assert!(
+        text.contains("bindVerb \"bind\" is called by berth run only"),
+        "{text}"
+    );
+    // One Berth can never call is the only warning.
+    let idle = json!({"urlPrefix": "http://127.0.0.1:1/x"});
+    let out = berth(dir.path(), &["check"], &policy(vec![idle]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("so it is never called"), "{text}");
     // A client that cannot be set up is an error naming the field.
     let bad = json!({"urlPrefix": "https://127.0.0.1:1/x", "filterVerb": "filter",
         "tlsConfig": {"caFile": "/nonexistent/ca.pem"}});
