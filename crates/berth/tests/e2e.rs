@@ -945,21 +945,14 @@ async fn throughput_5000_pods_on_1000_nodes() {
     .await;
 }
 
-/// Preemption on the real API: two full nodes; a PodDisruptionBudget guards one node's pods,
-/// so the high-priority pod evicts the other node's pods (deleted with their UID, `Preempted`
-/// events in upstream's words) and is bound there once they are gone; a pod of
-/// the same priority with `preemptionPolicy: Never` waits and evicts nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_high_priority_pod_preempts_where_no_budget_forbids_it() {
-    let _one = SERIAL.lock().await;
-    bounded(Duration::from_secs(240), async {
-        let env = Env::start(ClusterOptions::default().with_kwok()).await?;
-        env.cluster
-            .create_nodes(2, &node_template("node", "2", "4Gi", 110))
-            .await?;
-        env.cluster
-            .apply_yaml(
-                r#"
+/// A kwok cluster (pods run and go away on deletion) with two 2-CPU nodes, node-0 and
+/// node-1, the PriorityClasses `low` (10) and `high` (1000), and `more` applied.
+async fn two_small_nodes(more: &str) -> Result<Env> {
+    let env = Env::start(ClusterOptions::default().with_kwok()).await?;
+    env.cluster
+        .create_nodes(2, &node_template("node", "2", "4Gi", 110))
+        .await?;
+    let classes = r#"
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: low}
@@ -970,6 +963,21 @@ kind: PriorityClass
 metadata: {name: high}
 value: 1000
 ---
+"#;
+    env.cluster.apply_yaml(&format!("{classes}{more}")).await?;
+    Ok(env)
+}
+
+/// Preemption on the real API: two full nodes; a PodDisruptionBudget guards one node's pods,
+/// so the high-priority pod evicts the other node's pods (deleted with their UID, `Preempted`
+/// events in upstream's words) and is bound there once they are gone; a pod of
+/// the same priority with `preemptionPolicy: Never` waits and evicts nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_high_priority_pod_preempts_where_no_budget_forbids_it() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(240), async {
+        let env = two_small_nodes(
+            r#"
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: high-never}
@@ -981,8 +989,8 @@ kind: PodDisruptionBudget
 metadata: {name: db, namespace: default}
 spec: {minAvailable: 2, selector: {matchLabels: {app: db}}}
 "#,
-            )
-            .await?;
+        )
+        .await?;
         let mut berth = env.berth("solo", &[])?;
         berth.wait_ready().await?;
         // Two guarded pods fill node-0, two unguarded ones node-1.
@@ -1213,30 +1221,15 @@ value: 1000
 async fn a_preempt_extender_changes_the_victims() {
     let _one = SERIAL.lock().await;
     bounded(Duration::from_secs(240), async {
-        let env = Env::start(ClusterOptions::default().with_kwok()).await?;
-        env.cluster
-            .create_nodes(2, &node_template("node", "2", "4Gi", 110))
-            .await?;
-        env.cluster
-            .apply_yaml(
-                r#"
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: low}
-value: 10
----
+        let env = two_small_nodes(
+            r#"
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: mid}
 value: 500
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high}
-value: 1000
 "#,
-            )
-            .await?;
+        )
+        .await?;
         let extender = ExtenderServer::start(BERTH_LIFETIME)?;
         extender.configure(|b| {
             b.preempt_drop.insert("node-0".into());

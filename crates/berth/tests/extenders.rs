@@ -42,8 +42,8 @@ fn berth_on(dir: &Path, args: &[&str], policy: &Value, cluster_text: &str) -> Ou
     cmd.arg(&policy_path).output().expect("run berth")
 }
 
-/// (pod, node, message) per output line.
-fn placements(out: &Output) -> Vec<(String, Option<String>, Option<String>)> {
+/// The JSON output lines of a successful run.
+fn lines(out: &Output) -> Vec<Value> {
     assert!(
         out.status.success(),
         "{}",
@@ -51,8 +51,15 @@ fn placements(out: &Output) -> Vec<(String, Option<String>, Option<String>)> {
     );
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// (pod, node, message) per output line.
+fn placements(out: &Output) -> Vec<(String, Option<String>, Option<String>)> {
+    lines(out)
+        .into_iter()
+        .map(|v| {
             let s = |k: &str| v[k].as_str().map(String::from);
             (s("pod").unwrap(), s("node"), s("message"))
         })
@@ -204,14 +211,8 @@ items:
 
 /// The output line of `default/big`.
 fn big(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    lines(out)
+        .into_iter()
         .find(|v| v["pod"] == "default/big")
         .expect("a line for default/big")
 }
