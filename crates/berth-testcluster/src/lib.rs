@@ -12,6 +12,7 @@
 
 mod apply;
 pub mod extender;
+pub mod faults;
 mod nodes;
 mod process;
 mod secrets;
@@ -277,10 +278,15 @@ impl TestCluster {
     /// Writes a kubeconfig that authenticates with `token` (for a scheduler process under
     /// test) into the cluster's temp dir and returns its path.
     pub fn kubeconfig_for_token(&self, token: &str) -> Result<PathBuf> {
+        self.kubeconfig_at(&self.server_url(), token)
+    }
+
+    /// Like [`Self::kubeconfig_for_token`] for a client that reaches the apiserver at
+    /// `server` (a proxy in front of it).
+    pub(crate) fn kubeconfig_at(&self, server: &str, token: &str) -> Result<PathBuf> {
         let n = self.kubeconfigs_written.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.path().join(format!("token-{n}.kubeconfig"));
-        let ca = self.dir.path().join("certs").join("apiserver.crt");
-        write_kubeconfig(&path, &self.server_url(), &ca, token)?;
+        write_kubeconfig(&path, server, &self.ca_path(), token)?;
         Ok(path)
     }
 

@@ -6,367 +6,21 @@
 //! can SIGKILL it like a crashed replica and nothing outlives the test. The tests share the
 //! machine's two cores, so they run one at a time.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::Child;
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, bail};
 use berth_testcluster::extender::{BindRequest, ExtenderServer};
-use berth_testcluster::{ClusterOptions, TestCluster, node_template};
-use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::coordination::v1::Lease;
+use berth_testcluster::{ClusterOptions, node_template};
+use common::*;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Binding, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::events::v1::Event;
-use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
-use rustix::process::{Pid, Signal, kill_process_group};
 use serde_json::json;
-use tokio::sync::Mutex;
-
-const NAMESPACE: &str = "berth-system";
-const ACCOUNT: &str = "berth";
-const LEASE: &str = "berth";
-const POLICY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
-const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy");
-
-/// One test at a time: each runs a control plane and schedulers on a two-core machine.
-static SERIAL: Mutex<()> = Mutex::const_new(());
-
-/// A cluster with deploy/'s manifests (but the example pod) applied, and a kubeconfig for
-/// deploy/'s ServiceAccount.
-struct Env {
-    cluster: TestCluster,
-    admin: Client,
-    kubeconfig: PathBuf,
-}
-
-impl Env {
-    async fn start(opts: ClusterOptions) -> Result<Env> {
-        let cluster = TestCluster::start(opts).await?;
-        let deploy = Path::new(DEPLOY);
-        cluster
-            .apply_files(&[
-                deploy.join("namespace.yaml"),
-                deploy.join("serviceaccount.yaml"),
-                deploy.join("rbac.yaml"),
-                // Stored but inert (no controller-manager runs it): the API server checks
-                // the manifests.
-                deploy.join("policy.yaml"),
-                deploy.join("deployment.yaml"),
-            ])
-            .await?;
-        let token = cluster.service_account_token(NAMESPACE, ACCOUNT).await?;
-        let kubeconfig = cluster.kubeconfig_for_token(&token)?;
-        let admin = cluster.admin_client()?;
-        Ok(Env {
-            cluster,
-            admin,
-            kubeconfig,
-        })
-    }
-
-    /// Starts a Berth replica with leader election on, as deploy/ runs it.
-    fn berth(&self, identity: &str, extra: &[&str]) -> Result<Berth> {
-        Berth::spawn(self, identity, extra)
-    }
-
-    fn pods(&self) -> Api<Pod> {
-        Api::namespaced(self.admin.clone(), "default")
-    }
-
-    async fn create_pods(&self, pods: Vec<Pod>) -> Result<()> {
-        let api = self.pods();
-        futures::stream::iter(pods)
-            .map(|pod| {
-                let api = api.clone();
-                async move { api.create(&PostParams::default(), &pod).await }
-            })
-            .buffer_unordered(32)
-            .try_collect::<Vec<_>>()
-            .await?;
-        Ok(())
-    }
-
-    /// Waits until `count` pods whose names start with `prefix` are bound; returns them.
-    async fn wait_bound(&self, prefix: &str, count: usize, timeout: Duration) -> Result<Vec<Pod>> {
-        let api = self.pods();
-        eventually(
-            &format!("{count} {prefix}* pods bound"),
-            timeout,
-            || async {
-                let bound: Vec<Pod> = api
-                    .list(&ListParams::default())
-                    .await?
-                    .items
-                    .into_iter()
-                    .filter(|p| p.metadata.name.as_deref().unwrap_or("").starts_with(prefix))
-                    .filter(|p| node_name(p).is_some())
-                    .collect();
-                Ok((bound.len() >= count).then_some(bound))
-            },
-        )
-        .await
-    }
-
-    /// Events of reason `reason` about pods, by pod name.
-    async fn events(&self, reason: &str) -> Result<HashMap<String, Vec<Event>>> {
-        let api: Api<Event> = Api::namespaced(self.admin.clone(), "default");
-        let mut by_pod: HashMap<String, Vec<Event>> = HashMap::new();
-        for e in api.list(&ListParams::default()).await?.items {
-            if e.reason.as_deref() == Some(reason) {
-                let pod = e
-                    .regarding
-                    .as_ref()
-                    .and_then(|r| r.name.clone())
-                    .unwrap_or_default();
-                by_pod.entry(pod).or_default().push(e);
-            }
-        }
-        Ok(by_pod)
-    }
-
-    async fn leader(&self) -> Result<Option<String>> {
-        let api: Api<Lease> = Api::namespaced(self.admin.clone(), NAMESPACE);
-        Ok(api
-            .get_opt(LEASE)
-            .await?
-            .and_then(|l| l.spec)
-            .and_then(|s| s.holder_identity))
-    }
-}
-
-/// A `berth run` process in its own process group, killed with the group when dropped; a
-/// watchdog kills it too if the test process dies or it outlives its bound.
-struct Berth {
-    child: Child,
-    log: PathBuf,
-    metrics: u16,
-}
-
-/// Hard bound on a scheduler process's life.
-const BERTH_LIFETIME: Duration = Duration::from_secs(15 * 60);
-
-impl Berth {
-    fn spawn(env: &Env, identity: &str, extra: &[&str]) -> Result<Berth> {
-        let metrics = free_port()?;
-        let log = env.cluster.dir().join(format!("berth-{identity}.log"));
-        let out = std::fs::File::create(&log)?;
-        let policy = if extra.contains(&"--policy") {
-            &[][..]
-        } else {
-            &["--policy", POLICY][..]
-        };
-        let mut args: Vec<String> = ["run"]
-            .iter()
-            .chain(policy)
-            .chain(&[
-                "--scheduler-name",
-                "berth",
-                "--leader-elect",
-                "--leader-elect-resource-name",
-                LEASE,
-                "--leader-elect-resource-namespace",
-                NAMESPACE,
-                "--leader-elect-lease-duration",
-                "4s",
-                "--leader-elect-renew-deadline",
-                "3s",
-                "--identity",
-                identity,
-            ])
-            .map(|s| s.to_string())
-            .collect();
-        args.push("--kubeconfig".into());
-        args.push(env.kubeconfig.display().to_string());
-        args.push("--metrics-addr".into());
-        args.push(format!("127.0.0.1:{metrics}"));
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let child = berth_testcluster::bounded_command(
-            Path::new(env!("CARGO_BIN_EXE_berth")),
-            BERTH_LIFETIME,
-            None,
-        )
-        .args(&args)
-        .env("RUST_LOG", "info,berth_daemon=debug")
-        .stdout(out.try_clone()?)
-        .stderr(out)
-        .spawn()
-        .context("starting berth run")?;
-        Ok(Berth {
-            child,
-            log,
-            metrics,
-        })
-    }
-
-    fn kill(&mut self) {
-        // Already gone is fine: the point is that it is gone.
-        let _ = kill_process_group(Pid::from_child(&self.child), Signal::KILL);
-        let _ = self.child.wait();
-    }
-
-    fn terminate(&mut self) -> Result<std::process::ExitStatus> {
-        kill_process_group(Pid::from_child(&self.child), Signal::TERM)?;
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                bail!("berth did not stop within 20 s of SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// GET on the operations port: (status code, body).
-    fn get(&self, path: &str) -> Result<(u16, String)> {
-        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, self.metrics))?;
-        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text)?;
-        let code = text
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .context("no HTTP status")?;
-        let body = text
-            .split_once("\r\n\r\n")
-            .map_or("", |(_, b)| b)
-            .to_string();
-        Ok((code, body))
-    }
-
-    async fn wait_ready(&mut self) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                bail!("berth exited ({status}):\n{}", self.log());
-            }
-            if matches!(self.get("/readyz"), Ok((200, _))) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!("berth not ready after 60 s:\n{}", self.log());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-impl Drop for Berth {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Polls `check` every 100 ms until it returns a value, failing after `timeout`; an error
-/// counts as "not yet" (the apiserver may be restarting) and is reported if time runs out.
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Option<T>>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        let outcome = check().await;
-        if let Ok(Some(value)) = outcome {
-            return Ok(value);
-        }
-        if Instant::now() > deadline {
-            let why = outcome
-                .err()
-                .map(|e| format!(": {e:#}"))
-                .unwrap_or_default();
-            bail!("timed out after {timeout:?} waiting for {what}{why}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
-}
-
-fn node_name(pod: &Pod) -> Option<&str> {
-    pod.spec.as_ref()?.node_name.as_deref()
-}
-
-/// A pending pod for `scheduler` requesting `cpu` and 64Mi, with optional spec fields.
-fn pod(name: &str, scheduler: &str, cpu: &str, spec: serde_json::Value) -> Pod {
-    let mut value = json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "schedulerName": scheduler,
-            "containers": [{
-                "name": "c", "image": "pause",
-                "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}
-            }]
-        }
-    });
-    if let (Some(base), Some(more)) = (value["spec"].as_object_mut(), spec.as_object()) {
-        base.extend(more.clone());
-    }
-    serde_json::from_value(value).expect("valid pod")
-}
-
-/// Runs `test` within `limit`, printing the schedulers' logs' tails if it fails.
-async fn bounded<F: std::future::Future<Output = Result<()>>>(limit: Duration, test: F) {
-    match tokio::time::timeout(limit, test).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => panic!("{e:#}"),
-        Err(_) => panic!("test did not finish within {limit:?}"),
-    }
-}
-
-/// Every node's pods fit its allocatable cpu and pod count.
-async fn assert_not_overcommitted(env: &Env, pods: &[Pod]) -> Result<()> {
-    let nodes: Api<Node> = Api::all(env.admin.clone());
-    let mut used: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-    for p in pods {
-        let cpu = p.spec.as_ref().unwrap().containers[0]
-            .resources
-            .as_ref()
-            .and_then(|r| r.requests.as_ref())
-            .and_then(|r| r.get("cpu"))
-            .map(|q| milli(&q.0))
-            .unwrap_or(0);
-        let entry = used.entry(node_name(p).unwrap().to_string()).or_default();
-        entry.0 += cpu;
-        entry.1 += 1;
-    }
-    for n in nodes.list(&ListParams::default()).await?.items {
-        let name = n.metadata.name.clone().unwrap();
-        let alloc = n.status.unwrap().allocatable.unwrap();
-        let (cpu, count) = used.get(&name).copied().unwrap_or_default();
-        let cpu_cap = milli(&alloc["cpu"].0);
-        let pods_cap: i64 = alloc["pods"].0.parse()?;
-        assert!(
-            cpu <= cpu_cap && count <= pods_cap,
-            "node {name} overcommitted: {cpu}m of {cpu_cap}m cpu, {count} of {pods_cap} pods"
-        );
-    }
-    Ok(())
-}
-
-fn milli(q: &str) -> i64 {
-    match q.strip_suffix('m') {
-        Some(m) => m.parse().unwrap(),
-        None => q.parse::<i64>().unwrap() * 1000,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_land_where_the_policy_says_and_failures_are_explained() {
@@ -758,7 +412,7 @@ async fn a_standby_takes_over_when_the_leader_dies_and_binds_every_pod_once() {
             .wait_bound("p-", total, Duration::from_secs(120))
             .await?;
         assert_eq!(bound.len(), total);
-        assert_not_overcommitted(&env, &bound).await?;
+        assert_not_overcommitted(&env).await?;
         // Every pod bound once: the API server refuses a second binding, and no pod has more
         // than one Scheduled event; both replicas bound some. A killed replica's last events
         // may be lost, so wait until no more arrive rather than for one per pod.
@@ -820,8 +474,8 @@ async fn berth_reconnects_after_an_apiserver_restart_and_finishes() {
         if let Err(e) = bound {
             bail!("{e:#}\nberth log:\n{}", berth.log());
         }
-        let all = env.wait_bound("", 100, Duration::from_secs(10)).await?;
-        assert_not_overcommitted(&env, &all).await?;
+        env.wait_bound("", 100, Duration::from_secs(10)).await?;
+        assert_not_overcommitted(&env).await?;
         Ok(())
     })
     .await;
@@ -847,11 +501,10 @@ async fn a_thousand_pods_on_five_hundred_nodes_fill_them_exactly() {
         )
         .await?;
         let bound = env.wait_bound("p-", 1000, Duration::from_secs(400)).await;
-        let bound = match bound {
-            Ok(b) => b,
-            Err(e) => bail!("{e:#}\nberth log tail:\n{}", tail(&berth.log(), 40)),
-        };
-        assert_not_overcommitted(&env, &bound).await?;
+        if let Err(e) = bound {
+            bail!("{e:#}\nberth log tail:\n{}", tail(&berth.log(), 40));
+        }
+        assert_not_overcommitted(&env).await?;
         eprintln!(
             "1000 pods on 500 nodes bound in {:?} (debug build)",
             started.elapsed()
@@ -859,11 +512,6 @@ async fn a_thousand_pods_on_five_hundred_nodes_fill_them_exactly() {
         Ok(())
     })
     .await;
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// End-to-end throughput: 5,000 pods on 1,000 nodes, from the moment Berth is ready (its
@@ -917,8 +565,8 @@ async fn throughput_5000_pods_on_1000_nodes() {
             }
         }
         let elapsed = ready.elapsed();
-        let all = env.wait_bound("p-", pods, Duration::from_secs(30)).await?;
-        assert_not_overcommitted(&env, &all).await?;
+        env.wait_bound("p-", pods, Duration::from_secs(30)).await?;
+        assert_not_overcommitted(&env).await?;
         let windows: Vec<usize> = per_second.values().copied().collect();
         // Berth's own account: time in scheduling cycles and in binding requests.
         let (_, metrics) = berth.get("/metrics")?;
@@ -1210,8 +858,7 @@ value: 1000
                 "{node} still has a victim candidate"
             );
         }
-        let all: Vec<Pod> = survivors.into_iter().chain(bound).collect();
-        assert_not_overcommitted(&env, &all).await?;
+                assert_not_overcommitted(&env).await?;
         eprintln!("leader {first} killed after {preempted_before} Preempted events");
         Ok(())
     })

@@ -1,0 +1,544 @@
+//! What the end-to-end test files share: a control plane with deploy/'s manifests, `berth
+//! run` processes, waiting, and the accounting every test ends with (each pod's node, and
+//! each node's cpu, memory and pod count against its allocatable).
+//!
+//! Each test binary uses a part of it.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use berth_testcluster::{ClusterOptions, TestCluster};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::Client;
+use kube::api::{Api, ListParams, PostParams};
+use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+use serde_json::json;
+use tokio::sync::Mutex;
+
+pub const NAMESPACE: &str = "berth-system";
+pub const ACCOUNT: &str = "berth";
+pub const LEASE: &str = "berth";
+pub const POLICY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+pub const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy");
+
+/// One test at a time: each runs a control plane and schedulers on a two-core machine.
+pub static SERIAL: Mutex<()> = Mutex::const_new(());
+
+/// A cluster with deploy/'s manifests (but the example pod) applied, and a kubeconfig for
+/// deploy/'s ServiceAccount.
+pub struct Env {
+    pub cluster: TestCluster,
+    pub admin: Client,
+    pub kubeconfig: PathBuf,
+}
+
+impl Env {
+    pub async fn start(opts: ClusterOptions) -> Result<Env> {
+        let cluster = TestCluster::start(opts).await?;
+        let deploy = Path::new(DEPLOY);
+        cluster
+            .apply_files(&[
+                deploy.join("namespace.yaml"),
+                deploy.join("serviceaccount.yaml"),
+                deploy.join("rbac.yaml"),
+                // Stored but inert (no controller-manager runs it): the API server checks
+                // the manifests.
+                deploy.join("policy.yaml"),
+                deploy.join("deployment.yaml"),
+            ])
+            .await?;
+        let token = cluster.service_account_token(NAMESPACE, ACCOUNT).await?;
+        let kubeconfig = cluster.kubeconfig_for_token(&token)?;
+        let admin = cluster.admin_client()?;
+        Ok(Env {
+            cluster,
+            admin,
+            kubeconfig,
+        })
+    }
+
+    /// Starts a Berth replica with leader election on, as deploy/ runs it.
+    pub fn berth(&self, identity: &str, extra: &[&str]) -> Result<Berth> {
+        Berth::spawn(self, &self.kubeconfig, identity, extra)
+    }
+
+    /// Like [`Env::berth`], reaching the apiserver through `kubeconfig` (a proxy's).
+    pub fn berth_via(&self, kubeconfig: &Path, identity: &str, extra: &[&str]) -> Result<Berth> {
+        Berth::spawn(self, kubeconfig, identity, extra)
+    }
+
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.admin.clone(), "default")
+    }
+
+    pub async fn create_pods(&self, pods: Vec<Pod>) -> Result<()> {
+        let api = self.pods();
+        futures::stream::iter(pods)
+            .map(|pod| {
+                let api = api.clone();
+                async move { api.create(&PostParams::default(), &pod).await }
+            })
+            .buffer_unordered(32)
+            .try_collect::<Vec<_>>()
+            .await?;
+        Ok(())
+    }
+
+    /// Waits until `count` pods whose names start with `prefix` are bound; returns them.
+    pub async fn wait_bound(
+        &self,
+        prefix: &str,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Pod>> {
+        let api = self.pods();
+        eventually(
+            &format!("{count} {prefix}* pods bound"),
+            timeout,
+            || async {
+                let bound: Vec<Pod> = api
+                    .list(&ListParams::default())
+                    .await?
+                    .items
+                    .into_iter()
+                    .filter(|p| p.metadata.name.as_deref().unwrap_or("").starts_with(prefix))
+                    .filter(|p| node_name(p).is_some())
+                    .collect();
+                Ok((bound.len() >= count).then_some(bound))
+            },
+        )
+        .await
+    }
+
+    /// Events of reason `reason` about pods, by pod name.
+    pub async fn events(&self, reason: &str) -> Result<HashMap<String, Vec<Event>>> {
+        let api: Api<Event> = Api::namespaced(self.admin.clone(), "default");
+        let mut by_pod: HashMap<String, Vec<Event>> = HashMap::new();
+        for e in api.list(&ListParams::default()).await?.items {
+            if e.reason.as_deref() == Some(reason) {
+                let pod = e
+                    .regarding
+                    .as_ref()
+                    .and_then(|r| r.name.clone())
+                    .unwrap_or_default();
+                by_pod.entry(pod).or_default().push(e);
+            }
+        }
+        Ok(by_pod)
+    }
+
+    pub async fn leader(&self) -> Result<Option<String>> {
+        let api: Api<Lease> = Api::namespaced(self.admin.clone(), NAMESPACE);
+        Ok(api
+            .get_opt(LEASE)
+            .await?
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity))
+    }
+}
+
+/// A `berth run` process in its own process group, killed with the group when dropped; a
+/// watchdog kills it too if the test process dies or it outlives its bound.
+pub struct Berth {
+    child: Child,
+    pub log: PathBuf,
+    metrics: u16,
+}
+
+/// Hard bound on a scheduler process's life.
+pub const BERTH_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+impl Berth {
+    fn spawn(env: &Env, kubeconfig: &Path, identity: &str, extra: &[&str]) -> Result<Berth> {
+        let metrics = free_port()?;
+        let log = env.cluster.dir().join(format!("berth-{identity}.log"));
+        let out = std::fs::File::create(&log)?;
+        let policy = if extra.contains(&"--policy") {
+            &[][..]
+        } else {
+            &["--policy", POLICY][..]
+        };
+        let mut args: Vec<String> = ["run"]
+            .iter()
+            .chain(policy)
+            .chain(&[
+                "--scheduler-name",
+                "berth",
+                "--leader-elect",
+                "--leader-elect-resource-name",
+                LEASE,
+                "--leader-elect-resource-namespace",
+                NAMESPACE,
+                "--leader-elect-lease-duration",
+                "4s",
+                "--leader-elect-renew-deadline",
+                "3s",
+                "--identity",
+                identity,
+            ])
+            .map(|s| s.to_string())
+            .collect();
+        args.push("--kubeconfig".into());
+        args.push(kubeconfig.display().to_string());
+        args.push("--metrics-addr".into());
+        args.push(format!("127.0.0.1:{metrics}"));
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = berth_testcluster::bounded_command(
+            Path::new(env!("CARGO_BIN_EXE_berth")),
+            BERTH_LIFETIME,
+            None,
+        )
+        .args(&args)
+        .env("RUST_LOG", "info,berth_daemon=debug")
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .context("starting berth run")?;
+        Ok(Berth {
+            child,
+            log,
+            metrics,
+        })
+    }
+
+    pub fn kill(&mut self) {
+        // Already gone is fine: the point is that it is gone.
+        let _ = kill_process_group(Pid::from_child(&self.child), Signal::KILL);
+        let _ = self.child.wait();
+    }
+
+    /// Stops the process (SIGSTOP) as a long pause would: it keeps its state and sockets.
+    pub fn freeze(&self) -> Result<()> {
+        kill_process(Pid::from_child(&self.child), Signal::STOP)?;
+        Ok(())
+    }
+
+    /// Resumes a frozen process (SIGCONT).
+    pub fn thaw(&self) -> Result<()> {
+        kill_process(Pid::from_child(&self.child), Signal::CONT)?;
+        Ok(())
+    }
+
+    pub fn terminate(&mut self) -> Result<std::process::ExitStatus> {
+        kill_process_group(Pid::from_child(&self.child), Signal::TERM)?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("berth did not stop within 20 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// GET on the operations port: (status code, body).
+    pub fn get(&self, path: &str) -> Result<(u16, String)> {
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, self.metrics))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text)?;
+        let code = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .context("no HTTP status")?;
+        let body = text
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_string();
+        Ok((code, body))
+    }
+
+    pub async fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                bail!("berth exited ({status}):\n{}", self.log());
+            }
+            if matches!(self.get("/readyz"), Ok((200, _))) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("berth not ready after 60 s:\n{}", self.log());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Berth {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `check` every 100 ms until it returns a value, failing after `timeout`; an error
+/// counts as "not yet" (the apiserver may be restarting) and is reported if time runs out.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let outcome = check().await;
+        if let Ok(Some(value)) = outcome {
+            return Ok(value);
+        }
+        if Instant::now() > deadline {
+            let why = outcome
+                .err()
+                .map(|e| format!(": {e:#}"))
+                .unwrap_or_default();
+            bail!("timed out after {timeout:?} waiting for {what}{why}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}
+
+pub fn node_name(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.node_name.as_deref()
+}
+
+/// A pending pod for `scheduler` requesting `cpu` and 64Mi, with optional spec fields.
+pub fn pod(name: &str, scheduler: &str, cpu: &str, spec: serde_json::Value) -> Pod {
+    let mut value = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [{
+                "name": "c", "image": "pause",
+                "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}
+            }]
+        }
+    });
+    if let (Some(base), Some(more)) = (value["spec"].as_object_mut(), spec.as_object()) {
+        base.extend(more.clone());
+    }
+    serde_json::from_value(value).expect("valid pod")
+}
+
+/// Runs `test` within `limit`, printing the schedulers' logs' tails if it fails.
+pub async fn bounded<F: std::future::Future<Output = Result<()>>>(limit: Duration, test: F) {
+    match tokio::time::timeout(limit, test).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => panic!("{e:#}"),
+        Err(_) => panic!("test did not finish within {limit:?}"),
+    }
+}
+
+/// What pods ask of a node, as the scheduler counts it: per pod the larger of its
+/// containers' sum and its largest init container, plus its overhead; and one pod each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Millicores.
+    pub cpu: i64,
+    /// Bytes.
+    pub memory: i64,
+    /// Pods.
+    pub pods: i64,
+}
+
+impl Totals {
+    /// What one pod asks for.
+    pub fn of(pod: &Pod) -> Totals {
+        let spec = pod.spec.as_ref().expect("pods have a spec");
+        let request = |resources: Option<&k8s_openapi::api::core::v1::ResourceRequirements>,
+                       name: &str| {
+            resources
+                .and_then(|r| r.requests.as_ref())
+                .and_then(|r| r.get(name))
+                .map_or(0, |q| quantity(name, &q.0))
+        };
+        let mut totals = Totals {
+            cpu: 0,
+            memory: 0,
+            pods: 1,
+        };
+        for (name, slot) in [("cpu", &mut totals.cpu), ("memory", &mut totals.memory)] {
+            let containers: i64 = spec
+                .containers
+                .iter()
+                .map(|c| request(c.resources.as_ref(), name))
+                .sum();
+            let init = spec
+                .init_containers
+                .iter()
+                .flatten()
+                .map(|c| request(c.resources.as_ref(), name))
+                .max()
+                .unwrap_or(0);
+            let overhead = spec
+                .overhead
+                .as_ref()
+                .and_then(|o| o.get(name))
+                .map_or(0, |q| quantity(name, &q.0));
+            *slot = containers.max(init) + overhead;
+        }
+        totals
+    }
+
+    fn add(&mut self, other: Totals) {
+        self.cpu += other.cpu;
+        self.memory += other.memory;
+        self.pods += other.pods;
+    }
+
+    fn fits(&self, capacity: &Totals) -> bool {
+        self.cpu <= capacity.cpu && self.memory <= capacity.memory && self.pods <= capacity.pods
+    }
+}
+
+/// A quantity of `resource` in the units [`Totals`] keeps (cpu in millicores, the rest as
+/// plain numbers); only the forms these tests write and the apiserver returns for them.
+pub fn quantity(resource: &str, q: &str) -> i64 {
+    let scale = if resource == "cpu" { 1000 } else { 1 };
+    if let Some(m) = q.strip_suffix('m') {
+        return m.parse::<i64>().expect("a quantity") * scale / 1000;
+    }
+    for (suffix, factor) in [("Ki", 1 << 10), ("Mi", 1 << 20), ("Gi", 1 << 30)] {
+        if let Some(n) = q.strip_suffix(suffix) {
+            return n.parse::<i64>().expect("a quantity") * factor * scale;
+        }
+    }
+    q.parse::<i64>().expect("a quantity") * scale
+}
+
+/// The cluster as it ends: every pod that is bound, by node (the pods bound to a node that
+/// does not exist are under its name too), and every node's allocatable.
+#[derive(Debug)]
+pub struct Placement {
+    /// Pod name -> node, for the bound pods (all namespaces, `namespace/name`).
+    pub nodes: BTreeMap<String, String>,
+    /// Pod name -> what it asks for.
+    pub pods: BTreeMap<String, Totals>,
+    /// Node -> what its bound pods ask for.
+    pub used: BTreeMap<String, Totals>,
+    /// Node -> allocatable.
+    pub allocatable: BTreeMap<String, Totals>,
+    /// Pods not bound (namespace/name).
+    pub pending: Vec<String>,
+}
+
+impl Placement {
+    /// Reads every pod and node from the apiserver.
+    pub async fn read(env: &Env) -> Result<Placement> {
+        let pods: Api<Pod> = Api::all(env.admin.clone());
+        let nodes: Api<Node> = Api::all(env.admin.clone());
+        let mut placement = Placement {
+            nodes: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            used: BTreeMap::new(),
+            allocatable: BTreeMap::new(),
+            pending: Vec::new(),
+        };
+        for n in nodes.list(&ListParams::default()).await?.items {
+            let name = n.metadata.name.clone().unwrap_or_default();
+            let alloc = n.status.and_then(|s| s.allocatable).unwrap_or_default();
+            let get = |r: &str| alloc.get(r).map_or(0, |q| quantity(r, &q.0));
+            placement.allocatable.insert(
+                name,
+                Totals {
+                    cpu: get("cpu"),
+                    memory: get("memory"),
+                    pods: get("pods"),
+                },
+            );
+        }
+        for p in pods.list(&ListParams::default()).await?.items {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            if matches!(phase, Some("Succeeded" | "Failed")) {
+                continue;
+            }
+            let key = format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or_default(),
+                p.metadata.name.as_deref().unwrap_or_default()
+            );
+            let totals = Totals::of(&p);
+            placement.pods.insert(key.clone(), totals);
+            match node_name(&p) {
+                Some(node) => {
+                    placement
+                        .used
+                        .entry(node.to_string())
+                        .or_default()
+                        .add(totals);
+                    placement.nodes.insert(key, node.to_string());
+                }
+                None => placement.pending.push(key),
+            }
+        }
+        Ok(placement)
+    }
+
+    /// Fails naming every existing node whose pods ask for more cpu, memory or pods than it
+    /// has.
+    pub fn check_no_overcommit(&self) -> Result<()> {
+        let over: Vec<String> = self
+            .allocatable
+            .iter()
+            .filter_map(|(node, cap)| {
+                let used = self.used.get(node).copied().unwrap_or_default();
+                (!used.fits(cap)).then(|| format!("{node}: {used:?} of {cap:?}"))
+            })
+            .collect();
+        if !over.is_empty() {
+            bail!("overcommitted nodes:\n{}", over.join("\n"));
+        }
+        Ok(())
+    }
+
+    /// The node of `default/<name>`.
+    pub fn node_of(&self, name: &str) -> Option<&str> {
+        self.nodes
+            .get(&format!("default/{name}"))
+            .map(String::as_str)
+    }
+
+    /// The pods (default namespace names) whose name starts with `prefix`, with their nodes.
+    pub fn with_prefix(&self, prefix: &str) -> Vec<(&str, Option<&str>)> {
+        self.pods
+            .keys()
+            .filter_map(|k| k.strip_prefix("default/"))
+            .filter(|n| n.starts_with(prefix))
+            .map(|n| (n, self.node_of(n)))
+            .collect()
+    }
+}
+
+/// Every node's pods fit its allocatable cpu, memory and pod count (counting init
+/// containers and overhead as the scheduler must).
+pub async fn assert_not_overcommitted(env: &Env) -> Result<Placement> {
+    let placement = Placement::read(env).await?;
+    placement.check_no_overcommit()?;
+    Ok(placement)
+}
+
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
