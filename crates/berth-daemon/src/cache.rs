@@ -612,6 +612,20 @@ impl Cache {
             let uid = assumed.queued.pod.meta.uid.clone();
             self.forget(&key, &uid);
         }
+        // A pod is never unbound, so an assigned pod under this key is an older incarnation
+        // whose deletion the watch missed (a relist after 410 Gone shows only the new one):
+        // it no longer counts on its node.
+        let (ns, name) = (&pod.meta.namespace, &pod.meta.name);
+        let stale =
+            self.cluster.remove_pod(ns, name).is_some() | self.unplaced.remove(&key).is_some();
+        if stale {
+            debug!(pod = %key, "re-created while the watch was away: the old pod no longer counts");
+        }
+        let effect = if stale {
+            Effect::CouldHelp
+        } else {
+            Effect::None
+        };
         if pod.scheduler_name == self.scheduler_name && !pod.meta.deleting {
             // Upstream's nominator takes the node from the pod's status as the queue gets it.
             match pod
@@ -632,7 +646,7 @@ impl Cache {
             self.nominator.remove(&key);
             queue.remove(&key);
         }
-        Effect::None
+        effect
     }
 
     /// Puts an assigned pod into the cluster, or parks it while its node is unknown.

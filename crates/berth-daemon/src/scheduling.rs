@@ -13,6 +13,7 @@ use tracing::{debug, error, info, warn};
 use crate::Input;
 use crate::binder::{Backend, BindError, BindOutcome};
 use crate::cache::Cache;
+use crate::leader::Leadership;
 use crate::metrics::{AttemptResult, Metrics, Phase};
 use crate::queue::{Queue, QueueConfig, QueuedPod};
 
@@ -38,6 +39,8 @@ pub struct SchedulingLoop<B> {
     metrics: Metrics,
     health: Arc<Health>,
     leading: bool,
+    /// Until when the lease allows acting; checked with `leading` before every cycle.
+    leadership: Leadership,
     stopping: bool,
 }
 
@@ -60,8 +63,16 @@ impl<B: Backend> SchedulingLoop<B> {
             metrics,
             health,
             leading: false,
+            leadership: Leadership::sole(),
             stopping: false,
         }
+    }
+
+    /// Schedules only while `leadership` holds (besides being told it leads): a replica
+    /// resumed after a pause past its lease does not act on its stale cache.
+    pub fn with_leadership(mut self, leadership: Leadership) -> Self {
+        self.leadership = leadership;
+        self
     }
 
     /// Takes newer schedulers from `updates` between cycles: a cycle already running finishes
@@ -132,7 +143,7 @@ impl<B: Backend> SchedulingLoop<B> {
     /// How long to wait for input before the next step: not at all when a pod is ready,
     /// until the queue's next timer otherwise, indefinitely when not scheduling.
     fn wait_time(&self, now: Instant) -> Option<Duration> {
-        if !self.can_schedule() {
+        if !self.can_schedule(now) {
             return None;
         }
         if self.queue.has_active() {
@@ -143,8 +154,8 @@ impl<B: Backend> SchedulingLoop<B> {
             .map(|at| at.saturating_duration_since(now))
     }
 
-    fn can_schedule(&self) -> bool {
-        self.leading && !self.stopping && self.cache.synced()
+    fn can_schedule(&self, now: Instant) -> bool {
+        self.leading && self.leadership.holds(now) && !self.stopping && self.cache.synced()
     }
 
     /// Applies one input.
@@ -171,12 +182,12 @@ impl<B: Backend> SchedulingLoop<B> {
     /// Schedules the next ready pod, if this replica may schedule.
     pub fn step(&mut self, now: Instant) {
         self.refresh_scheduler(now);
-        if self.can_schedule() {
+        if self.can_schedule(now) {
             for (pod, message) in self.cache.take_unreported() {
                 self.backend.unschedulable(&pod, &message, true);
             }
         }
-        if self.can_schedule()
+        if self.can_schedule(now)
             && let Some(queued) = self.queue.pop(now)
         {
             self.cycle(queued, now);
@@ -729,6 +740,22 @@ mod tests {
         f.now += Duration::from_secs(10);
         f.run();
         assert_eq!(f.calls.take(), []);
+    }
+
+    /// A relist after 410 Gone shows a pod deleted and re-created under its name while the
+    /// watch was away only as the new, pending pod: the old one must stop counting.
+    #[test]
+    fn a_pod_recreated_while_the_watch_was_away_replaces_the_bound_one() {
+        let mut f = Fixture::new();
+        f.node(node("n1", 1));
+        f.pod(bound(pod("a", "berth", 800), "n1"));
+        let mut again = pod("a", "berth", 600);
+        again.metadata.uid = Some("uid-a-2".into());
+        f.pod(again);
+        let c = f.lp.cache().cluster();
+        assert_eq!(c.node(c.node_by_name("n1").unwrap()).requested.milli_cpu, 0);
+        f.run();
+        assert_eq!(f.calls.take(), [bind("a", "n1")]);
     }
 
     #[test]
