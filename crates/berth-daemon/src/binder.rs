@@ -23,6 +23,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
 use crate::Input;
+use crate::leader::Leadership;
 use crate::metrics::Metrics;
 
 /// Why a binding was rejected.
@@ -306,6 +307,9 @@ pub async fn record_preempted(
     recorder.publish(&event, victim).await
 }
 
+/// Why a binding was not sent: the lease had lapsed when its turn came.
+const NOT_LEADING: &str = "not sent: this replica's lease has lapsed (it may no longer lead)";
+
 /// Requests in flight per client (bindings; events and conditions).
 const MAX_IN_FLIGHT: usize = 32;
 
@@ -326,6 +330,9 @@ pub struct Binder {
     metrics: Metrics,
     /// The Policy's extenders: the first interested one with a bindVerb binds instead.
     extenders: Vec<Arc<PolicyExtender>>,
+    /// Checked right before each binding, nomination and victim deletion is sent: a
+    /// request queued before a pause past the lease is dropped, not sent on stale state.
+    leadership: Leadership,
 }
 
 impl Binder {
@@ -355,6 +362,22 @@ impl Binder {
             results,
             metrics,
             extenders: Vec::new(),
+            leadership: Leadership::sole(),
+        }
+    }
+
+    /// Sends requests only while `leadership` holds.
+    pub fn with_leadership(mut self, leadership: Leadership) -> Self {
+        self.leadership = leadership;
+        self
+    }
+
+    /// Err when the lease no longer allows acting.
+    fn still_leading(&self) -> Result<(), BindError> {
+        if self.leadership.holds(Instant::now()) {
+            Ok(())
+        } else {
+            Err(BindError::Other(NOT_LEADING.into()))
         }
     }
 
@@ -408,7 +431,11 @@ impl Backend for Binder {
             async move {
                 let permit = this.binds.acquire().await;
                 let start = Instant::now();
-                let result = match (bind_volumes(&this.client, &volumes, &node).await, extender) {
+                let result = match this.still_leading() {
+                    Err(e) => Err(e),
+                    Ok(()) => bind_volumes(&this.client, &volumes, &node).await,
+                };
+                let result = match (result.and_then(|()| this.still_leading()), extender) {
                     (Err(e), _) => Err(e),
                     (Ok(()), None) => bind(&this.client, &namespace, &name, &uid, &node).await,
                     (Ok(()), Some(extender)) => extender
@@ -466,6 +493,10 @@ impl Backend for Binder {
                 let key = format!("{namespace}/{name}");
                 {
                     let _permit = this.binds.acquire().await;
+                    if let Err(e) = this.still_leading() {
+                        warn!(pod = %key, %node, error = %e, "not preempting");
+                        return;
+                    }
                     if let Err(e) =
                         set_nominated_node(&this.client, &namespace, &name, Some(&node)).await
                     {
@@ -478,6 +509,10 @@ impl Backend for Binder {
                 for victim in &victims {
                     let deleted = {
                         let _permit = this.binds.acquire().await;
+                        if let Err(e) = this.still_leading() {
+                            warn!(pod = %key, %node, error = %e, "preemption cut short");
+                            return;
+                        }
                         delete_victim(&this.client, victim).await
                     };
                     if let Err(e) = deleted {

@@ -70,7 +70,7 @@ pub async fn connect(settings: &ClientSettings) -> Result<Client, ClientError> {
             burst: settings.burst,
         });
     }
-    let config = match &settings.kubeconfig {
+    let mut config = match &settings.kubeconfig {
         Some(path) => {
             let kubeconfig =
                 Kubeconfig::read_from(path).map_err(|source| ClientError::Kubeconfig {
@@ -86,6 +86,11 @@ pub async fn connect(settings: &ClientSettings) -> Result<Client, ClientError> {
         }
         None => Config::infer().await?,
     };
+    // kube's own retry of 429/503/504 answers would resend a request below the rate limit
+    // and after the binder's lease check (a binding retried after a pause past the lease
+    // binds on stale state); every caller here retries by itself: watches relist with
+    // backoff, bindings go back to the queue, the lease loop tries each retry period.
+    config.default_retry = false;
     let client = ClientBuilder::try_from(config)?
         .with_layer(&RateLimitLayer::new(settings.qps, settings.burst))
         .build();

@@ -15,7 +15,7 @@ use tracing::{info, warn};
 use crate::Input;
 use crate::binder::Binder;
 use crate::client::{ClientError, ClientSettings, connect};
-use crate::leader::{LeaseSettings, campaign};
+use crate::leader::{Leadership, LeaseSettings, campaign};
 use crate::metrics::{Metrics, ReloadSource};
 use crate::queue::QueueConfig;
 use crate::scheduling::{Health, SchedulerUpdates, SchedulingLoop};
@@ -151,20 +151,23 @@ pub async fn run(
     };
 
     let mut watches = crate::watch::spawn_all(&client, &runtime, &inputs);
-    let election = match config.leader_election.clone() {
+    let (election, leadership) = match config.leader_election.clone() {
         Some(lease) => {
             info!(lease = %lease.name, namespace = %lease.namespace, identity = %lease.identity,
                 "campaigning for the lease");
-            Some(tokio::spawn(campaign(
+            let leadership = Leadership::elected();
+            let task = tokio::spawn(campaign(
                 client.clone(),
                 lease,
+                leadership.clone(),
                 inputs.clone(),
                 stop.clone(),
-            )))
+            ));
+            (Some(task), leadership)
         }
         None => {
             let _ = inputs.send(Input::Leader(true));
-            None
+            (None, Leadership::sole())
         }
     };
 
@@ -177,7 +180,8 @@ pub async fn run(
         inputs.clone(),
         metrics.clone(),
     )
-    .with_extenders(extenders.clone());
+    .with_extenders(extenders.clone())
+    .with_leadership(leadership.clone());
     let tasks = binder.tasks().clone();
     let mut scheduling = SchedulingLoop::new(
         &config.scheduler_name,
@@ -186,7 +190,8 @@ pub async fn run(
         config.queue,
         metrics,
         health.clone(),
-    );
+    )
+    .with_leadership(leadership);
     if let Some(updates) = updates {
         scheduling = scheduling.with_updates(updates);
     }

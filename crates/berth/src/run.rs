@@ -220,8 +220,8 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// The Lease timing from the flags, checked against what the lease manager can do: it
-/// counts whole seconds and renews `duration - renew deadline` before expiry.
+/// The Lease timing from the flags: the Lease counts whole seconds, and the leader must stop
+/// acting (renew deadline) before a standby may take over (lease duration).
 fn lease_settings(args: &Args, namespace: String, identity: String) -> Result<LeaseSettings> {
     let duration = args.leader_elect_lease_duration;
     let deadline = args.leader_elect_renew_deadline;
@@ -251,7 +251,7 @@ fn lease_settings(args: &Args, namespace: String, identity: String) -> Result<Le
         namespace,
         identity,
         duration,
-        renew_before: duration - deadline,
+        renew_deadline: deadline,
         retry,
     })
 }
@@ -382,18 +382,18 @@ mod tests {
 
     #[test]
     fn lease_timing_is_checked_and_mapped() {
-        /// Lease duration and renew-before in seconds, retry in milliseconds, or an error.
+        /// Lease duration and renew deadline in seconds, retry in milliseconds, or an error.
         type Want = Result<(u64, u64, u64), &'static str>;
         let cases: [(&[&str], Want); 6] = [
-            (&[], Ok((15, 5, 2000))),
+            (&[], Ok((15, 10, 2000))),
             (
                 &[
                     "--leader-elect-lease-duration=1m",
                     "--leader-elect-renew-deadline=40s",
                 ],
-                Ok((60, 20, 2000)),
+                Ok((60, 40, 2000)),
             ),
-            (&["--leader-elect-retry-period=500ms"], Ok((15, 5, 500))),
+            (&["--leader-elect-retry-period=500ms"], Ok((15, 10, 500))),
             (
                 &["--leader-elect-lease-duration=15.5s"],
                 Err("whole number of seconds"),
@@ -412,7 +412,7 @@ mod tests {
             let got = lease_settings(&args, "ns".into(), "me".into())
                 .map(|s| {
                     let ms = s.retry.as_millis() as u64;
-                    (s.duration.as_secs(), s.renew_before.as_secs(), ms)
+                    (s.duration.as_secs(), s.renew_deadline.as_secs(), ms)
                 })
                 .map_err(|e| e.to_string());
             match (got, want) {
