@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::{Context, Result, bail};
 use berth_testcluster::extender::{BindRequest, ExtenderServer};
 use berth_testcluster::{ClusterOptions, node_template};
 use common::*;
@@ -858,7 +858,7 @@ value: 1000
                 "{node} still has a victim candidate"
             );
         }
-                assert_not_overcommitted(&env).await?;
+        assert_not_overcommitted(&env).await?;
         eprintln!("leader {first} killed after {preempted_before} Preempted events");
         Ok(())
     })
