@@ -263,6 +263,27 @@ impl Cache {
         self.synced.len() == Kind::ALL.len()
     }
 
+    /// Entries in the cache's tables that grow with the cluster, by table name (the
+    /// `berth_cache_entries` gauge): each must follow the live objects, not the history.
+    pub fn sizes(&self) -> [(&'static str, usize); 13] {
+        let c = self.cluster.sizes();
+        [
+            ("interned_strings", c.interned),
+            ("pods", c.pods),
+            ("pod_slots", c.pod_slots),
+            ("nodes", c.nodes),
+            ("node_slots", c.node_slots),
+            ("pod_label_pairs", c.pod_label_pairs),
+            ("node_label_pairs", c.node_label_pairs),
+            ("label_columns", c.label_columns),
+            ("image_names", c.image_names),
+            ("term_label_pairs", c.term_label_pairs),
+            ("unplaced_pods", self.unplaced.len()),
+            ("assumed_pods", self.assumed.len()),
+            ("nominated_pods", self.nominator.len()),
+        ]
+    }
+
     /// How many pods are assumed and not yet confirmed.
     pub fn assumed_count(&self) -> usize {
         self.assumed.len()

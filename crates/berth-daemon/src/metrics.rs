@@ -54,6 +54,11 @@ struct QueueLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TableLabels {
+    table: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PhaseLabels {
     phase: &'static str,
 }
@@ -116,6 +121,7 @@ pub struct Metrics {
     attempts: Family<ResultLabels, Counter>,
     attempt_duration: HistogramFamily<ResultLabels>,
     pending: Family<QueueLabels, Gauge>,
+    cache_entries: Family<TableLabels, Gauge>,
     phase_duration: HistogramFamily<PhaseLabels>,
     bind_duration: HistogramFamily<BindLabels>,
     rule_duration: HistogramFamily<RuleLabels>,
@@ -154,6 +160,13 @@ impl Metrics {
             "scheduler_pending_pods",
             "Number of pending pods, by the queue type.",
             pending.clone(),
+        );
+        let cache_entries = Family::<TableLabels, Gauge>::default();
+        registry.register(
+            "berth_cache_entries",
+            "Entries in the scheduler's cache tables that grow with the cluster (interned \
+             strings, pods, nodes, label indexes...), by table: they follow the live objects.",
+            cache_entries.clone(),
         );
         let phase_duration = HistogramFamily::<PhaseLabels>::new_with_constructor(
             latency_histogram as fn() -> Histogram,
@@ -207,6 +220,7 @@ impl Metrics {
             attempts,
             attempt_duration,
             pending,
+            cache_entries,
             phase_duration,
             bind_duration,
             rule_duration,
@@ -300,6 +314,15 @@ impl Metrics {
         }
     }
 
+    /// Sets the cache's table sizes.
+    pub fn cache_entries(&self, tables: &[(&'static str, usize)]) {
+        for &(table, n) in tables {
+            self.cache_entries
+                .get_or_create(&TableLabels { table })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
     /// Sets whether this replica leads.
     pub fn leader(&self, leading: bool) {
         self.leader
@@ -341,6 +364,7 @@ mod tests {
         m.attempt(AttemptResult::Scheduled, 0.002);
         m.attempt(AttemptResult::Unschedulable, 0.001);
         m.pending(3, 1, 2);
+        m.cache_entries(&[("interned_strings", 42)]);
         m.leader(true);
         m.rule("GpuModel", "PreFilter", 0.0003);
         m.extender_call("http://127.0.0.1:8888/x", "filter", false, 0.004);
@@ -355,6 +379,7 @@ mod tests {
             r#"scheduler_pending_pods{queue="active"} 3"#,
             r#"scheduler_pending_pods{queue="unschedulable"} 2"#,
             r#"leader_election_master_status{name="berth"} 1"#,
+            r#"berth_cache_entries{table="interned_strings"} 42"#,
             r#"berth_reloads{object="module",result="rejected"} 2"#,
             r#"berth_reloads{object="policy",result="applied"} 0"#,
         ] {

@@ -194,6 +194,7 @@ impl<B: Backend> SchedulingLoop<B> {
         }
         let (active, backoff, unschedulable) = self.queue.lengths();
         self.metrics.pending(active, backoff, unschedulable);
+        self.metrics.cache_entries(&self.cache.sizes());
     }
 
     /// One scheduling cycle: decide, then assume and hand the binding off, or report why

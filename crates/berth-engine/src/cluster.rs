@@ -246,6 +246,32 @@ impl Default for Cluster {
     }
 }
 
+/// How many entries the cluster's growing tables hold, for a long-running scheduler to show
+/// that its memory follows the live objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClusterSizes {
+    /// Strings in the interner.
+    pub interned: usize,
+    /// Pods in the cluster.
+    pub pods: usize,
+    /// Pod slots, live or free.
+    pub pod_slots: usize,
+    /// Nodes in the cluster.
+    pub nodes: usize,
+    /// Node slots, live or removed.
+    pub node_slots: usize,
+    /// Label pairs in the pod label index.
+    pub pod_label_pairs: usize,
+    /// Label pairs in the node label-to-nodes index.
+    pub node_label_pairs: usize,
+    /// Label keys with a node label column.
+    pub label_columns: usize,
+    /// Image names counted across nodes.
+    pub image_names: usize,
+    /// Label pairs in the two affinity term indexes.
+    pub term_label_pairs: usize,
+}
+
 /// The zone index of a node without zone or region labels.
 pub const NO_ZONE: u32 = u32::MAX;
 
@@ -566,6 +592,23 @@ impl Cluster {
     /// One past the largest node id: the size of a dense per-node table.
     pub fn node_slots(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// The sizes of the growing tables.
+    pub fn sizes(&self) -> ClusterSizes {
+        ClusterSizes {
+            interned: self.interner.len(),
+            pods: self.pod_by_key.len(),
+            pod_slots: self.pods.len(),
+            nodes: self.node_by_name.len(),
+            node_slots: self.nodes.len(),
+            pod_label_pairs: self.label_index.len(),
+            node_label_pairs: self.label_nodes.len(),
+            label_columns: self.label_columns.len(),
+            image_names: self.image_node_counts.len(),
+            term_label_pairs: self.anti_affinity_terms.by_label.len()
+                + self.scoring_terms.by_label.len(),
+        }
     }
 
     /// How many nodes have an image (normalised name), for image-locality spread.

@@ -34,6 +34,16 @@ impl Interner {
     pub fn try_resolve(&self, sym: Sym) -> Option<&str> {
         self.0.try_resolve(&sym)
     }
+
+    /// How many strings are interned.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether nothing is interned.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Parses a node selector written as `key=value,key2=value2` (spaces around items allowed),

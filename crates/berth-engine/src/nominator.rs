@@ -46,6 +46,11 @@ impl Nominator {
         self.node_of.is_empty()
     }
 
+    /// How many pods are nominated.
+    pub fn len(&self) -> usize {
+        self.node_of.len()
+    }
+
     /// Nominates `info` to `node`, replacing an earlier nomination of the same pod.
     pub fn add(&mut self, info: PodInfo, node: NodeId) {
         let key = info.key();

@@ -949,3 +949,286 @@ value: 500
     })
     .await;
 }
+
+/// Label churn as a long-running cluster sees it: every round a new ReplicaSet-like
+/// generation of pods (a new `pod-template-hash`, a preferred anti-affinity term selecting
+/// it) replaces the previous one, and each pod also carries labels unique to it, as Job and
+/// CI pipeline pods do (`job-name`, `controller-uid` and their `batch.kubernetes.io/` twins,
+/// Tekton's run names and UIDs: six new strings per pod), so label values that no live
+/// object uses any more pile up unless the cache lets them go.
+struct Churn {
+    nodes: usize,
+    pods_per_round: usize,
+    duration: Duration,
+    sample_every: Duration,
+}
+
+/// Berth as sampled during churn.
+#[derive(Debug)]
+struct Sample {
+    at: Duration,
+    rounds: usize,
+    rss_kib: u64,
+    tables: BTreeMap<String, i64>,
+}
+
+impl Sample {
+    fn table(&self, name: &str) -> i64 {
+        self.tables.get(name).copied().unwrap_or(-1)
+    }
+}
+
+/// The resident set of a process, from /proc/PID/status.
+fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS line")
+}
+
+/// A well-mixed 64-bit value for (round, index): stands in for the random hashes and UIDs
+/// controllers put in labels, reproducibly.
+fn mix(round: usize, index: usize) -> u64 {
+    let mut x = (round as u64) << 32 ^ index as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Round `round`'s pods: one generation of the churning workload.
+fn churn_pods(round: usize, count: usize) -> Vec<Pod> {
+    let hash = format!("{:010x}", mix(round, usize::MAX) >> 24);
+    (0..count)
+        .map(|i| {
+            let job = format!("churn-{round}-{i}");
+            let (a, b) = (mix(round, i), mix(i, round));
+            let uid = format!(
+                "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+                a >> 32,
+                (a >> 16) & 0xffff,
+                a & 0xffff,
+                b >> 48,
+                b & 0xffff_ffff_ffff
+            );
+            let mut p = pod(
+                &format!("{job}-{}", &hash[..5]),
+                "berth",
+                "10m",
+                json!({"affinity": {"podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [{
+                        "weight": 10,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {"pod-template-hash": hash}}
+                        }
+                    }]
+                }}}),
+            );
+            let run = format!("build-{round}-{i}-{:x}", a >> 40);
+            let run_uid = format!("{:016x}{:016x}", b, a);
+            let task = format!("{run}-compile");
+            let task_uid = format!("{:016x}{:016x}", a ^ b, b.rotate_left(17));
+            p.metadata.labels = Some(
+                [
+                    ("app", "churn"),
+                    ("pod-template-hash", hash.as_str()),
+                    ("job-name", job.as_str()),
+                    ("controller-uid", uid.as_str()),
+                    ("batch.kubernetes.io/job-name", job.as_str()),
+                    ("batch.kubernetes.io/controller-uid", uid.as_str()),
+                    ("tekton.dev/pipelineRun", run.as_str()),
+                    ("tekton.dev/pipelineRunUID", run_uid.as_str()),
+                    ("tekton.dev/taskRun", task.as_str()),
+                    ("tekton.dev/taskRunUID", task_uid.as_str()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            );
+            p
+        })
+        .collect()
+}
+
+/// Runs the churn against a Berth already ready: each round creates a generation, waits
+/// until Berth has bound all of it, then deletes the generation before it. Samples Berth's
+/// RSS and cache table sizes every `sample_every`.
+async fn churn(env: &Env, berth: &Berth, churn: &Churn) -> Result<Vec<Sample>> {
+    let pid = berth.pid();
+    let api = env.pods();
+    let started = Instant::now();
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut next_sample = started;
+    let mut round = 0;
+    while started.elapsed() < churn.duration {
+        env.create_pods(churn_pods(round, churn.pods_per_round))
+            .await?;
+        let hash = format!("pod-template-hash={:010x}", mix(round, usize::MAX) >> 24);
+        eventually(
+            &format!("round {round} bound"),
+            Duration::from_secs(120),
+            || async {
+                let pods = api.list(&ListParams::default().labels(&hash)).await?.items;
+                Ok((pods.iter().filter(|p| node_name(p).is_some()).count()
+                    >= churn.pods_per_round)
+                    .then_some(()))
+            },
+        )
+        .await?;
+        if round > 0 {
+            let previous = format!("pod-template-hash={:010x}", mix(round - 1, usize::MAX) >> 24);
+            let mut delete = kube::api::DeleteParams::default();
+            delete.grace_period_seconds = Some(0);
+            api.delete_collection(&delete, &ListParams::default().labels(&previous))
+                .await?;
+        }
+        round += 1;
+        if Instant::now() >= next_sample {
+            let (_, metrics) = berth.get("/metrics")?;
+            let tables = metrics
+                .lines()
+                .filter_map(|l| l.strip_prefix("berth_cache_entries{table=\""))
+                .filter_map(|l| l.split_once("\"} "))
+                .filter_map(|(table, n)| Some((table.to_string(), n.trim().parse().ok()?)))
+                .collect();
+            let sample = Sample {
+                at: started.elapsed(),
+                rounds: round,
+                rss_kib: rss_kib(pid)?,
+                tables,
+            };
+            eprintln!(
+                "soak t={:>4}s rounds={:>4} pods_created={:>6} rss_kib={:>7} interned={} \
+                 pod_label_pairs={} pods={}",
+                sample.at.as_secs(),
+                round,
+                round * churn.pods_per_round,
+                sample.rss_kib,
+                sample.table("interned_strings"),
+                sample.table("pod_label_pairs"),
+                sample.table("pods"),
+            );
+            samples.push(sample);
+            next_sample += churn.sample_every;
+        }
+    }
+    Ok(samples)
+}
+
+/// Starts a control plane with `churn.nodes` kwok nodes and a ready Berth for a churn run.
+async fn churn_env(churn: &Churn) -> Result<(Env, Berth)> {
+    let lifetime = churn.duration + Duration::from_secs(600);
+    let env = Env::start(
+        ClusterOptions::default()
+            .with_kwok()
+            .for_throughput()
+            .max_lifetime(lifetime),
+    )
+    .await?;
+    env.cluster
+        .create_nodes(churn.nodes, &node_template("node", "32", "128Gi", 110))
+        .await?;
+    let mut berth = env.berth_for(lifetime, "soak", &["--qps", "500", "--burst", "1000"])?;
+    berth.wait_ready().await?;
+    Ok((env, berth))
+}
+
+/// Label churn in the test command: a minute of generations on 100 nodes. The cache's
+/// tables must follow the live pods: the interner holds a few thousand strings at most
+/// while the run creates several times that many, and the pod label index only the
+/// pairs of live pods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_churn_keeps_the_cache_tables_bounded() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(420), async {
+        let spec = Churn {
+            nodes: 100,
+            pods_per_round: 40,
+            duration: Duration::from_secs(75),
+            sample_every: Duration::from_secs(5),
+        };
+        let (env, mut berth) = churn_env(&spec).await?;
+        let samples = churn(&env, &berth, &spec).await?;
+        let last = samples.last().context("no sample")?;
+        // Six distinct strings per pod created plus a hash per round: what an interner
+        // that never lets go holds at least.
+        let created = 6 * last.rounds * spec.pods_per_round;
+        // At most two generations are live: their strings, the fixed ones (keys, the nodes'
+        // hostname labels, namespaces), and the garbage the interner may hold before it
+        // compacts (as much as it holds live, plus a floor of 1,024).
+        let live_pods = 2 * spec.pods_per_round;
+        let bound = (2 * (6 * live_pods + spec.nodes + 200) + 1024) as i64;
+        assert!(
+            created as i64 > 2 * bound,
+            "the run is too short to tell: {created} strings created, bound {bound}"
+        );
+        let most = samples
+            .iter()
+            .map(|s| s.table("interned_strings"))
+            .max()
+            .unwrap_or(-1);
+        assert!(
+            (0..=bound).contains(&most),
+            "interned strings reached {most} (bound {bound}, {created} created): {samples:?}"
+        );
+        let pairs = last.table("pod_label_pairs");
+        assert!(
+            (0..=(10 * live_pods as i64 + 50)).contains(&pairs),
+            "pod label index holds {pairs} pairs for at most {live_pods} live pods"
+        );
+        berth.terminate()?;
+        Ok(())
+    })
+    .await;
+}
+
+/// The soak: ten minutes (`BERTH_SOAK_MINUTES`) of label churn on 300 nodes, Berth's RSS
+/// sampled every 20 s; the mean RSS of the last third of the samples must stay within
+/// `SOAK_MARGIN` of the middle third's (a leak of the churn's strings and index entries
+/// grows it steadily). A measurement, run explicitly:
+/// `cargo test --release -p berth --test e2e -- --ignored --nocapture soak`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a 10-minute soak: run explicitly, in release mode"]
+async fn soak_rss_plateaus_under_label_churn() {
+    /// Allowed growth of the last third's mean RSS over the middle third's.
+    const SOAK_MARGIN: f64 = 0.05;
+    let _one = SERIAL.lock().await;
+    let minutes: u64 = std::env::var("BERTH_SOAK_MINUTES")
+        .ok()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(10);
+    let spec = Churn {
+        nodes: 300,
+        pods_per_round: 100,
+        duration: Duration::from_secs(minutes * 60),
+        sample_every: Duration::from_secs(20),
+    };
+    bounded(spec.duration + Duration::from_secs(600), async {
+        let (env, mut berth) = churn_env(&spec).await?;
+        let samples = churn(&env, &berth, &spec).await?;
+        let series: Vec<(u64, u64)> = samples
+            .iter()
+            .map(|s| (s.at.as_secs(), s.rss_kib))
+            .collect();
+        eprintln!("soak RSS series (seconds, KiB): {series:?}");
+        let third = samples.len() / 3;
+        anyhow::ensure!(third >= 2, "too few samples: {}", samples.len());
+        let mean = |s: &[Sample]| s.iter().map(|s| s.rss_kib as f64).sum::<f64>() / s.len() as f64;
+        let middle = mean(&samples[third..2 * third]);
+        let last = mean(&samples[samples.len() - third..]);
+        eprintln!(
+            "soak: middle third mean {middle:.0} KiB, last third mean {last:.0} KiB ({:+.1}%)",
+            (last / middle - 1.0) * 100.0
+        );
+        assert!(
+            last <= middle * (1.0 + SOAK_MARGIN),
+            "RSS grows: last third {last:.0} KiB > middle third {middle:.0} KiB + {:.0}%",
+            SOAK_MARGIN * 100.0
+        );
+        berth.terminate()?;
+        Ok(())
+    })
+    .await;
+}

@@ -68,12 +68,17 @@ impl Env {
 
     /// Starts a Berth replica with leader election on, as deploy/ runs it.
     pub fn berth(&self, identity: &str, extra: &[&str]) -> Result<Berth> {
-        Berth::spawn(self, &self.kubeconfig, identity, extra)
+        Berth::spawn(self, &self.kubeconfig, identity, extra, BERTH_LIFETIME)
+    }
+
+    /// Like [`Env::berth`], for a process that must outlive [`BERTH_LIFETIME`] (a soak).
+    pub fn berth_for(&self, lifetime: Duration, identity: &str, extra: &[&str]) -> Result<Berth> {
+        Berth::spawn(self, &self.kubeconfig, identity, extra, lifetime)
     }
 
     /// Like [`Env::berth`], reaching the apiserver through `kubeconfig` (a proxy's).
     pub fn berth_via(&self, kubeconfig: &Path, identity: &str, extra: &[&str]) -> Result<Berth> {
-        Berth::spawn(self, kubeconfig, identity, extra)
+        Berth::spawn(self, kubeconfig, identity, extra, BERTH_LIFETIME)
     }
 
     pub fn pods(&self) -> Api<Pod> {
@@ -158,7 +163,13 @@ pub struct Berth {
 pub const BERTH_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
 impl Berth {
-    fn spawn(env: &Env, kubeconfig: &Path, identity: &str, extra: &[&str]) -> Result<Berth> {
+    fn spawn(
+        env: &Env,
+        kubeconfig: &Path,
+        identity: &str,
+        extra: &[&str],
+        lifetime: Duration,
+    ) -> Result<Berth> {
         let metrics = free_port()?;
         let log = env.cluster.dir().join(format!("berth-{identity}.log"));
         let out = std::fs::File::create(&log)?;
@@ -194,7 +205,7 @@ impl Berth {
         args.extend(extra.iter().map(|s| s.to_string()));
         let child = berth_testcluster::bounded_command(
             Path::new(env!("CARGO_BIN_EXE_berth")),
-            BERTH_LIFETIME,
+            lifetime,
             None,
         )
         .args(&args)
@@ -208,6 +219,11 @@ impl Berth {
             log,
             metrics,
         })
+    }
+
+    /// The process's id (for reading /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn kill(&mut self) {
