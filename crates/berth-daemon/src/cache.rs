@@ -263,6 +263,15 @@ impl Cache {
         self.synced.len() == Kind::ALL.len()
     }
 
+    /// Drops interned strings no object uses any more once enough have piled up (each
+    /// rollout's `pod-template-hash`, each Job's UID...), renumbering the symbols of the
+    /// cluster, the nominated pods and the budgets. Between cycles only: a pod compiled for
+    /// a cycle holds symbols too.
+    pub fn compact(&mut self) -> Option<berth_engine::Compaction> {
+        self.cluster
+            .compact_interner_if_needed(&mut [&mut self.nominator, &mut self.budgets])
+    }
+
     /// Entries in the cache's tables that grow with the cluster, by table name (the
     /// `berth_cache_entries` gauge): each must follow the live objects, not the history.
     pub fn sizes(&self) -> [(&'static str, usize); 13] {

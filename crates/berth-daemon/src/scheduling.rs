@@ -182,6 +182,11 @@ impl<B: Backend> SchedulingLoop<B> {
     /// Schedules the next ready pod, if this replica may schedule.
     pub fn step(&mut self, now: Instant) {
         self.refresh_scheduler(now);
+        let started = Instant::now();
+        if let Some(c) = self.cache.compact() {
+            debug!(before = c.before, after = c.after, elapsed = ?started.elapsed(),
+                "interned strings no object uses any more dropped");
+        }
         if self.can_schedule(now) {
             for (pod, message) in self.cache.take_unreported() {
                 self.backend.unschedulable(&pod, &message, true);

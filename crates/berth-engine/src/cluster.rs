@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
-use crate::labels::{Interner, LabelSelector, Labels, Selector, Sym};
+use crate::labels::{HoldsSymbols, Interner, LabelSelector, Labels, Selector, Sym};
 use crate::model::{
     self, CsiNode, NodeConditions, PersistentVolume, PersistentVolumeClaim, SelectorKind,
     StorageClass, Taint,
@@ -146,6 +146,18 @@ impl NodeInfo {
     }
 }
 
+impl HoldsSymbols for NodeInfo {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        if let Some(zone) = &mut self.zone_key {
+            f(zone);
+        }
+        self.labels.visit_symbols(f);
+        for (image, _) in self.image_syms.iter_mut() {
+            f(image);
+        }
+    }
+}
+
 /// A namespace as the rules see it.
 #[derive(Debug, Clone, Default)]
 pub struct NamespaceInfo {
@@ -238,7 +250,23 @@ pub struct Cluster {
     anti_affinity_terms: TermIndex,
     scoring_terms: TermIndex,
     image_node_counts: FxHashMap<Box<str>, u32>,
+    /// Interned strings after the last compaction: the next one waits until the interner
+    /// has grown past twice that (plus a floor), so compacting costs O(1) per string.
+    interned_after_compaction: usize,
 }
+
+/// What a compaction of the interner did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compaction {
+    /// Interned strings before.
+    pub before: usize,
+    /// Interned strings after: those some object still uses.
+    pub after: usize,
+}
+
+/// Interned strings the interner may gain beyond twice its size after the last compaction
+/// before the next one: small clusters are not compacted over and over for a few strings.
+pub const COMPACTION_FLOOR: usize = 1024;
 
 impl Default for Cluster {
     fn default() -> Self {
@@ -311,6 +339,7 @@ impl Cluster {
             anti_affinity_terms: TermIndex::default(),
             scoring_terms: TermIndex::default(),
             image_node_counts: FxHashMap::default(),
+            interned_after_compaction: 0,
         }
     }
 
@@ -349,11 +378,10 @@ impl Cluster {
                 .entry(k)
                 .or_insert_with(|| vec![None; slots]);
             column[id.0 as usize] = present.then_some(v);
-            let nodes = self.label_nodes.entry((k, v)).or_default();
             if present {
-                nodes.push(id);
+                self.label_nodes.entry((k, v)).or_default().push(id);
             } else {
-                remove_item(nodes, id);
+                remove_from_index(&mut self.label_nodes, (k, v), id);
             }
         }
     }
@@ -385,9 +413,7 @@ impl Cluster {
             .as_mut()
             .expect("indexed node exists");
         for name in old.images.keys() {
-            if let Some(c) = self.image_node_counts.get_mut(name) {
-                *c -= 1;
-            }
+            uncount_image(&mut self.image_node_counts, name);
         }
         for name in fresh.images.keys() {
             *self.image_node_counts.entry(name.clone()).or_default() += 1;
@@ -450,9 +476,7 @@ impl Cluster {
         self.zone_slots[id.0 as usize] = NO_ZONE;
         self.set_label_columns(id, &info.labels, false);
         for img in info.images.keys() {
-            if let Some(c) = self.image_node_counts.get_mut(img) {
-                *c -= 1;
-            }
+            uncount_image(&mut self.image_node_counts, img);
         }
         self.node_order = OnceLock::new();
         Some(*info.node)
@@ -727,9 +751,7 @@ impl Cluster {
             remove_item(&mut self.pods_with_volumes, id);
         }
         for (k, v) in pod.labels.iter() {
-            if let Some(list) = self.label_index.get_mut(&(k, v)) {
-                remove_item(list, id);
-            }
+            remove_from_index(&mut self.label_index, (k, v), id);
         }
     }
 
@@ -879,6 +901,104 @@ impl Cluster {
     pub fn compile_selector(&mut self, sel: &LabelSelector) -> Selector {
         Selector::compile(&mut self.interner, sel)
     }
+
+    // ---- interner compaction ----
+
+    /// Whether the interner has grown enough since the last compaction for another to pay:
+    /// past twice its size then, plus [`COMPACTION_FLOOR`]. Between compactions it holds
+    /// at most that many strings, whatever the churn.
+    pub fn interner_needs_compaction(&self) -> bool {
+        self.interner.len() > 2 * self.interned_after_compaction + COMPACTION_FLOOR
+    }
+
+    /// [`Cluster::compact_interner`] if [`Cluster::interner_needs_compaction`].
+    pub fn compact_interner_if_needed(
+        &mut self,
+        others: &mut [&mut dyn HoldsSymbols],
+    ) -> Option<Compaction> {
+        self.interner_needs_compaction()
+            .then(|| self.compact_interner(others))
+    }
+
+    /// Drops the interned strings that no node, pod, namespace, selector object or index of
+    /// the cluster, nor any of `others`, uses any more, and renumbers the rest everywhere
+    /// (in their old order, so symbol-sorted lists stay sorted). Any symbol kept elsewhere
+    /// (a pod compiled for a cycle, a rule's prepared state) is invalid afterwards: call it
+    /// between cycles and pass every other holder. Costs one pass over the cluster.
+    pub fn compact_interner(&mut self, others: &mut [&mut dyn HoldsSymbols]) -> Compaction {
+        let before = self.interner.len();
+        // A column no node fills any more reads like a missing one (every node lacks the
+        // key); dropping it lets its key go.
+        self.label_columns
+            .retain(|_, column| column.iter().any(Option::is_some));
+        let mut live = vec![false; before];
+        let mut mark = |s: &mut Sym| live[Interner::index(*s)] = true;
+        self.visit_symbols(&mut mark);
+        for other in others.iter_mut() {
+            other.visit_symbols(&mut mark);
+        }
+        let renumbered = self.interner.retain(&live);
+        let mut renumber = |s: &mut Sym| {
+            *s = renumbered[Interner::index(*s)].expect("every symbol held was marked live");
+        };
+        self.visit_symbols(&mut renumber);
+        for other in others.iter_mut() {
+            other.visit_symbols(&mut renumber);
+        }
+        self.interned_after_compaction = self.interner.len();
+        Compaction {
+            before,
+            after: self.interner.len(),
+        }
+    }
+
+    /// Visits every symbol the cluster holds: the well-known keys, nodes, pods, namespaces,
+    /// selector objects, zones, and the keys and values of every index (rebuilt, since
+    /// their keys change).
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        let WellKnown {
+            hostname,
+            zone,
+            zone_beta,
+            region,
+            region_beta,
+        } = &mut self.keys;
+        for key in [hostname, zone, zone_beta, region, region_beta] {
+            f(key);
+        }
+        self.zones.iter_mut().for_each(&mut *f);
+        for node in self.nodes.iter_mut().flatten() {
+            node.visit_symbols(f);
+        }
+        for pod in self.pods.iter_mut().flatten() {
+            pod.visit_symbols(f);
+        }
+        rekey(&mut self.pod_by_key, |(ns, _)| f(ns));
+        rekey(&mut self.namespaces, |ns| f(ns));
+        for ns in self.namespaces.values_mut() {
+            ns.labels.visit_symbols(f);
+        }
+        for o in &mut self.selector_objects {
+            f(&mut o.namespace);
+            if let Some(s) = &mut o.selector {
+                s.visit_symbols(f);
+            }
+        }
+        rekey(&mut self.label_index, |(k, v)| {
+            f(k);
+            f(v);
+        });
+        rekey(&mut self.label_nodes, |(k, v)| {
+            f(k);
+            f(v);
+        });
+        rekey(&mut self.label_columns, |k| f(k));
+        for column in self.label_columns.values_mut() {
+            column.iter_mut().flatten().for_each(&mut *f);
+        }
+        self.anti_affinity_terms.visit_symbols(f);
+        self.scoring_terms.visit_symbols(f);
+    }
 }
 
 /// Candidate pods for a selector (see [`Cluster::candidates_for`]).
@@ -923,6 +1043,13 @@ pub struct TermIndex {
 }
 
 impl TermIndex {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        rekey(&mut self.by_label, |(k, v)| {
+            f(k);
+            f(v);
+        });
+    }
+
     fn update(&mut self, r: TermRef, term: &AffinityTerm, add: bool) {
         let Some(selector) = &term.selector else {
             return;
@@ -1004,6 +1131,43 @@ fn uses_volumes(pod: &PodInfo) -> bool {
         .any(|v| v.source != model::VolumeSource::Other)
 }
 
+/// Removes `item` from the list under `key`, and the list once it is empty, so an index
+/// holds only the labels of live objects.
+fn remove_from_index<K: std::hash::Hash + Eq, T: PartialEq>(
+    index: &mut FxHashMap<K, Vec<T>>,
+    key: K,
+    item: T,
+) {
+    if let Some(list) = index.get_mut(&key) {
+        remove_item(list, item);
+        if list.is_empty() {
+            index.remove(&key);
+        }
+    }
+}
+
+/// One node fewer has `image`; an image no node has any more leaves the counts.
+fn uncount_image(counts: &mut FxHashMap<Box<str>, u32>, image: &str) {
+    if let Some(c) = counts.get_mut(image) {
+        *c -= 1;
+        if *c == 0 {
+            counts.remove(image);
+        }
+    }
+}
+
+/// Replaces every key of `map` by what `f` makes of it (the map is rebuilt, so it also
+/// shrinks to its live entries).
+fn rekey<K: std::hash::Hash + Eq, V>(map: &mut FxHashMap<K, V>, mut f: impl FnMut(&mut K)) {
+    *map = std::mem::take(map)
+        .into_iter()
+        .map(|(mut k, v)| {
+            f(&mut k);
+            (k, v)
+        })
+        .collect();
+}
+
 fn remove_item<T: PartialEq>(v: &mut Vec<T>, item: T) {
     if let Some(i) = v.iter().position(|x| *x == item) {
         v.swap_remove(i);
@@ -1044,3 +1208,6 @@ pub fn normalize_image_name(name: &str) -> String {
         format!("{name}:latest")
     }
 }
+
+#[cfg(test)]
+mod compaction_tests;

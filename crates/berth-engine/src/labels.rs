@@ -3,15 +3,28 @@
 //! Every label key and value the engine sees is interned once into a [`Sym`], so matching a
 //! selector against a node or pod compares integers instead of strings. Selectors are compiled
 //! against the interner when a pod or object enters the cluster, never on the scheduling path.
+//!
+//! Interning only adds, so in a long-running scheduler the strings of objects long gone
+//! (each rollout's `pod-template-hash`, each Job's UID) would pile up. The cluster compacts
+//! its interner now and then (`Cluster::compact_interner`): every holder of symbols is
+//! visited through [`HoldsSymbols`], once to mark what is live and once to renumber it.
 
-use lasso::{Rodeo, Spur};
+use lasso::{Key, Rodeo, Spur};
 
 /// An interned string: a label key or value, a namespace, a topology value.
 pub type Sym = Spur;
 
-/// The cluster-wide string interner. Append-only: a symbol stays valid for the cluster's life.
+/// The cluster-wide string interner. A symbol stays valid until the cluster compacts the
+/// interner, which renumbers every symbol the cluster and the holders it is given keep.
 #[derive(Debug, Default)]
 pub struct Interner(Rodeo);
+
+/// Whatever keeps symbols of the cluster's interner: a compaction visits each of them to
+/// mark it live, then again to renumber it.
+pub trait HoldsSymbols {
+    /// Calls `f` on every symbol held; `f` may replace it.
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym));
+}
 
 impl Interner {
     /// Interns `s`, returning its symbol.
@@ -38,6 +51,30 @@ impl Interner {
     /// How many strings are interned.
     pub fn len(&self) -> usize {
         self.0.len()
+    }
+
+    /// The dense index of a symbol of this interner, for tables indexed by symbol.
+    pub(crate) fn index(sym: Sym) -> usize {
+        sym.into_usize()
+    }
+
+    /// Keeps only the strings whose symbols `live` marks (indexed by [`Interner::index`]),
+    /// renumbered densely in their old order, so lists sorted by symbol stay sorted. Returns
+    /// each old symbol's new one (None for a dropped string).
+    pub(crate) fn retain(&mut self, live: &[bool]) -> Vec<Option<Sym>> {
+        let mut kept = Rodeo::new();
+        let renumbered = self
+            .0
+            .iter()
+            .map(|(sym, text)| {
+                live.get(sym.into_usize())
+                    .copied()
+                    .unwrap_or(false)
+                    .then(|| kept.get_or_intern(text))
+            })
+            .collect();
+        self.0 = kept;
+        renumbered
     }
 
     /// Whether nothing is interned.
@@ -111,6 +148,15 @@ impl Labels {
     /// Whether there are no labels.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+impl HoldsSymbols for Labels {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        for (k, v) in self.0.iter_mut() {
+            f(k);
+            f(v);
+        }
     }
 }
 
@@ -207,6 +253,17 @@ struct CompiledReq {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selector {
     reqs: Box<[CompiledReq]>,
+}
+
+impl HoldsSymbols for Selector {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        for r in self.reqs.iter_mut() {
+            f(&mut r.key);
+            if let Test::In(values) | Test::NotIn(values) = &mut r.test {
+                values.iter_mut().for_each(&mut *f);
+            }
+        }
+    }
 }
 
 impl Selector {

@@ -22,7 +22,7 @@ pub mod simulation;
 pub mod testkit;
 pub mod types;
 
-pub use cluster::{Cluster, ClusterError, ClusterSizes, NodeId, NodeInfo, PodId};
+pub use cluster::{Cluster, ClusterError, ClusterSizes, Compaction, NodeId, NodeInfo, PodId};
 pub use extender::{Extender, ExtenderError};
 pub use features::FeatureGates;
 pub use framework::{CycleContext, FailureKind, FilterRule, Reason, Reservation, ScoreRule};

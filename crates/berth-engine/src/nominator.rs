@@ -10,6 +10,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::cluster::NodeId;
+use crate::labels::{HoldsSymbols, Sym};
 use crate::podinfo::PodInfo;
 
 /// A pod nominated to a node.
@@ -33,6 +34,14 @@ impl NominatedPod {
 pub struct Nominator {
     by_node: FxHashMap<NodeId, Vec<NominatedPod>>,
     node_of: FxHashMap<String, NodeId>,
+}
+
+impl HoldsSymbols for Nominator {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        for pod in self.by_node.values_mut().flatten() {
+            pod.info.visit_symbols(f);
+        }
+    }
 }
 
 impl Nominator {

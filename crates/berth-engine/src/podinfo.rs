@@ -1,7 +1,9 @@
 //! A pod compiled for scheduling: interned labels, compiled selectors and affinity terms,
 //! and its resource requests computed once.
 
-use crate::labels::{Interner, LabelSelector, Labels, Operator, Requirement, Selector, Sym};
+use crate::labels::{
+    HoldsSymbols, Interner, LabelSelector, Labels, Operator, Requirement, Selector, Sym,
+};
 use crate::model::{self, NodeSelectorTerm, PodAffinityTerm, WhenUnsatisfiable};
 use crate::resources::{CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, Resources};
 use crate::types::{HostPort, NamespaceFilter, NodeId, TermKind};
@@ -44,6 +46,12 @@ impl NodeTerm {
             } else {
                 self.labels.matches(labels)
             }
+    }
+}
+
+impl HoldsSymbols for NodeTerm {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        self.labels.visit_symbols(f);
     }
 }
 
@@ -126,6 +134,16 @@ impl AffinityTerm {
     }
 }
 
+impl HoldsSymbols for AffinityTerm {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        if let Some(s) = &mut self.selector {
+            s.visit_symbols(f);
+        }
+        self.namespaces.visit_symbols(f);
+        f(&mut self.topology_key);
+    }
+}
+
 /// A pod's compiled inter-pod affinity.
 #[derive(Debug, Clone, Default)]
 pub struct PodAffinity {
@@ -155,6 +173,21 @@ impl PodAffinity {
             TermKind::Preferred => &self.preferred,
             TermKind::AntiRequired => &self.anti_required,
             TermKind::AntiPreferred => &self.anti_preferred,
+        }
+    }
+}
+
+impl HoldsSymbols for PodAffinity {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        for list in [
+            &mut self.required,
+            &mut self.preferred,
+            &mut self.anti_required,
+            &mut self.anti_preferred,
+        ] {
+            for term in list {
+                term.visit_symbols(f);
+            }
         }
     }
 }
@@ -211,6 +244,27 @@ pub struct PodInfo {
     pub affinity: PodAffinity,
     /// `spec.topologySpreadConstraints`, compiled.
     pub spread_constraints: Vec<SpreadConstraint>,
+}
+
+impl HoldsSymbols for PodInfo {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        f(&mut self.namespace);
+        self.labels.visit_symbols(f);
+        self.node_selector.visit_symbols(f);
+        for term in self.node_required.iter_mut().flatten() {
+            term.visit_symbols(f);
+        }
+        for (_, term) in &mut self.node_preferred {
+            term.visit_symbols(f);
+        }
+        self.affinity.visit_symbols(f);
+        for c in &mut self.spread_constraints {
+            f(&mut c.topology_key);
+            if let Some(s) = &mut c.selector {
+                s.visit_symbols(f);
+            }
+        }
+    }
 }
 
 impl PodInfo {

@@ -38,7 +38,7 @@ use crate::cluster::{Cluster, NodeId, PodId};
 use crate::extender::{self, ExtenderError};
 use crate::filters::PreparedFilters;
 use crate::framework::CycleContext;
-use crate::labels::{Selector, Sym};
+use crate::labels::{HoldsSymbols, Selector, Sym};
 use crate::model;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
@@ -72,6 +72,17 @@ struct Budget {
 #[derive(Debug, Clone, Default)]
 pub struct DisruptionBudgets {
     list: Vec<Budget>,
+}
+
+impl HoldsSymbols for DisruptionBudgets {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        for b in &mut self.list {
+            f(&mut b.namespace);
+            if let Some(s) = &mut b.selector {
+                s.visit_symbols(f);
+            }
+        }
+    }
 }
 
 impl DisruptionBudgets {

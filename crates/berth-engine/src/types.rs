@@ -4,7 +4,7 @@
 //! A leaf: it depends only on [`crate::labels`], so the cluster, compiled pods and rules can
 //! all use it without depending on one another.
 
-use crate::labels::{Labels, Selector, Sym};
+use crate::labels::{HoldsSymbols, Labels, Selector, Sym};
 
 /// Index of a node in the cluster. Stable while the node exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -62,6 +62,15 @@ impl NamespaceFilter {
                 .selector
                 .as_ref()
                 .is_some_and(|s| s.is_empty() || labels().is_some_and(|l| s.matches(l)))
+    }
+}
+
+impl HoldsSymbols for NamespaceFilter {
+    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
+        self.names.iter_mut().for_each(&mut *f);
+        if let Some(s) = &mut self.selector {
+            s.visit_symbols(f);
+        }
     }
 }
 
