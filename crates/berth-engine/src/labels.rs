@@ -32,7 +32,7 @@ impl Interner {
         self.0.get_or_intern(s)
     }
 
-    /// The symbol of `s` if it was ever interned; a string never seen matches no label.
+    /// The symbol of `s` if it is interned; a string no object uses matches no label.
     pub fn get(&self, s: &str) -> Option<Sym> {
         self.0.get(s)
     }

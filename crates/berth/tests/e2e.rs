@@ -959,7 +959,9 @@ value: 500
 struct Churn {
     nodes: usize,
     pods_per_round: usize,
+    /// How long to churn, and at least how many rounds (a slow machine churns longer).
     duration: Duration,
+    min_rounds: usize,
     sample_every: Duration,
 }
 
@@ -1062,7 +1064,7 @@ async fn churn(env: &Env, berth: &Berth, churn: &Churn) -> Result<Vec<Sample>> {
     let mut samples: Vec<Sample> = Vec::new();
     let mut next_sample = started;
     let mut round = 0;
-    while started.elapsed() < churn.duration {
+    while started.elapsed() < churn.duration || round < churn.min_rounds {
         env.create_pods(churn_pods(round, churn.pods_per_round))
             .await?;
         let hash = format!("pod-template-hash={:010x}", mix(round, usize::MAX) >> 24);
@@ -1071,16 +1073,23 @@ async fn churn(env: &Env, berth: &Berth, churn: &Churn) -> Result<Vec<Sample>> {
             Duration::from_secs(120),
             || async {
                 let pods = api.list(&ListParams::default().labels(&hash)).await?.items;
-                Ok((pods.iter().filter(|p| node_name(p).is_some()).count()
-                    >= churn.pods_per_round)
-                    .then_some(()))
+                Ok(
+                    (pods.iter().filter(|p| node_name(p).is_some()).count()
+                        >= churn.pods_per_round)
+                        .then_some(()),
+                )
             },
         )
         .await?;
         if round > 0 {
-            let previous = format!("pod-template-hash={:010x}", mix(round - 1, usize::MAX) >> 24);
-            let mut delete = kube::api::DeleteParams::default();
-            delete.grace_period_seconds = Some(0);
+            let previous = format!(
+                "pod-template-hash={:010x}",
+                mix(round - 1, usize::MAX) >> 24
+            );
+            let delete = kube::api::DeleteParams {
+                grace_period_seconds: Some(0),
+                ..kube::api::DeleteParams::default()
+            };
             api.delete_collection(&delete, &ListParams::default().labels(&previous))
                 .await?;
         }
@@ -1135,7 +1144,7 @@ async fn churn_env(churn: &Churn) -> Result<(Env, Berth)> {
     Ok((env, berth))
 }
 
-/// Label churn in the test command: a minute of generations on 100 nodes. The cache's
+/// Label churn in the test command: a minute (and 30 generations at least) on 100 nodes. The cache's
 /// tables must follow the live pods: the interner holds a few thousand strings at most
 /// while the run creates several times that many, and the pod label index only the
 /// pairs of live pods.
@@ -1146,7 +1155,8 @@ async fn label_churn_keeps_the_cache_tables_bounded() {
         let spec = Churn {
             nodes: 100,
             pods_per_round: 40,
-            duration: Duration::from_secs(75),
+            duration: Duration::from_secs(60),
+            min_rounds: 30,
             sample_every: Duration::from_secs(5),
         };
         let (env, mut berth) = churn_env(&spec).await?;
@@ -1203,6 +1213,7 @@ async fn soak_rss_plateaus_under_label_churn() {
         nodes: 300,
         pods_per_round: 100,
         duration: Duration::from_secs(minutes * 60),
+        min_rounds: 0,
         sample_every: Duration::from_secs(20),
     };
     bounded(spec.duration + Duration::from_secs(600), async {

@@ -162,7 +162,8 @@ pub fn log(level: Level, message: &str) {
 pub struct Symbol(u32);
 
 impl Symbol {
-    /// The symbol of `text`, None if no node, pod or selector ever used it.
+    /// The symbol of `text`, None if no node, pod or selector uses it. Valid for the
+    /// current call only: the host renumbers symbols between calls.
     pub fn of(text: &str) -> Option<Symbol> {
         // SAFETY: the pointer and length describe a live, initialised byte slice.
         let id = unsafe { sys::intern(text.as_ptr(), text.len() as i32) };

@@ -231,7 +231,13 @@ impl Churn {
         .ns(&ns)
         .req(100, 64 << 20);
         match self.rng.random_range(0..5) {
-            0 => b = b.prefer_anti(10, "kubernetes.io/hostname", &[("pod-template-hash", &hash)]),
+            0 => {
+                b = b.prefer_anti(
+                    10,
+                    "kubernetes.io/hostname",
+                    &[("pod-template-hash", &hash)],
+                )
+            }
             1 => b = b.anti_affinity("topology.kubernetes.io/zone", &[("controller-uid", "x")]),
             2 => {
                 b = b.spread(
@@ -262,7 +268,13 @@ impl Churn {
                 let i = self.rng.random_range(0..NODES);
                 if let Some(n) = self.live.nodes.remove(&i) {
                     let id = self.cluster.node_by_name(&n.meta.name).expect("live node");
-                    let on: Vec<String> = self.cluster.node(id).pods.iter().map(|p| self.cluster.pod(*p).key()).collect();
+                    let on: Vec<String> = self
+                        .cluster
+                        .node(id)
+                        .pods
+                        .iter()
+                        .map(|p| self.cluster.pod(*p).key())
+                        .collect();
                     self.live.pods.retain(|_, p| !on.contains(&p.key()));
                     for key in on {
                         let (ns, name) = key.split_once('/').expect("key");
@@ -280,7 +292,10 @@ impl Churn {
                 if nodes.is_empty() {
                     return;
                 }
-                let on = nodes[self.rng.random_range(0..nodes.len())].meta.name.clone();
+                let on = nodes[self.rng.random_range(0..nodes.len())]
+                    .meta
+                    .name
+                    .clone();
                 let mut p = self.pod(i);
                 p.node_name = Some(on);
                 self.cluster.add_pod(p.clone()).expect("pod");
@@ -327,7 +342,7 @@ impl Churn {
 
     /// A cluster built from the live objects only, nodes added in this cluster's slot order
     /// so both visit nodes alike.
-    fn from_scratch(&self) -> Cluster {
+    fn rebuilt(&self) -> Cluster {
         let mut fresh = Cluster::new();
         let mut nodes: Vec<(NodeId, &Node)> = self
             .live
@@ -365,7 +380,11 @@ fn probes(generation: usize) -> Vec<Pod> {
             .ns(&format!("ns{}", i % 3))
             .req(200, 128 << 20);
             match i {
-                0 => b.prefer_anti(10, "kubernetes.io/hostname", &[("pod-template-hash", &hash)]),
+                0 => b.prefer_anti(
+                    10,
+                    "kubernetes.io/hostname",
+                    &[("pod-template-hash", &hash)],
+                ),
                 1 => b.anti_affinity("kubernetes.io/hostname", &[("app", "db")]),
                 2 => b.affinity("topology.kubernetes.io/zone", &[("app", "batch")]),
                 3 => b.spread(
@@ -426,7 +445,7 @@ fn churn_with_compactions_equals_a_cluster_built_from_the_final_objects() {
                 compactions += 1;
             }
             if step % 150 == 149 {
-                let fresh = churn.from_scratch();
+                let fresh = churn.rebuilt();
                 assert_eq!(
                     canonical(&churn.cluster),
                     canonical(&fresh),
@@ -437,7 +456,7 @@ fn churn_with_compactions_equals_a_cluster_built_from_the_final_objects() {
         assert!(compactions > 3, "seed {seed}: {compactions} compactions");
         // Compacted, the churned cluster holds exactly the strings the fresh one interned,
         // and compacting the fresh one drops nothing it uses.
-        let mut fresh = churn.from_scratch();
+        let mut fresh = churn.rebuilt();
         churn.cluster.compact_interner(&mut []);
         let before = canonical(&fresh);
         let c = fresh.compact_interner(&mut []);
@@ -470,7 +489,7 @@ fn the_interner_stays_bounded_by_the_live_labels() {
     }
     // Thousands of generations went through; without compaction every one of their hashes
     // and UIDs would still be interned.
-    let live = churn.from_scratch().interner.len();
+    let live = churn.rebuilt().interner.len();
     assert!(compactions >= 5, "{compactions} compactions");
     assert!(
         largest <= 2 * largest_live.max(live) + COMPACTION_FLOOR + 64,
