@@ -12,7 +12,8 @@ use berth_extender::PolicyExtender;
 use k8s_openapi::api::core::v1::{
     Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -186,9 +187,76 @@ pub fn pod_reference(pod: &model::Pod) -> ObjectReference {
     }
 }
 
+/// Publishes events that never repeat for their object (`Scheduled`, `Preempted`) as kube's
+/// `Recorder` does, without its cache: the Recorder keeps every event it sent for six
+/// minutes to turn repeats into series (and scans them all at each publish), so at a steady
+/// 1,000 bindings a second it would hold 360,000 events that can never repeat.
+#[derive(Clone)]
+pub struct OneOffEvents {
+    client: Client,
+    reporter: Reporter,
+}
+
+impl OneOffEvents {
+    /// Events through `client`, reported by `reporter`.
+    pub fn new(client: Client, reporter: Reporter) -> Self {
+        OneOffEvents { client, reporter }
+    }
+
+    /// Creates the event, named and filled as the Recorder names and fills a new one.
+    pub async fn publish(
+        &self,
+        ev: &Event,
+        regarding: &ObjectReference,
+    ) -> Result<(), kube::Error> {
+        let now = Timestamp::now();
+        let controller = &self.reporter.controller;
+        let event = K8sEvent {
+            action: Some(ev.action.clone()),
+            reason: Some(ev.reason.clone()),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(regarding.clone()),
+            note: ev.note.clone(),
+            metadata: ObjectMeta {
+                namespace: regarding.namespace.clone(),
+                name: Some(format!(
+                    "{}.{:x}",
+                    regarding.name.as_ref().unwrap_or(controller),
+                    now.as_nanosecond()
+                )),
+                ..ObjectMeta::default()
+            },
+            reporting_controller: Some(controller.clone()),
+            reporting_instance: Some(
+                self.reporter
+                    .instance
+                    .clone()
+                    .unwrap_or_else(|| controller.clone()),
+            ),
+            type_: Some(
+                match ev.type_ {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                }
+                .into(),
+            ),
+            related: ev.secondary.clone(),
+            ..K8sEvent::default()
+        };
+        let events: Api<K8sEvent> = Api::namespaced(
+            self.client.clone(),
+            regarding.namespace.as_deref().unwrap_or("default"),
+        );
+        events
+            .create(&PostParams::default(), &event)
+            .await
+            .map(drop)
+    }
+}
+
 /// Upstream's `Scheduled` event.
 pub async fn record_scheduled(
-    recorder: &Recorder,
+    events: &OneOffEvents,
     pod: &ObjectReference,
     node: &str,
 ) -> Result<(), kube::Error> {
@@ -204,7 +272,7 @@ pub async fn record_scheduled(
         action: "Binding".into(),
         secondary: None,
     };
-    recorder.publish(&event, pod).await
+    events.publish(&event, pod).await
 }
 
 /// Upstream's `FailedScheduling` event and, when `set_condition`, the pod's `PodScheduled`
@@ -287,7 +355,7 @@ pub async fn delete_victim(client: &Client, victim: &model::Pod) -> Result<(), k
 
 /// Upstream's `Preempted` event on a victim, related to the preemptor.
 pub async fn record_preempted(
-    recorder: &Recorder,
+    events: &OneOffEvents,
     victim: &ObjectReference,
     preemptor: &ObjectReference,
     node: &str,
@@ -304,7 +372,7 @@ pub async fn record_preempted(
         action: "Preempting".into(),
         secondary: Some(preemptor.clone()),
     };
-    recorder.publish(&event, victim).await
+    events.publish(&event, victim).await
 }
 
 /// Why a binding was not sent: the lease had lapsed when its turn came.
@@ -318,7 +386,10 @@ const MAX_IN_FLIGHT: usize = 32;
 #[derive(Clone)]
 pub struct Binder {
     client: Client,
+    /// `FailedScheduling` events, which repeat while a pod waits: the Recorder turns the
+    /// repeats into a series.
     recorder: Recorder,
+    one_off: OneOffEvents,
     runtime: Handle,
     tasks: TaskTracker,
     /// Bounds the requests in flight per client. Thousands of simultaneous requests each
@@ -353,7 +424,8 @@ impl Binder {
             instance: Some(identity.to_string()),
         };
         Binder {
-            recorder: Recorder::new(events, reporter),
+            recorder: Recorder::new(events.clone(), reporter.clone()),
+            one_off: OneOffEvents::new(events, reporter),
             client,
             runtime,
             tasks: TaskTracker::new(),
@@ -466,7 +538,7 @@ impl Backend for Binder {
                     return;
                 }
                 let _permit = this.reports.acquire().await;
-                if let Err(e) = record_scheduled(&this.recorder, &reference, &node).await {
+                if let Err(e) = record_scheduled(&this.one_off, &reference, &node).await {
                     warn!(pod = %key, error = %e, "could not record the Scheduled event");
                 }
             },
@@ -523,7 +595,7 @@ impl Backend for Binder {
                     debug!(pod = %key, victim = %victim.key(), %node, "preempted");
                     let _permit = this.reports.acquire().await;
                     let target = pod_reference(victim);
-                    if let Err(e) = record_preempted(&this.recorder, &target, &reference, &node).await {
+                    if let Err(e) = record_preempted(&this.one_off, &target, &reference, &node).await {
                         warn!(victim = %victim.key(), error = %e, "could not record the Preempted event");
                     }
                 }
@@ -692,14 +764,15 @@ mod tests {
         }
     }
 
+    fn reporter() -> Reporter {
+        Reporter {
+            controller: "berth".into(),
+            instance: Some("replica-1".into()),
+        }
+    }
+
     fn recorder(client: &Client) -> Recorder {
-        Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: "berth".into(),
-                instance: Some("replica-1".into()),
-            },
-        )
+        Recorder::new(client.clone(), reporter())
     }
 
     #[tokio::test]
@@ -756,12 +829,24 @@ mod tests {
         let (client, mut handle) = mock_client();
         let server =
             tokio::spawn(async move { answer(&mut handle, 201, json!({"metadata": {}})).await });
-        record_scheduled(&recorder(&client), &reference(), "node-7")
+        let events = OneOffEvents::new(client.clone(), reporter());
+        record_scheduled(&events, &reference(), "node-7")
             .await
             .unwrap();
-        let (_, _, _, event) = server.await.unwrap();
+        let (method, path, _, event) = server.await.unwrap();
+        assert_eq!(
+            (method, path.as_str()),
+            (Method::POST, "/apis/events.k8s.io/v1/namespaces/ns/events")
+        );
         assert_eq!(event["reason"], "Scheduled");
+        assert_eq!(event["action"], "Binding");
         assert_eq!(event["type"], "Normal");
         assert_eq!(event["note"], "Successfully assigned ns/web-1 to node-7");
+        assert_eq!(event["regarding"]["uid"], "uid-1");
+        assert_eq!(event["reportingController"], "berth");
+        assert_eq!(event["reportingInstance"], "replica-1");
+        assert!(event["eventTime"].is_string(), "{event}");
+        let name = event["metadata"]["name"].as_str().unwrap_or_default();
+        assert!(name.starts_with("web-1."), "{name}");
     }
 }
