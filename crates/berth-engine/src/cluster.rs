@@ -9,6 +9,7 @@
 //! - A scheduling cycle reads the cluster through `&Cluster` only; nothing is cloned per pod.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::FxHashMap;
 
@@ -34,6 +35,15 @@ pub struct WellKnown {
     pub region: Sym,
     /// `failure-domain.beta.kubernetes.io/region`.
     pub region_beta: Sym,
+}
+
+/// Where every [`NodeInfo::stamp`] comes from: one counter for all clusters, so a stamp is
+/// never given twice, even to a node of a cloned cluster.
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
+
+/// A stamp no node (and no [`crate::preemption::DisruptionBudgets`]) has had before.
+pub(crate) fn fresh_stamp() -> u64 {
+    NEXT_STAMP.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A node with its aggregates.
@@ -87,6 +97,9 @@ pub struct NodeInfo {
     /// The same images keyed by interned name, sorted by symbol, so a scorer can look an
     /// image up per node without hashing a string.
     pub image_syms: Box<[(Sym, i64)]>,
+    /// Changes whenever the node's object or its set of pods does (not in copies): an
+    /// answer computed from this node alone holds while its stamp is the same.
+    pub(crate) stamp: u64,
 }
 
 impl NodeInfo {
@@ -432,6 +445,7 @@ impl Cluster {
         old.prefer_avoid = fresh.prefer_avoid;
         old.images = fresh.images;
         old.image_syms = fresh.image_syms;
+        old.stamp = fresh.stamp;
         if zone_changed {
             self.zone_slots[id.0 as usize] = self.zone_slot(fresh_zone);
             self.node_order = OnceLock::new();
@@ -537,6 +551,7 @@ impl Cluster {
             pods_needing_ip: 0,
             used_ports: Vec::new(),
             pods_with_affinity: Vec::new(),
+            stamp: fresh_stamp(),
         })
     }
 
@@ -708,6 +723,7 @@ impl Cluster {
         node.name()
             .clone_into(pod.pod.node_name.get_or_insert_default());
         node.add_pod(pod, Some(id));
+        node.stamp = fresh_stamp();
         if pod.affinity.has_pod_terms() {
             self.pods_with_affinity.push(id);
             index_terms(
@@ -736,6 +752,7 @@ impl Cluster {
         let pod = self.pods[id.0 as usize].as_ref().expect("live pod id");
         if let Some(node) = self.nodes[node_id.0 as usize].as_mut() {
             node.remove_pod(pod, id);
+            node.stamp = fresh_stamp();
         }
         if pod.affinity.has_pod_terms() {
             remove_item(&mut self.pods_with_affinity, id);

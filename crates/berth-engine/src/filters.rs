@@ -92,6 +92,11 @@ impl PreparedFilters<'_> {
         }
     }
 
+    /// Whether every check's verdict follows from the node and the pod alone.
+    pub fn node_local(&self) -> bool {
+        self.checks.iter().all(|c| c.node_local())
+    }
+
     /// Whether `node` passes every check (without masks: callers ask about nodes one at a
     /// time).
     pub fn passes(&self, node: &NodeInfo) -> bool {

@@ -114,6 +114,15 @@ pub trait NodeCheck: Send + Sync {
         None
     }
 
+    /// Whether the verdict on a node follows from that node (its object, its pods and their
+    /// aggregates) and the pod alone: not from other nodes, where other pods run, or
+    /// cluster-wide objects (volumes, namespaces, Services). Preemption reuses dry runs on
+    /// an unchanged node across equal pods only when every check says so. False unless a
+    /// check knows better.
+    fn node_local(&self) -> bool {
+        false
+    }
+
     /// Upstream's PreFilter extensions AddPod (`delta` 1) and RemovePod (-1), for a check
     /// whose prepared state counts pods across nodes (inter-pod affinity, topology spread):
     /// records in `changes` what adding or removing `pod` on (a copy of) `node` changes in

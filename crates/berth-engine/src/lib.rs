@@ -21,6 +21,7 @@ pub mod scheduler;
 pub mod simulation;
 pub mod testkit;
 pub mod types;
+mod victim_cache;
 
 pub use cluster::{Cluster, ClusterError, ClusterSizes, Compaction, NodeId, NodeInfo, PodId};
 pub use extender::{Extender, ExtenderError};

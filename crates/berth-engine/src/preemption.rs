@@ -20,6 +20,11 @@
 //!    priority, smallest sum of victim priorities, fewest victims, latest start among the
 //!    highest-priority victims, then the first candidate.
 //!
+//! A node's dry-run answer is reused for later pods equal to this one while the node,
+//! its nominations and the budgets stay unchanged, when every filter's verdict follows from
+//! the node and the pod alone (see [`crate::victim_cache`]): a burst of equal preemptors
+//! dry-runs each node once, not once per pod.
+//!
 //! The caller carries the choice out (deletes the victims, nominates the pod, clears
 //! lower-priority nominations on the node).
 //!
@@ -34,7 +39,7 @@ use std::fmt;
 
 use rand::Rng;
 
-use crate::cluster::{Cluster, NodeId, PodId};
+use crate::cluster::{Cluster, NodeId, PodId, fresh_stamp};
 use crate::extender::{self, ExtenderError};
 use crate::filters::PreparedFilters;
 use crate::framework::CycleContext;
@@ -72,6 +77,8 @@ struct Budget {
 #[derive(Debug, Clone, Default)]
 pub struct DisruptionBudgets {
     list: Vec<Budget>,
+    /// Changes with every upsert and removal (0: never changed, so empty).
+    stamp: u64,
 }
 
 impl HoldsSymbols for DisruptionBudgets {
@@ -115,6 +122,7 @@ impl DisruptionBudgets {
             Some(b) => *b = budget,
             None => self.list.push(budget),
         }
+        self.stamp = fresh_stamp();
     }
 
     /// Removes a budget; false if there was none of that name.
@@ -124,7 +132,13 @@ impl DisruptionBudgets {
         };
         let before = self.list.len();
         self.list.retain(|b| !(b.namespace == ns && b.name == name));
+        self.stamp = fresh_stamp();
         self.list.len() != before
+    }
+
+    /// Equal stamps mean equal budgets (see [`crate::cluster::fresh_stamp`]).
+    pub(crate) fn stamp(&self) -> u64 {
+        self.stamp
     }
 
     /// How many budgets there are.
@@ -183,6 +197,34 @@ pub struct Candidate {
     pub victims: Vec<PodId>,
     /// How many victims' eviction violates a PodDisruptionBudget.
     pub pdb_violations: usize,
+}
+
+/// Why a dry run found no candidate on a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Rejection {
+    /// No pod of lower priority runs there.
+    NoVictims,
+    /// The pod does not fit even with every lower-priority pod gone, for these reasons.
+    FailsWithoutThem(String),
+    /// Every lower-priority pod fits back beside the pod.
+    NoVictimNeeded,
+}
+
+impl Rejection {
+    /// As upstream words it (the first two) for `--explain`.
+    fn describe(&self, node: &str, pod: &str) -> String {
+        match self {
+            Rejection::NoVictims => {
+                format!("No victims found on node {node} for preemptor pod {pod}")
+            }
+            Rejection::FailsWithoutThem(reasons) => {
+                format!("does not fit even without its lower-priority pods: {reasons}")
+            }
+            Rejection::NoVictimNeeded => {
+                format!("expected at least one victim pod on node {node}")
+            }
+        }
+    }
 }
 
 /// The step of upstream's node choice at which a candidate lost to the chosen one.
@@ -291,7 +333,8 @@ impl Scheduler {
             return (PreemptionOutcome::NoCandidate, explanation);
         }
         let offset = self.preemption_rng().random_range(0..potential.len());
-        let (filters, check_all) = (self.filters(), self.check_all());
+        let parts = self.preemption_parts();
+        let (filters, check_all) = (parts.filters, parts.check_all);
         let ctx = CycleContext {
             cluster,
             pod,
@@ -310,14 +353,29 @@ impl Scheduler {
             pod,
             prepared: &prepared,
         };
+        let mut cache = prepared.node_local().then(|| {
+            parts
+                .victim_cache
+                .class(&pod.pod, budgets.stamp(), cluster.node_count())
+        });
         let mut clean = Vec::new();
         let mut violating = Vec::new();
         for i in 0..potential.len() {
             let node = potential[(offset + i) % potential.len()];
-            match dry.select_victims(node) {
+            let answer = match cache.as_mut() {
+                // Nominations are not part of a node's stamp: such nodes are dry-run afresh.
+                Some(cache) if nominator.for_node(node).is_empty() => {
+                    cache.answer(node, cluster.node(node).stamp, || dry.select_victims(node))
+                }
+                _ => dry.select_victims(node),
+            };
+            match answer {
                 Ok(c) if c.pdb_violations == 0 => clean.push(c),
                 Ok(c) => violating.push(c),
-                Err(why) => explanation.rejected.push((node, why)),
+                Err(why) => explanation.rejected.push((
+                    node,
+                    why.describe(cluster.node(node).name(), &pod.pod.meta.name),
+                )),
             }
             if !clean.is_empty() && clean.len() + violating.len() >= wanted {
                 break;
@@ -329,7 +387,7 @@ impl Scheduler {
             return (PreemptionOutcome::NoCandidate, explanation);
         }
         let candidates = match extender::process_preemption(
-            self.extenders(),
+            parts.extenders,
             cluster,
             pod,
             candidates,
@@ -398,7 +456,7 @@ struct DryRun<'a> {
 
 impl DryRun<'_> {
     /// Upstream's selectVictimsOnNode, on a copy of the node.
-    fn select_victims(&self, id: NodeId) -> Result<Candidate, String> {
+    fn select_victims(&self, id: NodeId) -> Result<Candidate, Rejection> {
         let cluster = self.cluster;
         let node = cluster.node(id);
         let priority = self.pod.pod.priority;
@@ -409,11 +467,7 @@ impl DryRun<'_> {
             .filter(|p| cluster.pod(*p).pod.priority < priority)
             .collect();
         if potential.is_empty() {
-            return Err(format!(
-                "No victims found on node {} for preemptor pod {}",
-                node.name(),
-                self.pod.pod.meta.name
-            ));
+            return Err(Rejection::NoVictims);
         }
         let prepared = self.prepared;
         let mut copy = prepared.copy_of(node);
@@ -424,10 +478,7 @@ impl DryRun<'_> {
         let status = prepared.copy_status_with_nominated(&copy, nominated, self.pod);
         if !status.passes() {
             let reasons: Vec<&str> = status.reasons.iter().map(|r| r.as_str()).collect();
-            return Err(format!(
-                "does not fit even without its lower-priority pods: {}",
-                reasons.join(", ")
-            ));
+            return Err(Rejection::FailsWithoutThem(reasons.join(", ")));
         }
         potential.sort_by(|a, b| importance(cluster.pod(*a), cluster.pod(*b)));
         let (violating, others) = self.budgets.split_violating(cluster, &potential);
@@ -446,10 +497,7 @@ impl DryRun<'_> {
         }
         if victims.is_empty() {
             // The cycle found the node failing with these very pods on it.
-            return Err(format!(
-                "expected at least one victim pod on node {}",
-                node.name()
-            ));
+            return Err(Rejection::NoVictimNeeded);
         }
         Ok(Candidate {
             node: id,
@@ -621,6 +669,135 @@ mod tests {
             other => Err(format!("{other:?}")),
         };
         (outcome, candidates)
+    }
+
+    /// Dry-run answers reused across equal pods change nothing: a scheduler that keeps them
+    /// and one that forgets them before every attempt decide and explain alike, through
+    /// random pod arrivals and removals, node updates, budgets and nominations, with and
+    /// without checks that read beyond the node (anti-affinity).
+    #[test]
+    fn reused_dry_runs_decide_as_fresh_ones() {
+        use rand::SeedableRng;
+        const POLICY: &str = r#"{"predicates":[{"name":"GeneralPredicates"},
+            {"name":"PodToleratesNodeTaints"},{"name":"CheckNodeUnschedulable"},
+            {"name":"MatchInterPodAffinity"}],"priorities":[]}"#;
+        let policy = berth_policy::parse(POLICY, "test.json").expect("policy");
+        let mut attempts = 0;
+        let mut reused_total = 0;
+        for seed in 0..40u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut cached =
+                crate::registry::scheduler_for(&policy, Default::default()).expect("scheduler");
+            let mut fresh =
+                crate::registry::scheduler_for(&policy, Default::default()).expect("scheduler");
+            let names: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
+            let mut c = cluster(
+                names
+                    .iter()
+                    .map(|n| node(n).cpu(4000).pods(20).build())
+                    .collect(),
+                Vec::new(),
+            );
+            let mut budgets = DisruptionBudgets::new();
+            let mut nominator = Nominator::new();
+            let mut next = 0;
+            let mut low_pod = |rng: &mut rand_chacha::ChaCha8Rng, on: &str| {
+                next += 1;
+                let mut b = pod(&format!("low-{next}"))
+                    .on(on)
+                    .req(500 * rng.random_range(1..4), 0)
+                    .priority(rng.random_range(0..3))
+                    .started(rng.random_range(0..100))
+                    .label("app", ["a", "b"][rng.random_range(0..2)]);
+                // Every fourth seed has pods whose anti-affinity reaches across nodes.
+                if seed % 4 == 0 && rng.random_ratio(1, 10) {
+                    b = b.anti_affinity("kubernetes.io/hostname", &[("app", "x")]);
+                }
+                b.build()
+            };
+            for n in &names {
+                for _ in 0..rng.random_range(2..6) {
+                    let p = low_pod(&mut rng, n);
+                    c.add_pod(p).expect("pod");
+                }
+            }
+            for step in 0..30 {
+                let n = &names[rng.random_range(0..names.len())];
+                match rng.random_range(0..12u32) {
+                    // Half the steps change nothing: equal pods then ask unchanged nodes.
+                    6.. => {}
+                    0 => {
+                        let p = low_pod(&mut rng, n);
+                        c.add_pod(p).expect("pod");
+                    }
+                    1 => {
+                        let on = c.node(c.node_by_name(n).expect("node")).pods.clone();
+                        if let Some(id) = on.first() {
+                            let name = c.pod(*id).pod.meta.name.clone();
+                            c.remove_pod("default", &name);
+                        }
+                    }
+                    2 => {
+                        let mut b = node(n).cpu(4000 + 500 * rng.random_range(0..3)).pods(20);
+                        if rng.random_ratio(1, 3) {
+                            b = b.taint("dedicated", "x", TaintEffect::NoSchedule);
+                        }
+                        c.update_node(b.build()).expect("node");
+                    }
+                    3 => {
+                        if rng.random_ratio(1, 2) {
+                            let allowed = rng.random_range(0..2);
+                            budgets.upsert(&mut c, &pdb("budget", &[("app", "a")], allowed, &[]));
+                        } else {
+                            budgets.remove(&c, "default", "budget");
+                        }
+                    }
+                    4 => {
+                        let id = c.node_by_name(n).expect("node");
+                        let p = pod(&format!("nominated-{step}"))
+                            .req(500, 0)
+                            .priority(rng.random_range(0..6))
+                            .build();
+                        let info = c.compile_pod(p);
+                        nominator.add(info, id);
+                    }
+                    5 => {
+                        nominator.remove(&format!("default/nominated-{}", step - 1));
+                    }
+                }
+                // Two classes of equal pods, named anew each time.
+                let class = rng.random_range(0..2);
+                let mut b = pod(&format!("high-{step}"))
+                    .req(2000 + 1000 * class, 0)
+                    .priority(5);
+                if class == 1 {
+                    b = b.label("app", "x");
+                }
+                let info = c.compile_pod(b.build());
+                let fit_cached = cached.schedule_with(&c, &nominator, &info, false).fit_error;
+                let fit_fresh = fresh.schedule_with(&c, &nominator, &info, false).fit_error;
+                assert_eq!(fit_cached, fit_fresh);
+                let Some(fit) = fit_cached else { continue };
+                fresh.forget_dry_runs();
+                let with_cache = cached.preempt(&c, &nominator, &budgets, &info, &fit);
+                let without = fresh.preempt(&c, &nominator, &budgets, &info, &fit);
+                assert_eq!(with_cache, without, "seed {seed} step {step}");
+                attempts += 1;
+                if let (PreemptionOutcome::Preempt { candidate, .. }, _) = with_cache
+                    && rng.random_ratio(1, 2)
+                {
+                    for v in candidate.victims {
+                        let name = c.pod(v).pod.meta.name.clone();
+                        c.remove_pod("default", &name);
+                    }
+                    c.insert_pod(info, Some(candidate.node)).expect("preemptor");
+                }
+            }
+            reused_total += cached.dry_run_counts().0;
+        }
+        eprintln!("{attempts} attempts, {reused_total} dry runs reused");
+        assert!(attempts > 200, "only {attempts} preemption attempts");
+        assert!(reused_total > 500, "only {reused_total} dry runs reused");
     }
 
     /// Restated from upstream's TestDryRunPreemption ("pod with anti-affinity is

@@ -22,6 +22,7 @@ use crate::framework::{
 };
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
+use crate::victim_cache::VictimCache;
 
 /// Below this many nodes a pass runs on the calling thread: a pass over fewer nodes takes
 /// well under 100 µs, and waking the other workers costs more than it saves. Measured with
@@ -251,6 +252,16 @@ pub struct Scheduler {
     preemption_rng: ChaCha8Rng,
     timings: Vec<RuleTiming>,
     extenders: Vec<Arc<dyn Extender>>,
+    /// Preemption's dry-run answers, reused across equal pods (see [`crate::victim_cache`]).
+    victim_cache: VictimCache,
+}
+
+/// What a preemption attempt uses of its scheduler, borrowed at once.
+pub(crate) struct PreemptionParts<'s> {
+    pub filters: &'s [NamedFilter],
+    pub check_all: bool,
+    pub extenders: &'s [Arc<dyn Extender>],
+    pub victim_cache: &'s mut VictimCache,
 }
 
 impl Scheduler {
@@ -265,6 +276,7 @@ impl Scheduler {
             preemption_rng: ChaCha8Rng::seed_from_u64(config.seed ^ PREEMPTION_SEED),
             timings: Vec::new(),
             extenders: Vec::new(),
+            victim_cache: VictimCache::default(),
         }
     }
 
@@ -285,9 +297,26 @@ impl Scheduler {
         &self.filters
     }
 
-    /// The policy's `alwaysCheckAllPredicates`.
-    pub(crate) fn check_all(&self) -> bool {
-        self.config.always_check_all_predicates
+    /// The filters, extenders and shared dry-run answers of a preemption attempt.
+    pub(crate) fn preemption_parts(&mut self) -> PreemptionParts<'_> {
+        PreemptionParts {
+            filters: &self.filters,
+            check_all: self.config.always_check_all_predicates,
+            extenders: &self.extenders,
+            victim_cache: &mut self.victim_cache,
+        }
+    }
+
+    /// Drops every kept dry-run answer, so the next preemption dry-runs every node.
+    #[cfg(test)]
+    pub(crate) fn forget_dry_runs(&mut self) {
+        self.victim_cache = VictimCache::default();
+    }
+
+    /// Preemption dry runs answered from earlier equal pods' answers, and dry runs run,
+    /// since this scheduler began.
+    pub fn dry_run_counts(&self) -> (u64, u64) {
+        self.victim_cache.counts()
     }
 
     /// The seeded generator of preemption's candidate offset.

@@ -121,6 +121,7 @@ pub fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_json::Val
         }
         Ok((latencies, preempted, victims, start.elapsed().as_secs_f64()))
     })?;
+    let (reused, computed) = scheduler.dry_run_counts();
     let pct = percentiles(latencies);
     Ok(json!({
         "workload": "preemption",
@@ -129,6 +130,9 @@ pub fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_json::Val
         "pods": pods,
         "preempted": preempted,
         "victims": victims,
+        // Node dry runs answered from an equal earlier pod's (the pods here are all equal).
+        "dry_runs_reused": reused,
+        "dry_runs_computed": computed,
         "preemptions_per_sec": (preempted as f64 / elapsed).round(),
         "mean_us": (elapsed * 1e6 / pods.max(1) as f64 * 10.0).round() / 10.0,
         "p50_us": (pct(0.50) * 10.0).round() / 10.0,

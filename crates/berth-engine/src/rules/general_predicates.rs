@@ -32,6 +32,10 @@ struct Check<'a> {
 }
 
 impl NodeCheck for Check<'_> {
+    fn node_local(&self) -> bool {
+        self.parts.iter().all(|c| c.node_local())
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let mut ok = true;

@@ -14,6 +14,10 @@ pub struct PodFitsHostPorts;
 pub struct PortsCheck<'a>(pub &'a [HostPort]);
 
 impl NodeCheck for PortsCheck<'_> {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let clash = self

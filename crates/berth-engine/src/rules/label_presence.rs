@@ -68,6 +68,10 @@ struct Check {
 }
 
 impl NodeCheck for Check {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let ok = !self.always_fails

@@ -17,6 +17,10 @@ pub const REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 pub struct CheckNodeCondition;
 
 impl NodeCheck for CheckNodeCondition {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let before = reasons.len();
         let c = node.conditions();

@@ -13,6 +13,10 @@ pub struct HostName;
 pub struct NameCheck<'a>(pub &'a str);
 
 impl NodeCheck for NameCheck<'_> {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         if node.name() != self.0 {

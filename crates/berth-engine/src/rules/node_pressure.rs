@@ -37,6 +37,10 @@ impl NodePressure {
 }
 
 impl NodeCheck for NodePressure {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let c = node.conditions();

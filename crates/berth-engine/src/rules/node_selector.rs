@@ -20,6 +20,10 @@ pub struct SelectorCheck<'a> {
 }
 
 impl NodeCheck for SelectorCheck<'_> {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let ok = self.selector.matches(&node.labels)

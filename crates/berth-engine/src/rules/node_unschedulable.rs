@@ -16,6 +16,10 @@ pub struct NodeUnschedulable;
 struct Check;
 
 impl NodeCheck for Check {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         if node.unschedulable {

@@ -15,6 +15,10 @@ pub struct CheckPodCidrCapacity;
 struct Check;
 
 impl NodeCheck for Check {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let full = node

@@ -51,6 +51,10 @@ pub struct ResourcesCheck<'a> {
 }
 
 impl NodeCheck for ResourcesCheck<'_> {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let before = reasons.len();

@@ -36,6 +36,10 @@ struct Check<'a> {
 }
 
 impl NodeCheck for Check<'_> {
+    fn node_local(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let untolerated = node.taints().iter().find(|t| {
