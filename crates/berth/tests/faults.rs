@@ -14,7 +14,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Result, bail, ensure};
 use berth_testcluster::faults::{BindingFault, FaultProxy, Release};
 use berth_testcluster::{ClusterOptions, node_template};
 use common::*;
@@ -163,6 +163,21 @@ async fn refused_bindings_are_retried_and_leak_nothing() {
             bail!("{e:#}\nberth log:\n{}", tail(&berth.log(), 40));
         }
         ensure!(proxy.pending_faults() == 0, "{:?}", proxy.stats());
+        // Twelve pods fill the four nodes exactly: a refused pod's room is free again when
+        // it is retried, so none of them is ever found not to fit (a failed binding whose
+        // pod stayed counted would make its own retry unschedulable).
+        let refused: Vec<String> = env
+            .events("FailedScheduling")
+            .await?
+            .into_keys()
+            .filter(|pod| pod.starts_with("p-"))
+            .collect();
+        ensure!(
+            refused.is_empty(),
+            "reported unschedulable while the nodes had room for them: {refused:?}\n\
+             berth log:\n{}",
+            tail(&berth.log(), 40)
+        );
         env.create_pods(vec![heavy("extra", json!({}))]).await?;
         wait_unschedulable(&env, "extra").await?;
         let placement = check_end(&env, &pods, &["extra"]).await?;
@@ -306,23 +321,30 @@ async fn a_node_deleted_while_its_bindings_are_in_flight() {
 }
 
 /// A pod is deleted and re-created under the same name, three times larger, while its
-/// binding is held in the proxy. The old binding fails (the apiserver checks the UID) and
-/// the new pod is placed with its own size: its node has room for no other pod, the other
-/// node for three, and the next pod does not fit.
+/// binding to node-0 is held in the proxy; the new pod's binding (node-0 has no room left
+/// for it: two pods pinned there) is held too. The old binding then reaches the apiserver
+/// first and must fail on the UID (a binding by name alone would put the large pod on
+/// node-0 and overcommit it); the new pod is bound where it fits, alone on node-1, and one
+/// more pod fills node-0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_recreated_under_its_name_while_its_binding_is_in_flight() {
     let _one = SERIAL.lock().await;
     bounded(Duration::from_secs(120), async {
         let (env, proxy, kubeconfig) = setup(2).await?;
-        proxy.hold_bindings(None);
         let mut berth = env.berth_via(&kubeconfig, "solo", &[])?;
         berth.wait_ready().await?;
-        env.create_pods(vec![heavy("x", json!({}))]).await?;
+        let on_node_0 = json!({"nodeSelector": {"kubernetes.io/hostname": "node-0"}});
+        let pinned = names("pinned", 2);
+        env.create_pods(pinned.iter().map(|n| heavy(n, on_node_0.clone())).collect())
+            .await?;
+        env.wait_bound("pinned-", 2, Duration::from_secs(30))
+            .await?;
+        proxy.hold_bindings(None);
+        env.create_pods(vec![heavy("x", on_node_0)]).await?;
         eventually("x's binding held", Duration::from_secs(30), || async {
             Ok((proxy.held() == 1).then_some(()))
         })
         .await?;
-        proxy.stop_holding();
         let api = env.pods();
         api.delete("x", &delete_now()).await?;
         eventually("x gone", Duration::from_secs(10), || async {
@@ -332,22 +354,31 @@ async fn a_pod_recreated_under_its_name_while_its_binding_is_in_flight() {
         // 3350m + 150m + 250m overhead = 3750m: alone on its node.
         env.create_pods(vec![sized("x", "3350m", json!({}))])
             .await?;
+        eventually(
+            "the new x's binding held",
+            Duration::from_secs(30),
+            || async { Ok((proxy.held() == 2).then_some(())) },
+        )
+        .await?;
+        proxy.stop_holding();
+        proxy.release_held(1, Release::Forward);
+        proxy.release_held(1, Release::Forward);
         if let Err(e) = env.wait_bound("x", 1, Duration::from_secs(30)).await {
             bail!("{e:#}\nberth log:\n{}", tail(&berth.log(), 40));
         }
-        proxy.release_held(1, Release::Forward);
-        let fill = names("y", 3);
-        env.create_pods(fill.iter().map(|n| heavy(n, json!({}))).collect())
-            .await?;
-        env.wait_bound("y-", 3, Duration::from_secs(30)).await?;
+        env.create_pods(vec![heavy("y", json!({}))]).await?;
+        env.wait_bound("y", 1, Duration::from_secs(30)).await?;
         env.create_pods(vec![heavy("extra", json!({}))]).await?;
         wait_unschedulable(&env, "extra").await?;
-        let mut bound = fill.clone();
-        bound.push("x".into());
+        let mut bound = pinned.clone();
+        bound.extend(["x", "y"].map(String::from));
         let placement = check_end(&env, &bound, &["extra"]).await?;
-        let x_node = placement.node_of("x").context("x bound")?;
         ensure!(
-            placement.used[x_node].pods == 1,
+            placement.node_of("x") == Some("node-1") && placement.node_of("y") == Some("node-0"),
+            "{placement:#?}"
+        );
+        ensure!(
+            placement.used["node-1"].pods == 1,
             "x shares its node: {placement:#?}"
         );
         ensure!(
