@@ -19,7 +19,7 @@ use crate::model::{
     StorageClass, Taint,
 };
 use crate::podinfo::{AffinityTerm, PodAffinity, PodInfo};
-use crate::resources::{PODS, Resources};
+use crate::resources::{PODS, RequestSum, Resources, clamp_i64};
 pub use crate::types::{HostPort, NamespaceFilter, NodeId, PodId, TermKind};
 
 /// Well-known label keys, interned once.
@@ -70,14 +70,18 @@ pub struct NodeInfo {
     pub pods_needing_ip: u64,
     /// Usable pod IP addresses from the pod CIDRs; None when the node has no pod CIDR.
     pub pod_ip_capacity: Option<u64>,
-    /// Sum of the scoring requests (with non-zero defaults) of assigned pods: milli-CPU.
+    /// Sum of the scoring requests (with non-zero defaults) of assigned pods: milli-CPU
+    /// (clamped to `i64`; see `nonzero_exact`).
     pub nonzero_milli_cpu: i64,
     /// Same for memory bytes.
     pub nonzero_memory: i64,
+    /// The exact sums behind `nonzero_milli_cpu` and `nonzero_memory`, so removing a pod
+    /// restores the true remainder after a sum passed `i64::MAX`.
+    nonzero_exact: (i128, i128),
     /// Allocatable resources (without pods).
     pub allocatable: Resources,
     /// Sum of the filter requests of assigned pods.
-    pub requested: Resources,
+    pub requested: RequestSum,
     /// Pods assigned to the node.
     pub pods: Vec<PodId>,
     /// Interned labels.
@@ -124,8 +128,7 @@ impl NodeInfo {
     /// up in the cluster.
     pub fn add_pod(&mut self, pod: &PodInfo, id: Option<PodId>) {
         self.requested.add(&pod.request);
-        self.nonzero_milli_cpu += pod.nonzero_milli_cpu;
-        self.nonzero_memory += pod.nonzero_memory;
+        self.count_nonzero(pod, 1);
         match id {
             Some(id) => {
                 self.pods.push(id);
@@ -141,11 +144,18 @@ impl NodeInfo {
         self.used_ports.extend(pod.host_ports.iter().cloned());
     }
 
+    fn count_nonzero(&mut self, pod: &PodInfo, sign: i128) {
+        let (cpu, memory) = &mut self.nonzero_exact;
+        *cpu += sign * i128::from(pod.nonzero_milli_cpu);
+        *memory += sign * i128::from(pod.nonzero_memory);
+        self.nonzero_milli_cpu = clamp_i64(*cpu);
+        self.nonzero_memory = clamp_i64(*memory);
+    }
+
     /// Undoes [`NodeInfo::add_pod`] for a pod of the cluster.
     pub fn remove_pod(&mut self, pod: &PodInfo, id: PodId) {
         self.requested.sub(&pod.request);
-        self.nonzero_milli_cpu -= pod.nonzero_milli_cpu;
-        self.nonzero_memory -= pod.nonzero_memory;
+        self.count_nonzero(pod, -1);
         remove_item(&mut self.pods, id);
         if pod.needs_ip {
             self.pods_needing_ip -= 1;
@@ -544,9 +554,10 @@ impl Cluster {
             prefer_avoid,
             images,
             image_syms: image_syms.into_boxed_slice(),
-            requested: Resources::default(),
+            requested: RequestSum::default(),
             nonzero_milli_cpu: 0,
             nonzero_memory: 0,
+            nonzero_exact: (0, 0),
             pods: Vec::new(),
             pods_needing_ip: 0,
             used_ports: Vec::new(),

@@ -5,7 +5,9 @@ use crate::labels::{
     HoldsSymbols, Interner, LabelSelector, Labels, Operator, Requirement, Selector, Sym,
 };
 use crate::model::{self, NodeSelectorTerm, PodAffinityTerm, WhenUnsatisfiable};
-use crate::resources::{CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, Resources};
+use crate::resources::{
+    CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, Resources, clamp_i64,
+};
 use crate::types::{HostPort, NamespaceFilter, NodeId, TermKind};
 
 /// A compiled node selector term: label requirements plus `metadata.name` field requirements.
@@ -285,7 +287,11 @@ impl PodInfo {
             .iter()
             .find(|(n, _)| n == CPU)
             .map_or(0, |(_, v)| *v);
-        let whole_cores = |milli_cpu: i64| milli_cpu - cpu_overhead + (cpu_overhead + 999) / 1000;
+        // In i128: a request or overhead near i64::MAX must not overflow on the way.
+        let whole_cores = |milli_cpu: i64| {
+            let overhead = i128::from(cpu_overhead);
+            clamp_i64(i128::from(milli_cpu) - overhead + (overhead + 999) / 1000)
+        };
         let incoming_milli_cpu = whole_cores(nonzero_milli_cpu);
         let incoming_requested_milli_cpu = whole_cores(request.milli_cpu);
         let host_ports = pod
@@ -415,11 +421,11 @@ fn scoring_request(pod: &model::Pod) -> (i64, i64) {
             .map_or(default, |(_, v)| *v)
     };
     let per_resource = |name: &str, default: i64| {
-        let sum: i64 = pod
+        let sum = pod
             .containers
             .iter()
             .map(|c| nonzero(c, name, default))
-            .sum();
+            .fold(0i64, i64::saturating_add);
         let init = pod
             .init_containers
             .iter()
@@ -431,7 +437,7 @@ fn scoring_request(pod: &model::Pod) -> (i64, i64) {
             .iter()
             .find(|(n, _)| n == name)
             .map_or(0, |(_, v)| *v);
-        sum.max(init) + overhead
+        sum.max(init).saturating_add(overhead)
     };
     (
         per_resource(CPU, DEFAULT_MILLI_CPU_REQUEST),

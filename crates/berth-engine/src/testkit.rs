@@ -18,6 +18,8 @@ use crate::model::{
 pub const MI: i64 = 1 << 20;
 /// One gibibyte.
 pub const GI: i64 = 1 << 30;
+/// 2^60 bytes: two pods of 7Ei each pass `i64::MAX` together.
+pub const EI: i64 = 1 << 60;
 
 fn meta(name: &str, namespace: &str) -> Meta {
     Meta {

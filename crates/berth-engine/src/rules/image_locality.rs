@@ -52,7 +52,7 @@ impl NodeScore for Score {
                     .ok()?;
                 Some((node.image_syms[i].1 as f64 * spread) as i64)
             })
-            .sum();
+            .fold(0, i64::saturating_add);
         priority(sum, self.max_threshold)
     }
 }

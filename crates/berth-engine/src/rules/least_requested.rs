@@ -2,6 +2,7 @@
 //! CPU and memory after placing the pod, using scoring requests (non-zero defaults).
 
 use crate::framework::{CycleContext, MAX_NODE_SCORE, ScorePrep, ScoreRule};
+use crate::resources::clamp_i64;
 use crate::rules::resource_allocation::MeanScore;
 
 /// The rule.
@@ -12,7 +13,11 @@ pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
         return 0;
     }
-    (capacity - requested) * MAX_NODE_SCORE / capacity
+    // In i128: `* 100` overflows an i64 capacity above i64::MAX / 100 (about 92Pi).
+    clamp_i64(
+        (i128::from(capacity) - i128::from(requested)) * i128::from(MAX_NODE_SCORE)
+            / i128::from(capacity),
+    )
 }
 
 impl ScoreRule for LeastRequested {
@@ -50,6 +55,16 @@ mod tests {
                 vec![pod("r").req(1000, 2500).on("n").build()],
                 pod("p").req(1000, 2500).build(),
                 50,
+            ),
+            (
+                "capacities near i64::MAX: two 7Ei pods and the arithmetic do not overflow",
+                node("n").cpu(i64::MAX).mem(i64::MAX).build(),
+                vec![
+                    pod("a").req(0, 7 * EI).on("n").build(),
+                    pod("b").req(0, 7 * EI).on("n").build(),
+                ],
+                pod("p").req(i64::MAX / 2, 0).build(),
+                50 / 2,
             ),
             (
                 "zero capacity everywhere scores 0",

@@ -7,6 +7,7 @@
 //! rather than scored 0; the mean of CPU and memory (weight 1 each) is integer division.
 
 use crate::framework::{CycleContext, MAX_NODE_SCORE, ScorePrep, ScoreRule};
+use crate::resources::clamp_i64;
 use crate::rules::resource_allocation::MeanScore;
 
 /// The rule.
@@ -15,7 +16,10 @@ pub struct MostRequested;
 /// `requested * 100 / capacity`, with requested capped at capacity. Callers leave out
 /// resources whose capacity is 0.
 pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
-    requested.min(capacity) * MAX_NODE_SCORE / capacity
+    // In i128: `* 100` overflows an i64 capacity above i64::MAX / 100 (about 92Pi).
+    clamp_i64(
+        i128::from(requested.min(capacity)) * i128::from(MAX_NODE_SCORE) / i128::from(capacity),
+    )
 }
 
 impl ScoreRule for MostRequested {
@@ -131,6 +135,16 @@ mod tests {
                 vec![],
                 pod("p").req(500, 100).build(),
                 vec![0],
+            ),
+            (
+                "capacities near i64::MAX: two 7Ei pods and the arithmetic do not overflow",
+                vec![node("n").cpu(i64::MAX).mem(i64::MAX).build()],
+                vec![
+                    pod("a").req(0, 7 * EI).on("n").build(),
+                    pod("b").req(0, 7 * EI).on("n").build(),
+                ],
+                pod("p").req(i64::MAX / 2, 0).build(),
+                vec![(49 + 100) / 2],
             ),
             (
                 "over capacity scores 100 (v1.22)",

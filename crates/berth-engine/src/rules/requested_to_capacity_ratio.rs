@@ -18,7 +18,7 @@ use berth_policy::{ResourceWeight, ShapePoint};
 
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
-use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY};
+use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, clamp_i64};
 
 /// The largest score of a shape point as written in a policy.
 const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
@@ -77,7 +77,10 @@ impl RequestedToCapacityRatio {
         if capacity == 0 || requested > capacity {
             return self.shape_score(MAX_UTILIZATION);
         }
-        self.shape_score(requested * MAX_UTILIZATION / capacity)
+        // In i128: the product overflows an i64 capacity above i64::MAX / 100.
+        let utilization =
+            i128::from(requested) * i128::from(MAX_UTILIZATION) / i128::from(capacity);
+        self.shape_score(clamp_i64(utilization))
     }
 }
 
@@ -124,7 +127,7 @@ impl NodeScore for Score<'_> {
             if alloc == 0 {
                 continue;
             }
-            let s = self.rule.resource_score(used + t.pod, alloc);
+            let s = self.rule.resource_score(used.saturating_add(t.pod), alloc);
             if s > 0 {
                 sum += s * t.weight;
                 weights += t.weight;

@@ -52,8 +52,8 @@ impl PodRequest {
             (node.nonzero_milli_cpu, node.nonzero_memory)
         };
         [
-            usage(cpu + self.cpu, node.allocatable.milli_cpu),
-            usage(memory + self.memory, node.allocatable.memory),
+            usage(cpu.saturating_add(self.cpu), node.allocatable.milli_cpu),
+            usage(memory.saturating_add(self.memory), node.allocatable.memory),
         ]
     }
 }

@@ -65,25 +65,36 @@ impl NodeCheck for ResourcesCheck<'_> {
             return reasons.len() == before;
         }
         let (alloc, used, req) = (&node.allocatable, &node.requested, self.request);
-        if alloc.milli_cpu < req.milli_cpu + used.milli_cpu {
+        if exceeds(alloc.milli_cpu, req.milli_cpu, used.milli_cpu) {
             reasons.push(REASON_CPU.into());
         }
-        if alloc.memory < req.memory + used.memory {
+        if exceeds(alloc.memory, req.memory, used.memory) {
             reasons.push(REASON_MEMORY.into());
         }
-        if alloc.ephemeral_storage < req.ephemeral_storage + used.ephemeral_storage {
+        if exceeds(
+            alloc.ephemeral_storage,
+            req.ephemeral_storage,
+            used.ephemeral_storage,
+        ) {
             reasons.push(REASON_EPHEMERAL_STORAGE.into());
         }
         for (name, want) in &req.scalars {
             if self.ignored.iter().any(|i| **i == **name) {
                 continue;
             }
-            if alloc.scalar(name) < want + used.scalar(name) {
+            if exceeds(alloc.scalar(name), *want, used.scalar(name)) {
                 reasons.push(format!("{REASON_PREFIX}{name}").into());
             }
         }
         reasons.len() == before
     }
+}
+
+/// Whether `request` on top of `used` exceeds `allocatable`, summed without overflow (two
+/// pods asking for 7Ei each).
+#[inline]
+fn exceeds(allocatable: i64, request: i64, used: i64) -> bool {
+    i128::from(request) + i128::from(used) > i128::from(allocatable)
 }
 
 #[cfg(test)]
@@ -171,6 +182,30 @@ mod tests {
                 running: vec![],
                 pod: pod("p").res("ephemeral-storage", 2 * GI).build(),
                 want: vec![REASON_EPHEMERAL_STORAGE],
+            },
+            Case {
+                name: "two bound pods of 7Ei memory each: their sum does not wrap to free room",
+                node: node("n").mem(i64::MAX).build(),
+                running: vec![
+                    pod("a").req(0, 7 * EI).on("n").build(),
+                    pod("b").req(0, 7 * EI).on("n").build(),
+                ],
+                pod: pod("p").req(0, 1).build(),
+                want: vec![REASON_MEMORY],
+            },
+            Case {
+                name: "a request of i64::MAX on a node already in use",
+                node: node("n").alloc(gpu, i64::MAX).build(),
+                running: vec![pod("a").res(gpu, 1).on("n").build()],
+                pod: pod("p").res(gpu, i64::MAX).build(),
+                want: vec!["Insufficient example.com/gpu"],
+            },
+            Case {
+                name: "a request and overhead of i64::MAX cpu (clamped) fit a node of i64::MAX",
+                node: node("n").cpu(i64::MAX).build(),
+                running: vec![],
+                pod: pod("p").req(i64::MAX, 0).overhead("cpu", i64::MAX).build(),
+                want: vec![],
             },
             Case {
                 name: "terminating pods still hold their resources",
