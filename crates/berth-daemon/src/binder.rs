@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use berth_engine::model;
 use berth_engine::rules::volume_binding::VolumeBindings;
-use berth_extender::PolicyExtender;
 use k8s_openapi::api::core::v1::{
     Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -24,6 +23,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
 use crate::Input;
+use crate::extenders::ExtenderSet;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 
@@ -400,7 +400,7 @@ pub struct Binder {
     results: Sender<Input>,
     metrics: Metrics,
     /// The Policy's extenders: the first interested one with a bindVerb binds instead.
-    extenders: Vec<Arc<PolicyExtender>>,
+    extenders: Option<ExtenderSet>,
     /// Checked right before each binding, nomination and victim deletion is sent: a
     /// request queued before a pause past the lease is dropped, not sent on stale state.
     leadership: Leadership,
@@ -433,7 +433,7 @@ impl Binder {
             reports: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             results,
             metrics,
-            extenders: Vec::new(),
+            extenders: None,
             leadership: Leadership::sole(),
         }
     }
@@ -455,8 +455,8 @@ impl Binder {
 
     /// Lets the first of `extenders` with a bindVerb that is interested in a pod bind it,
     /// as upstream's extendersBinding does.
-    pub fn with_extenders(mut self, extenders: Vec<Arc<PolicyExtender>>) -> Self {
-        self.extenders = extenders;
+    pub fn with_extenders(mut self, extenders: ExtenderSet) -> Self {
+        self.extenders = Some(extenders);
         self
     }
 
@@ -498,7 +498,7 @@ impl Backend for Binder {
             pod.meta.uid.clone(),
         );
         let node = node.to_string();
-        let extender = self.extenders.iter().find(|e| e.binds(pod)).cloned();
+        let extender = self.extenders.as_ref().and_then(|set| set.binder_for(pod));
         self.tasks.spawn_on(
             async move {
                 let permit = this.binds.acquire().await;

@@ -10,21 +10,27 @@ use std::time::Duration;
 
 use berth_engine::Scheduler;
 use tokio::sync::{oneshot, watch};
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::Input;
 use crate::binder::Binder;
 use crate::client::{ClientError, ClientSettings, connect};
+use crate::extenders::ExtenderSet;
 use crate::leader::{Leadership, LeaseSettings, campaign};
 use crate::metrics::{Metrics, ReloadSource};
 use crate::queue::QueueConfig;
 use crate::scheduling::{Health, SchedulerUpdates, SchedulingLoop};
+use crate::watch::Relists;
+
+/// Newer schedulers, each with the extenders of the policy it was built from.
+pub type PolicyUpdates =
+    Box<dyn FnMut() -> Option<(Scheduler, Vec<berth_policy::Extender>)> + Send>;
 
 /// Hot reloading, from whatever watches the policy file and plugins: newer schedulers to swap
 /// in between cycles, and reload totals for /metrics.
 pub struct Reloading {
-    /// Newer schedulers.
-    pub updates: SchedulerUpdates,
+    /// Newer schedulers and their policy's extenders.
+    pub updates: PolicyUpdates,
     /// Reload totals.
     pub status: ReloadSource,
 }
@@ -47,7 +53,7 @@ pub struct DaemonConfig {
     /// How long in-flight bindings may take to finish at shutdown.
     pub shutdown_grace: Duration,
     /// The Policy's extenders, in call order: called in every cycle (and by the binder for
-    /// a bindVerb), on every scheduler the reloader swaps in too.
+    /// a bindVerb); a reloaded policy's extenders replace them.
     pub extenders: Vec<berth_policy::Extender>,
 }
 
@@ -106,27 +112,18 @@ pub async fn run(
         metrics = metrics.with_reload_source(r.status);
         updates = Some(r.updates);
     }
-    let documents = berth_extender::documents_for(&config.extenders);
-    let extenders = berth_extender::policy_extenders(
+    let relists = Relists::default();
+    let extenders = ExtenderSet::new(
         &config.extenders,
         &runtime,
-        &documents,
-        Some(metrics.extender_observer()),
+        metrics.extender_observer(),
+        relists.clone(),
     )?;
-    let (scheduler, updates) = if extenders.is_empty() {
-        (scheduler, updates)
-    } else {
+    if !extenders.is_empty() {
         info!(count = extenders.len(), "calling the policy's extenders");
-        let engine: Vec<Arc<dyn berth_engine::Extender>> = extenders
-            .iter()
-            .map(|e| e.clone() as Arc<dyn berth_engine::Extender>)
-            .collect();
-        let updates = updates.map(|mut next| {
-            let engine = engine.clone();
-            Box::new(move || next().map(|s| s.with_extenders(engine.clone()))) as SchedulerUpdates
-        });
-        (scheduler.with_extenders(engine), updates)
-    };
+    }
+    let scheduler = scheduler.with_extenders(extenders.engine());
+    let updates = updates.map(|next| with_extenders(next, extenders.clone()));
     let health = Arc::new(Health::default());
     let (stop_tx, stop) = watch::channel(false);
 
@@ -150,7 +147,7 @@ pub async fn run(
         None => None,
     };
 
-    let mut watches = crate::watch::spawn_all(&client, &runtime, &inputs);
+    let mut watches = crate::watch::spawn_all(&client, &runtime, &inputs, &relists);
     let (election, leadership) = match config.leader_election.clone() {
         Some(lease) => {
             info!(lease = %lease.name, namespace = %lease.namespace, identity = %lease.identity,
@@ -195,9 +192,7 @@ pub async fn run(
     if let Some(updates) = updates {
         scheduling = scheduling.with_updates(updates);
     }
-    if !extenders.is_empty() {
-        scheduling = scheduling.with_documents(documents);
-    }
+    scheduling = scheduling.with_documents(extenders.documents().clone());
     let (done_tx, done) = oneshot::channel::<()>();
     health.alive.store(true, Ordering::Relaxed);
     let thread_health = health.clone();
@@ -245,6 +240,34 @@ pub async fn run(
         Ok(Ok(())) => Err(DaemonError::Thread("stopped unexpectedly".into())),
         Ok(Err(_)) | Err(_) => Err(DaemonError::Thread("panicked".into())),
     }
+}
+
+/// Attaches the extenders of each reloaded policy to its scheduler. A policy whose
+/// extenders cannot be set up is refused whole: its scheduler is dropped, and the running
+/// policy and extenders stay.
+fn with_extenders(mut next: PolicyUpdates, extenders: ExtenderSet) -> SchedulerUpdates {
+    Box::new(move || {
+        let (scheduler, config) = next()?;
+        match extenders.update(&config) {
+            Ok(changed) => {
+                if changed {
+                    info!(
+                        count = extenders.len(),
+                        "the reloaded policy's extenders are now called"
+                    );
+                }
+                Some(scheduler.with_extenders(extenders.engine()))
+            }
+            Err(e) => {
+                error!(
+                    error = %e,
+                    "reloaded policy refused: its extenders cannot be set up; the previous \
+                     policy and its extenders keep running"
+                );
+                None
+            }
+        }
+    })
 }
 
 /// Completes on SIGTERM or SIGINT.

@@ -10,6 +10,7 @@ pub mod binder;
 pub mod cache;
 pub mod client;
 mod daemon;
+pub mod extenders;
 pub mod leader;
 pub mod metrics;
 pub mod queue;
@@ -18,7 +19,7 @@ mod server;
 pub mod unreadable;
 pub mod watch;
 
-pub use daemon::{DaemonConfig, DaemonError, Reloading, run, termination_signal};
+pub use daemon::{DaemonConfig, DaemonError, PolicyUpdates, Reloading, run, termination_signal};
 
 /// What the scheduling thread reacts to.
 #[derive(Debug)]

@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use futures::StreamExt;
@@ -23,6 +24,7 @@ use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::runtime::Handle;
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tracing::{debug, warn};
 
@@ -33,27 +35,51 @@ use crate::cache::{Change, ObjectKey, WatchEvent, object_key};
 /// cache small (a pod that finishes arrives as a delete).
 const POD_FIELDS: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
+/// Asks the node or pod watch to list everything again, so every object is applied anew
+/// (when the extenders' documents start keeping JSON they did not keep before).
+#[derive(Clone, Default)]
+pub struct Relists {
+    /// Relists nodes.
+    pub nodes: Arc<Notify>,
+    /// Relists pods.
+    pub pods: Arc<Notify>,
+}
+
 /// Starts one watch task per kind on `runtime`; they run until the receiver is gone or the
 /// set is dropped.
-pub fn spawn_all(client: &Client, runtime: &Handle, to: &Sender<Input>) -> JoinSet<()> {
+pub fn spawn_all(
+    client: &Client,
+    runtime: &Handle,
+    to: &Sender<Input>,
+    relists: &Relists,
+) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     let all = watcher::Config::default();
     let c = client;
     macro_rules! watch {
         ($kind:ty, $variant:ident, $config:expr) => {
+            watch!($kind, $variant, $config, None)
+        };
+        ($kind:ty, $variant:ident, $config:expr, $relist:expr) => {
             tasks.spawn_on(
                 forward::<$kind>(
                     Api::all(c.clone()),
                     $config,
                     to.clone(),
                     WatchEvent::$variant,
+                    $relist,
                 ),
                 runtime,
             );
         };
     }
-    watch!(Node, Node, all.clone());
-    watch!(Pod, Pod, all.clone().fields(POD_FIELDS));
+    watch!(Node, Node, all.clone(), Some(relists.nodes.clone()));
+    watch!(
+        Pod,
+        Pod,
+        all.clone().fields(POD_FIELDS),
+        Some(relists.pods.clone())
+    );
     watch!(Namespace, Namespace, all.clone());
     watch!(Service, Service, all.clone());
     watch!(ReplicationController, ReplicationController, all.clone());
@@ -68,12 +94,14 @@ pub fn spawn_all(client: &Client, runtime: &Handle, to: &Sender<Input>) -> JoinS
     tasks
 }
 
-/// Forwards one kind's watch events until the receiver is gone.
+/// Forwards one kind's watch events until the receiver is gone; `relist` restarts the
+/// watch (a fresh list, applied through the same [`Relist`]).
 async fn forward<K>(
     api: Api<K>,
     config: watcher::Config,
     to: Sender<Input>,
     wrap: fn(Change<K>) -> WatchEvent,
+    relist_on: Option<Arc<Notify>>,
 ) where
     K: Resource<DynamicType = ()>
         + k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>
@@ -85,23 +113,38 @@ async fn forward<K>(
 {
     let kind = K::kind(&());
     let mut relist = Relist::default();
-    let mut stream = std::pin::pin!(watcher(api, config).default_backoff());
-    while let Some(event) = stream.next().await {
-        let event = match event {
-            Ok(event) => event,
-            Err(e) => {
-                // The stream retries by itself after its backoff.
-                warn!(%kind, error = %e, "watch failed; retrying");
-                continue;
-            }
-        };
-        for change in relist.changes(event) {
-            if to.send(Input::Watch(Box::new(wrap(change)))).is_err() {
-                return;
+    loop {
+        let mut stream = std::pin::pin!(watcher(api.clone(), config.clone()).default_backoff());
+        loop {
+            let event = match &relist_on {
+                Some(asked) => tokio::select! {
+                    event = stream.next() => event,
+                    _ = asked.notified() => {
+                        debug!(%kind, "relisting, as asked");
+                        break;
+                    }
+                },
+                None => stream.next().await,
+            };
+            let event = match event {
+                Some(Ok(event)) => event,
+                Some(Err(e)) => {
+                    // The stream retries by itself after its backoff.
+                    warn!(%kind, error = %e, "watch failed; retrying");
+                    continue;
+                }
+                None => {
+                    debug!(%kind, "watch ended");
+                    return;
+                }
+            };
+            for change in relist.changes(event) {
+                if to.send(Input::Watch(Box::new(wrap(change)))).is_err() {
+                    return;
+                }
             }
         }
     }
-    debug!(%kind, "watch ended");
 }
 
 /// The keys a watch has delivered, to turn a relist into deletes for what it lacks.

@@ -104,42 +104,7 @@ impl std::fmt::Debug for HttpExtender {
 impl HttpExtender {
     /// Sets up the client of one Policy extender; its calls run on `runtime`.
     pub fn new(config: &Extender, runtime: Handle) -> Result<Self, ConfigError> {
-        let url = &config.url_prefix;
-        let uri: Uri = url
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| ConfigError::BadUrl {
-                url: url.clone(),
-                problem: e.to_string(),
-            })?;
-        match uri.scheme_str() {
-            Some("http" | "https") if uri.authority().is_some() => {}
-            _ => {
-                return Err(ConfigError::BadUrl {
-                    url: url.clone(),
-                    problem: "expected e.g. \"http://127.0.0.1:8888/scheduler\"".into(),
-                });
-            }
-        }
-        let tls_config = tls::client_config(config)?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        let builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config)
-            .https_or_http();
-        let connector = match tls::server_name(config.tls_config.as_ref()) {
-            Some(name) => {
-                let name = ServerName::try_from(name.clone()).map_err(|e| ConfigError::Tls {
-                    url: url.clone(),
-                    problem: format!("serverName {name:?}: {e}"),
-                })?;
-                builder
-                    .with_server_name_resolver(FixedServerNameResolver::new(name))
-                    .enable_http1()
-                    .wrap_connector(http)
-            }
-            None => builder.enable_http1().wrap_connector(http),
-        };
+        let connector = connector(config)?;
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
             .pool_timer(hyper_util::rt::TokioTimer::new())
@@ -413,6 +378,52 @@ impl HttpExtender {
             extender: self.config.url_prefix.clone(),
         }
     }
+}
+
+/// Checks everything [`HttpExtender::new`] would (the URL, the TLS material and its files)
+/// without making a client: for a reloaded policy, before it is accepted.
+pub fn check(config: &Extender) -> Result<(), ConfigError> {
+    connector(config).map(drop)
+}
+
+/// The connector of `config`: its URL checked, its TLS set up as its `tlsConfig` says.
+fn connector(config: &Extender) -> Result<HttpsConnector<HttpConnector>, ConfigError> {
+    let url = &config.url_prefix;
+    let uri: Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| ConfigError::BadUrl {
+            url: url.clone(),
+            problem: e.to_string(),
+        })?;
+    match uri.scheme_str() {
+        Some("http" | "https") if uri.authority().is_some() => {}
+        _ => {
+            return Err(ConfigError::BadUrl {
+                url: url.clone(),
+                problem: "expected e.g. \"http://127.0.0.1:8888/scheduler\"".into(),
+            });
+        }
+    }
+    let tls_config = tls::client_config(config)?;
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls_config)
+        .https_or_http();
+    Ok(match tls::server_name(config.tls_config.as_ref()) {
+        Some(name) => {
+            let name = ServerName::try_from(name.clone()).map_err(|e| ConfigError::Tls {
+                url: url.clone(),
+                problem: format!("serverName {name:?}: {e}"),
+            })?;
+            builder
+                .with_server_name_resolver(FixedServerNameResolver::new(name))
+                .enable_http1()
+                .wrap_connector(http)
+        }
+        None => builder.enable_http1().wrap_connector(http),
+    })
 }
 
 /// A call under way.

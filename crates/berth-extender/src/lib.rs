@@ -14,6 +14,6 @@ pub mod tls;
 pub mod wire;
 
 pub use client::{FilterAnswer, HttpExtender, Observer, Pending, PreemptionCandidate, Verb};
-pub use documents::{DocumentError, Documents};
+pub use documents::{DocumentError, Documents, Widened};
 pub use error::{CallError, ConfigError};
-pub use scheduling::{PolicyExtender, documents_for, policy_extenders};
+pub use scheduling::{PolicyExtender, check_extenders, documents_for, policy_extenders};

@@ -59,6 +59,12 @@ impl PolicyExtender {
     }
 }
 
+/// Checks that each of `extenders` can be set up (its URL, its TLS material and files),
+/// without making clients: the first that cannot is the error.
+pub fn check_extenders(extenders: &[Extender]) -> Result<(), ConfigError> {
+    extenders.iter().try_for_each(crate::client::check)
+}
+
 /// One PolicyExtender per Policy extender (`policy.extenders`, in call order), sharing
 /// `documents`; calls run on `runtime` and are reported to `observer`.
 pub fn policy_extenders(
@@ -90,7 +96,9 @@ pub fn policy_extenders(
 /// The store these extenders need: node JSON only if one of them is not node-cache capable,
 /// bound pods' JSON only if one of them preempts and is not.
 pub fn documents_for(extenders: &[Extender]) -> Documents {
-    let documents = if extenders.iter().all(|e| e.node_cache_capable) {
+    let documents = if extenders.is_empty() {
+        Documents::unused()
+    } else if extenders.iter().all(|e| e.node_cache_capable) {
         Documents::pods_only()
     } else {
         Documents::new()

@@ -41,8 +41,14 @@ pub struct ReloadStatus {
     pub last_error: Option<String>,
 }
 
+/// A check a reloaded policy must pass before it is accepted, beyond parsing and building
+/// its scheduler (what the caller sets up beside it, such as extenders): `Err` names what is
+/// wrong, and the running policy stays.
+pub type PolicyCheck = Box<dyn Fn(&EffectivePolicy) -> Result<(), String> + Send + Sync>;
+
 struct Shared {
     host: Arc<PluginHost>,
+    check: Option<PolicyCheck>,
     policy_path: PathBuf,
     config: CycleConfig,
     /// Hash of the policy text running now.
@@ -51,7 +57,8 @@ struct Shared {
     /// neither re-parsed nor counted again on every rescan.
     policy_rejected: Mutex<Option<u64>>,
     policy: Mutex<EffectivePolicy>,
-    pending: Mutex<Option<Scheduler>>,
+    /// A new scheduler with the policy it was built from, until taken.
+    pending: Mutex<Option<(Scheduler, EffectivePolicy)>>,
     status: Mutex<ReloadStatus>,
 }
 
@@ -74,6 +81,18 @@ impl Reloader {
         config: CycleConfig,
         debounce: Duration,
     ) -> Result<(Reloader, Scheduler), WatchError> {
+        Self::start_checked(host, policy_path, config, debounce, None)
+    }
+
+    /// [`Reloader::start`] where each reloaded policy must also pass `check` (the first
+    /// policy is the caller's to check).
+    pub fn start_checked(
+        host: Arc<PluginHost>,
+        policy_path: &Path,
+        config: CycleConfig,
+        debounce: Duration,
+        check: Option<PolicyCheck>,
+    ) -> Result<(Reloader, Scheduler), WatchError> {
         let text = read_policy(policy_path).map_err(|source| berth_policy::PolicyError::Read {
             file: policy_path.display().to_string(),
             source,
@@ -82,6 +101,7 @@ impl Reloader {
         let scheduler = scheduler_with_plugins(&policy, config, &*host)?;
         let shared = Arc::new(Shared {
             host: host.clone(),
+            check,
             policy_path: policy_path.to_path_buf(),
             config,
             policy_hash: Mutex::new(content_hash(text.as_bytes())),
@@ -135,6 +155,12 @@ impl Reloader {
     /// A scheduler for a changed policy, once per change; the caller swaps it in between
     /// cycles. None when the policy has not changed since the last call.
     pub fn take_scheduler(&self) -> Option<Scheduler> {
+        self.take_update().map(|(scheduler, _)| scheduler)
+    }
+
+    /// [`Reloader::take_scheduler`] with the policy that scheduler was built from (for what
+    /// the caller sets up beside it, such as extenders), taken together so they match.
+    pub fn take_update(&self) -> Option<(Scheduler, EffectivePolicy)> {
         lock(&self.shared.pending).take()
     }
 
@@ -181,7 +207,8 @@ impl Shared {
             Ok(true) => status.policy_reloads += 1,
             Ok(false) => {}
             Err(e) => {
-                tracing::warn!("policy reload failed, keeping the running policy: {e}");
+                // An error, not a warning: the operator's change is not in effect.
+                tracing::error!("policy reload failed, keeping the running policy: {e}");
                 status.policy_failures += 1;
                 status.last_error = Some(e);
                 return;
@@ -213,6 +240,9 @@ impl Shared {
         }
         let built = read.and_then(|text| {
             let policy = berth_policy::parse(&text, &file).map_err(|e| e.to_string())?;
+            if let Some(check) = &self.check {
+                check(&policy).map_err(|e| format!("{file}: {e}"))?;
+            }
             let scheduler = scheduler_with_plugins(&policy, self.config, &*self.host)
                 .map_err(|e| e.to_string())?;
             Ok((policy, scheduler))
@@ -224,7 +254,7 @@ impl Shared {
                 return Err(e);
             }
         };
-        *lock(&self.pending) = Some(scheduler);
+        *lock(&self.pending) = Some((scheduler, policy.clone()));
         *lock(&self.policy) = policy;
         *lock(&self.policy_hash) = hash;
         *lock(&self.policy_rejected) = None;

@@ -269,3 +269,45 @@ fn rejected_versions_are_counted_once() {
         "{status:?}"
     );
 }
+
+/// A policy that parses and builds but fails the caller's check is rejected like a broken
+/// one, once per version, with the check's words; one that passes is handed over.
+#[test]
+fn a_policy_failing_the_callers_check_is_rejected() {
+    let plugins = Plugins::new(&[("modes", fixture("modes"))]);
+    let policy_path = plugins.dir.path().join("policy.json");
+    std::fs::write(&policy_path, POLICY).expect("policy");
+    let check: berth_wasm::PolicyCheck = Box::new(|policy| {
+        if policy.priorities.is_empty() {
+            Err("no priorities: not for this caller".into())
+        } else {
+            Ok(())
+        }
+    });
+    let (reloader, _sched) = Reloader::start_checked(
+        plugins.host.clone(),
+        &policy_path,
+        CycleConfig::default(),
+        Duration::from_secs(3600),
+        Some(check),
+    )
+    .expect("reloader");
+    let no_priorities = br#"{"predicates": [{"name": "PodFitsResources"}], "priorities": []}"#;
+    std::fs::write(&policy_path, no_priorities).expect("write");
+    reloader.rescan();
+    reloader.rescan();
+    let status = reloader.status();
+    assert_eq!((status.policy_failures, status.policy_reloads), (1, 0));
+    let expected = format!(
+        "{}: no priorities: not for this caller",
+        policy_path.display()
+    );
+    assert_eq!(status.last_error.as_deref(), Some(expected.as_str()));
+    assert!(reloader.take_scheduler().is_none());
+    assert_eq!(reloader.policy().priorities.len(), 1, "the running policy");
+
+    std::fs::write(&policy_path, POLICY.replace("GpuFit", "GpuFit2")).expect("write");
+    reloader.rescan();
+    assert_eq!(reloader.status().policy_reloads, 1);
+    assert!(reloader.take_scheduler().is_some());
+}

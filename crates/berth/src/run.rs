@@ -11,7 +11,7 @@ use berth_daemon::leader::LeaseSettings;
 use berth_daemon::metrics::ReloadCounts;
 use berth_daemon::{DaemonConfig, Reloading, termination_signal};
 use berth_engine::CycleConfig;
-use berth_wasm::{PluginHost, Reloader, Runtime};
+use berth_wasm::{PluginHost, PolicyCheck, Reloader, Runtime};
 use clap::ValueEnum;
 
 use crate::{goduration, plugins};
@@ -153,22 +153,24 @@ pub fn run(args: &Args) -> Result<()> {
         tracing::info!("plugin memory budget: {} MiB", bytes >> 20);
     }
     let host = Arc::new(PluginHost::new(Runtime::new()?, &dir).with_memory_budget(budget));
-    let (reloader, scheduler) = Reloader::start(host, &args.policy, config, RELOAD_DEBOUNCE)
-        .with_context(|| format!("policy {}", args.policy.display()))?;
+    // A reloaded policy whose extenders cannot be set up (a bad URL, unreadable or invalid
+    // TLS material) is refused whole, like one that does not parse: the running policy and
+    // its extenders stay.
+    let check: PolicyCheck = Box::new(|policy| {
+        berth_extender::check_extenders(&policy.extenders)
+            .map_err(|e| format!("its extenders cannot be set up: {e}"))
+    });
+    let (reloader, scheduler) =
+        Reloader::start_checked(host, &args.policy, config, RELOAD_DEBOUNCE, Some(check))
+            .with_context(|| format!("policy {}", args.policy.display()))?;
     let reloader = Arc::new(reloader);
     let reloading = Reloading {
         updates: {
             let reloader = reloader.clone();
-            let extenders = policy.extenders.clone();
             Box::new(move || {
-                let next = reloader.take_scheduler()?;
-                if reloader.policy().extenders != extenders {
-                    tracing::warn!(
-                        "the reloaded policy changes its extenders; berth run keeps calling the \
-                         ones it started with until it is restarted"
-                    );
-                }
-                Some(next)
+                reloader
+                    .take_update()
+                    .map(|(scheduler, policy)| (scheduler, policy.extenders))
             })
         },
         status: {

@@ -1243,3 +1243,137 @@ async fn soak_rss_plateaus_under_label_churn() {
     })
     .await;
 }
+
+/// A policy reload swaps the extenders without a restart: a new extender (sent whole nodes,
+/// which the first one did not need, so the node watch relists to keep them) replaces the
+/// old; a reload whose extender cannot be set up is refused and the running ones stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_policy_swaps_its_extenders_and_a_bad_one_is_refused() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(240), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        for name in ["e1", "e2"] {
+            let mut n = node_template(name, "4", "8Gi", 110);
+            n.metadata.name = Some(name.into());
+            env.cluster.create_nodes_with(1, |_| n.clone()).await?;
+        }
+        let first = ExtenderServer::start(BERTH_LIFETIME)?;
+        first.configure(|b| {
+            b.refuse.insert("e1".into(), "e1 is reserved".into());
+        });
+        let second = ExtenderServer::start(BERTH_LIFETIME)?;
+        second.configure(|b| {
+            b.refuse.insert("e2".into(), "e2 is reserved".into());
+        });
+        let policy = |extender: serde_json::Value| {
+            json!({"kind": "Policy", "apiVersion": "v1",
+                "predicates": [{"name": "PodFitsResources"}],
+                "priorities": [{"name": "LeastRequestedPriority", "weight": 1}],
+                "extenders": [extender]})
+            .to_string()
+        };
+        let path = env.cluster.dir().join("reload-policy.json");
+        // Whole, by a rename, so the reloader never reads half a file.
+        let write = |text: String| {
+            let next = path.with_extension("next");
+            std::fs::write(&next, text)?;
+            std::fs::rename(&next, &path)
+        };
+        write(policy(
+            json!({"urlPrefix": first.url_prefix(), "filterVerb": "filter",
+                "nodeCacheCapable": true}),
+        ))?;
+        let mut berth = env.berth("solo", &["--policy", &path.display().to_string()])?;
+        berth.wait_ready().await?;
+        let placed = |name: &'static str| {
+            let env = &env;
+            async move {
+                env.create_pods(vec![pod(name, "berth", "100m", json!({}))])
+                    .await?;
+                let bound = env.wait_bound(name, 1, Duration::from_secs(60)).await?;
+                Ok::<_, anyhow::Error>(node_name(&bound[0]).map(String::from))
+            }
+        };
+        assert_eq!(placed("r1").await?.as_deref(), Some("e2"));
+        let reloads = |berth: &Berth| berth.log().matches("policy reloaded").count();
+
+        write(policy(
+            json!({"urlPrefix": second.url_prefix(), "filterVerb": "filter"}),
+        ))?;
+        eventually("the policy reloaded", Duration::from_secs(30), || async {
+            Ok((reloads(&berth) >= 1).then_some(()))
+        })
+        .await?;
+        assert_eq!(
+            placed("r2").await?.as_deref(),
+            Some("e1"),
+            "{}",
+            berth.log()
+        );
+        assert!(
+            berth
+                .log()
+                .contains("the reloaded policy's extenders are now called")
+        );
+        let asked = |server: &ExtenderServer, pod: &str| {
+            server
+                .calls()
+                .iter()
+                .filter(|c| c.verb == "filter" && c.body["Pod"]["metadata"]["name"] == pod)
+                .count()
+        };
+        assert_eq!((asked(&first, "r2"), asked(&second, "r2") >= 1), (0, true));
+        // The new extender is not node-cache capable: it got whole nodes.
+        let call = second
+            .calls()
+            .into_iter()
+            .rfind(|c| c.verb == "filter")
+            .unwrap();
+        assert_eq!(
+            call.body["Nodes"]["items"][0]["status"]["allocatable"]["cpu"],
+            "4"
+        );
+
+        // An extender whose CA file does not exist cannot be set up: refused, and the
+        // running extender keeps steering.
+        write(policy(
+            json!({"urlPrefix": "https://127.0.0.1:1/x", "filterVerb": "filter",
+                "tlsConfig": {"caFile": "/nonexistent/ca.crt"}}),
+        ))?;
+        let refusal = format!(
+            "policy reload failed, keeping the running policy: {}: its \
+             extenders cannot be set up: extender \"https://127.0.0.1:1/x\": tlsConfig.caFile \
+             \"/nonexistent/ca.crt\" cannot be read",
+            path.display()
+        );
+        let line = eventually(
+            "the bad policy refused",
+            Duration::from_secs(30),
+            || async {
+                Ok(berth
+                    .log()
+                    .lines()
+                    .find(|l| l.contains(&refusal))
+                    .map(String::from))
+            },
+        )
+        .await?;
+        assert!(line.contains("ERROR"), "{line}");
+        assert_eq!(
+            placed("r3").await?.as_deref(),
+            Some("e1"),
+            "{}",
+            berth.log()
+        );
+        assert_eq!((reloads(&berth), asked(&second, "r3")), (1, 1));
+        // The metrics count it as a rejected reload.
+        let (_, metrics) = berth.get("/metrics")?;
+        assert!(
+            metrics.contains(r#"berth_reloads{object="policy",result="rejected"} 1"#),
+            "{metrics}"
+        );
+        berth.terminate()?;
+        Ok(())
+    })
+    .await;
+}

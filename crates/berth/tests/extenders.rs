@@ -309,6 +309,69 @@ fn simulate_asks_preempt_extenders_which_victims_go() {
     assert_eq!(server.count("preempt"), calls);
 }
 
+/// Upstream calls an extender once per pod per verb in a cycle, with all the nodes in the
+/// one call; so does Berth. Twelve 4-CPU nodes each run a 2-CPU pod of priority 1. Three
+/// 1-CPU pods of priority 200 go first and fit anywhere: one filter and one prioritize call
+/// each, with the twelve nodes. Then a 4-CPU pod of priority 100 fits nowhere and preempts:
+/// one preempt call with every candidate (the nine nodes without a priority-200 pod), then
+/// one filter call in the cycle after its victim is gone. Bind is `berth run`'s: the
+/// end-to-end test counts one bind call per pod.
+#[test]
+fn each_verb_is_called_once_per_pod_never_per_node() {
+    let mut cluster = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for i in 0..12 {
+        cluster.push_str(&format!(
+            "- {{apiVersion: v1, kind: Node, metadata: {{name: n{i}}}, status: {{allocatable: \
+             {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}}}}}\n\
+             - {{apiVersion: v1, kind: Pod, metadata: {{name: run{i}, namespace: default, uid: \
+             u-run{i}}}, spec: {{nodeName: n{i}, priority: 1, containers: [{{name: c, image: i, \
+             resources: {{requests: {{cpu: \"2\"}}}}}}]}}}}\n"
+        ));
+    }
+    for (name, cpu, priority) in [
+        ("p1", 1, 200),
+        ("p2", 1, 200),
+        ("p3", 1, 200),
+        ("big", 4, 100),
+    ] {
+        cluster.push_str(&format!(
+            "- {{apiVersion: v1, kind: Pod, metadata: {{name: {name}, namespace: default, uid: \
+             u-{name}}}, spec: {{priority: {priority}, containers: [{{name: c, image: i, \
+             resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]}}}}\n"
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = ExtenderServer::start(LIFETIME).unwrap();
+    let extender = json!({"urlPrefix": server.url_prefix(), "filterVerb": "filter",
+        "prioritizeVerb": "prioritize", "weight": 1, "preemptVerb": "preempt",
+        "nodeCacheCapable": true});
+    let out = berth_on(dir.path(), &["simulate"], &policy(vec![extender]), &cluster);
+    let placed = lines(&out);
+    assert!(placed.iter().all(|p| p["node"].is_string()), "{placed:?}");
+    let calls = server.calls();
+    // (verb, pod) -> the number of nodes in each call.
+    let sizes = |verb: &str, pod: &str| -> Vec<usize> {
+        calls
+            .iter()
+            .filter(|c| c.verb == verb && c.body["Pod"]["metadata"]["name"] == pod)
+            .map(|c| match verb {
+                "preempt" => c.body["NodeNameToMetaVictims"]
+                    .as_object()
+                    .map_or(0, |m| m.len()),
+                _ => c.body["NodeNames"].as_array().map_or(0, Vec::len),
+            })
+            .collect()
+    };
+    for pod in ["p1", "p2", "p3"] {
+        assert_eq!(sizes("filter", pod), [12], "{pod}");
+        assert_eq!(sizes("prioritize", pod), [12], "{pod}");
+        assert!(sizes("preempt", pod).is_empty(), "{pod}");
+    }
+    assert_eq!(sizes("preempt", "big"), [9]);
+    assert_eq!(sizes("filter", "big"), [1]);
+    assert_eq!(calls.len(), 3 * 2 + 2);
+}
+
 #[test]
 fn check_warns_only_about_what_berth_does_not_do() {
     let dir = tempfile::tempdir().unwrap();
