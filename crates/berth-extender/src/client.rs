@@ -89,6 +89,9 @@ type HttpsClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 pub struct HttpExtender {
     config: Extender,
     client: HttpsClient,
+    /// Whether the urlPrefix is https, and where the TLS material came from: to explain
+    /// a failed connection.
+    tls: Arc<(bool, tls::TlsSources)>,
     runtime: Handle,
     observer: Option<Observer>,
 }
@@ -104,7 +107,8 @@ impl std::fmt::Debug for HttpExtender {
 impl HttpExtender {
     /// Sets up the client of one Policy extender; its calls run on `runtime`.
     pub fn new(config: &Extender, runtime: Handle) -> Result<Self, ConfigError> {
-        let connector = connector(config)?;
+        let (connector, sources) = connector(config)?;
+        let https = config.url_prefix.starts_with("https://");
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
             .pool_timer(hyper_util::rt::TokioTimer::new())
@@ -113,6 +117,7 @@ impl HttpExtender {
         Ok(HttpExtender {
             config: config.clone(),
             client,
+            tls: Arc::new((https, sources)),
             runtime,
             observer: None,
         })
@@ -356,6 +361,7 @@ impl HttpExtender {
         let (tx, rx) = mpsc::sync_channel(1);
         let exchange = Exchange {
             client: self.client.clone(),
+            tls: self.tls.clone(),
             url: self.url(verb),
             verb: verb.to_string(),
             limit: ANSWER_SLACK.saturating_add(body.len().saturating_mul(2)),
@@ -387,7 +393,9 @@ pub fn check(config: &Extender) -> Result<(), ConfigError> {
 }
 
 /// The connector of `config`: its URL checked, its TLS set up as its `tlsConfig` says.
-fn connector(config: &Extender) -> Result<HttpsConnector<HttpConnector>, ConfigError> {
+fn connector(
+    config: &Extender,
+) -> Result<(HttpsConnector<HttpConnector>, tls::TlsSources), ConfigError> {
     let url = &config.url_prefix;
     let uri: Uri = url
         .parse()
@@ -404,14 +412,14 @@ fn connector(config: &Extender) -> Result<HttpsConnector<HttpConnector>, ConfigE
             });
         }
     }
-    let tls_config = tls::client_config(config)?;
+    let (tls_config, sources) = tls::client_config(config)?;
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
     let builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls_config)
         .https_or_http();
-    Ok(match tls::server_name(config.tls_config.as_ref()) {
+    let connector = match tls::server_name(config.tls_config.as_ref()) {
         Some(name) => {
             let name = ServerName::try_from(name.clone()).map_err(|e| ConfigError::Tls {
                 url: url.clone(),
@@ -423,7 +431,8 @@ fn connector(config: &Extender) -> Result<HttpsConnector<HttpConnector>, ConfigE
                 .wrap_connector(http)
         }
         None => builder.enable_http1().wrap_connector(http),
-    })
+    };
+    Ok((connector, sources))
 }
 
 /// A call under way.
@@ -448,6 +457,7 @@ impl Pending {
 /// Everything one call needs, moved onto the runtime.
 struct Exchange {
     client: HttpsClient,
+    tls: Arc<(bool, tls::TlsSources)>,
     url: String,
     verb: String,
     body: Bytes,
@@ -465,9 +475,17 @@ impl Exchange {
     }
 
     async fn exchange(self) -> Result<Bytes, CallError> {
-        let transport = |e: &dyn std::error::Error| CallError::Transport {
-            url: self.url.clone(),
-            cause: chain(e),
+        let transport = |e: &(dyn std::error::Error + 'static)| {
+            let (https, sources) = &*self.tls;
+            let mut cause = chain(e);
+            if let Some(fix) = tls::explain(e, *https, sources) {
+                cause.push_str(": ");
+                cause.push_str(&fix);
+            }
+            CallError::Transport {
+                url: self.url.clone(),
+                cause,
+            }
         };
         let request = Request::post(&self.url)
             .header(CONTENT_TYPE, "application/json")

@@ -427,3 +427,173 @@ fn bad_preempt_answers_are_named_errors() {
         "{error}"
     );
 }
+
+/// Each TLS mistake is a transport error within httpTimeout that names the extender's URL,
+/// what went wrong and what to change. Servers on 127.0.0.1 only, each bounded by LIFETIME.
+#[test]
+fn tls_mistakes_are_named_with_what_to_fix() {
+    let f = Fixture::new();
+    let (ours, theirs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let certs = TestCertificates::generate(ours.path()).unwrap();
+    let other = TestCertificates::generate(theirs.path()).unwrap();
+    let ca_file = ours.path().join("ca.crt").display().to_string();
+    let timeout = Duration::from_secs(2);
+    // Calls `e`'s filter and checks the error's URL, and that it came within httpTimeout.
+    let fails = |e: &HttpExtender| {
+        let started = Instant::now();
+        let error = filter(e, &["n1"]).expect_err("a TLS mistake");
+        assert!(
+            started.elapsed() < timeout + Duration::from_secs(1),
+            "{error}"
+        );
+        assert!(
+            matches!(&error, CallError::Transport { url, .. } if *url == e.url("filter")),
+            "{error:?}"
+        );
+        error.to_string()
+    };
+    let with = |url: String, tls: Value| {
+        f.extender(json!({"urlPrefix": url, "nodeCacheCapable": true,
+            "httpTimeout": timeout.as_nanos() as u64, "tlsConfig": tls}))
+    };
+
+    // A server whose certificate another CA signed than the one configured.
+    let foreign = ExtenderServer::start_tls(other.server.clone(), LIFETIME).unwrap();
+    let error = fails(&with(foreign.url_prefix(), json!({"caFile": ca_file})));
+    assert!(
+        error.contains(&format!(
+            "the extender's certificate is not signed by the configured CA \
+             (tlsConfig.caFile={ca_file:?})"
+        )),
+        "{error}"
+    );
+    // No CA configured: the system's roots do not know the test CA either.
+    let error = fails(&with(foreign.url_prefix(), json!({})));
+    assert!(
+        error.contains("not signed by a CA this machine trusts")
+            && error.contains("set tlsConfig.caFile or caData"),
+        "{error}"
+    );
+
+    // A plain HTTP server behind an https:// urlPrefix.
+    let plain = ExtenderServer::start(LIFETIME).unwrap();
+    let https_to_plain = plain.url_prefix().replacen("http://", "https://", 1);
+    let error = fails(
+        &f.extender(json!({"urlPrefix": https_to_plain, "enableHTTPS": true,
+        "nodeCacheCapable": true, "httpTimeout": timeout.as_nanos() as u64})),
+    );
+    assert!(
+        error.contains("the extender does not speak TLS")
+            && error.contains("urlPrefix must start with http://"),
+        "{error}"
+    );
+
+    // An HTTPS server behind an http:// urlPrefix.
+    let secure = ExtenderServer::start_tls(certs.server.clone(), LIFETIME).unwrap();
+    let http_to_tls = secure.url_prefix().replacen("https://", "http://", 1);
+    let error = fails(&with(http_to_tls, json!({})));
+    assert!(
+        error.contains("did not answer in HTTP")
+            && error.contains("urlPrefix must start with https://"),
+        "{error}"
+    );
+
+    // A server that requires a client certificate: none configured, or one it does not trust.
+    let mut strict_tls = certs.server.clone();
+    strict_tls.client_ca_pem = Some(certs.ca_pem.clone());
+    let strict = ExtenderServer::start_tls(strict_tls, LIFETIME).unwrap();
+    let error = fails(&with(strict.url_prefix(), json!({"caFile": ca_file})));
+    assert!(
+        error.contains("the extender requires a client certificate")
+            && error.contains("set tlsConfig.certFile and keyFile"),
+        "{error}"
+    );
+    let other_cert = theirs.path().join("client.crt").display().to_string();
+    let other_key = theirs.path().join("client.key").display().to_string();
+    let error = fails(&with(
+        strict.url_prefix(),
+        json!({"caFile": ca_file, "certFile": other_cert, "keyFile": other_key}),
+    ));
+    assert!(
+        error.contains(&format!(
+            "the extender refused the client certificate (tlsConfig.certFile={other_cert:?})"
+        )),
+        "{error}"
+    );
+    assert_eq!(strict.calls().len(), 0);
+}
+
+/// Unreadable or garbage CA, certificate and key files are refused when the policy is
+/// loaded, each naming the field, the file and what it should hold.
+#[test]
+fn bad_tls_files_are_refused_at_load() {
+    let f = Fixture::new();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = TestCertificates::generate(dir.path()).unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path.display().to_string()
+    };
+    let garbage = file("garbage.pem", b"this is not PEM\n");
+    let key = dir.path().join("client.key").display().to_string();
+    let cert = dir.path().join("client.crt").display().to_string();
+    let ca = dir.path().join("ca.crt").display().to_string();
+    let unreadable = dir.path().display().to_string();
+    let error = |tls: Value| {
+        let policy = json!({"extenders": [{"urlPrefix": "https://127.0.0.1:1/x",
+            "filterVerb": "filter", "tlsConfig": tls}]});
+        let policy = berth_policy::parse(&policy.to_string(), "p.json").unwrap();
+        let error = HttpExtender::new(&policy.extenders[0], f.runtime.handle().clone())
+            .expect_err("bad TLS material");
+        let text = error.to_string();
+        assert!(
+            text.starts_with("extender \"https://127.0.0.1:1/x\": tlsConfig"),
+            "{text}"
+        );
+        text
+    };
+    let cases = [
+        (
+            json!({"caFile": "/nonexistent/ca.crt"}),
+            "tlsConfig.caFile \"/nonexistent/ca.crt\" cannot be read".to_string(),
+        ),
+        (
+            json!({"caFile": unreadable}),
+            format!("tlsConfig.caFile {unreadable:?} cannot be read"),
+        ),
+        (
+            json!({"caFile": garbage}),
+            format!(
+                "tlsConfig.caFile={garbage:?} holds no PEM certificate (expected \
+                 \"-----BEGIN CERTIFICATE-----\")"
+            ),
+        ),
+        (
+            json!({"caFile": ca, "certFile": garbage, "keyFile": key}),
+            format!(
+                "tlsConfig.certFile={garbage:?} holds no PEM certificate (expected \
+                 \"-----BEGIN CERTIFICATE-----\")"
+            ),
+        ),
+        (
+            json!({"caFile": ca, "certFile": cert, "keyFile": garbage}),
+            format!("tlsConfig.keyFile={garbage:?} holds no PEM private key"),
+        ),
+        (
+            json!({"caFile": ca, "certFile": cert, "keyFile": "/nonexistent/client.key"}),
+            "tlsConfig.keyFile \"/nonexistent/client.key\" cannot be read".to_string(),
+        ),
+        (
+            // The key of another certificate.
+            json!({"caFile": ca, "certFile": cert,
+                   "keyFile": dir.path().join("server.key").display().to_string()}),
+            format!("tlsConfig.certFile={cert:?} and its key do not match"),
+        ),
+    ];
+    for (tls, expected) in cases {
+        let text = error(tls.clone());
+        assert!(text.contains(&expected), "{tls}: {text}");
+    }
+    drop(certs);
+}
