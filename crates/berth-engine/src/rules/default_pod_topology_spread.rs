@@ -49,19 +49,23 @@ impl NodeScore for Score<'_> {
 
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let keys = &self.cluster.keys;
-        let zones: Vec<Option<Sym>> = nodes
-            .iter()
-            .map(|id| self.cluster.node(*id).labels.get(keys.zone))
-            .collect();
+        // The dense label columns, so no node is touched (None: no node has the key).
+        let (zone_column, host_column) = (
+            self.cluster.label_column(keys.zone),
+            self.cluster.label_column(keys.hostname),
+        );
+        let at = |column: Option<&[Option<Sym>]>, id: NodeId| {
+            column.and_then(|c| c.get(id.0 as usize).copied().flatten())
+        };
+        let zones: Vec<Option<Sym>> = nodes.iter().map(|id| at(zone_column, *id)).collect();
         let mut domains: Vec<Option<Sym>> = zones.clone();
         domains.sort_unstable();
         domains.dedup();
         let host_weight = ((nodes.len() + 2) as f64).ln();
         let zone_weight = ((domains.len() + 2) as f64).ln();
         for ((id, zone), s) in nodes.iter().zip(&zones).zip(scores.iter_mut()) {
-            let node = self.cluster.node(*id);
             let mut raw = 0f64;
-            if node.labels.has(keys.hostname) {
+            if at(host_column, *id).is_some() {
                 let count = self.per_node[id.0 as usize];
                 raw += f64::from(count) * host_weight + (HOSTNAME_MAX_SKEW - 1) as f64;
             }
@@ -94,13 +98,23 @@ impl ScoreRule for DefaultPodTopologySpread {
             return ScorePrep::Constant(MAX_NODE_SCORE);
         }
         let (per_node, _) = count_per_node(cluster, pod.namespace, &selectors);
+        // Only nodes running matching pods add to a zone: walk the dense counts and the zone
+        // column instead of every node.
         let mut per_zone: FxHashMap<Sym, i64> = FxHashMap::default();
-        for id in cluster.node_order() {
-            let node = cluster.node(*id);
-            if let Some(zone) = node.labels.get(cluster.keys.zone)
-                && matches_required_node_affinity(cluster, pod, node)
-            {
-                *per_zone.entry(zone).or_insert(0) += i64::from(per_node[id.0 as usize]);
+        if let Some(zones) = cluster.label_column(cluster.keys.zone) {
+            for (slot, count) in per_node.iter().enumerate() {
+                if *count == 0 {
+                    continue;
+                }
+                if let Some(Some(zone)) = zones.get(slot)
+                    && matches_required_node_affinity(
+                        cluster,
+                        pod,
+                        cluster.node(NodeId(slot as u32)),
+                    )
+                {
+                    *per_zone.entry(*zone).or_insert(0) += i64::from(*count);
+                }
             }
         }
         ScorePrep::PerNode(Box::new(Score {
