@@ -671,6 +671,31 @@ mod tests {
         (outcome, candidates)
     }
 
+    /// A disk clash is one preemption can clear, as upstream's VolumeRestrictions filter reads
+    /// the node copy's pods: the lower-priority pod mounting the same EBS volume is the
+    /// victim; the node whose clashing pod outranks the preemptor is no candidate.
+    #[test]
+    fn a_clashing_disk_of_a_lower_priority_pod_is_preempted() {
+        const POLICY: &str = r#"{"predicates":[{"name":"PodFitsResources"},
+            {"name":"NoDiskConflict"}],"priorities":[]}"#;
+        let ebs = || model::VolumeSource::AwsElasticBlockStore {
+            volume_id: "vol-1".into(),
+        };
+        let (outcome, found) = run_with(
+            POLICY,
+            vec![node("n1").build(), node("n2").build()],
+            vec![
+                pod("low").on("n1").priority(0).volume("d", ebs()).build(),
+                pod("other").on("n1").priority(0).build(),
+                pod("high").on("n2").priority(200).volume("d", ebs()).build(),
+            ],
+            &[],
+            pod("p").priority(100).volume("d", ebs()).build(),
+        );
+        assert_eq!(outcome, Ok(("n1".into(), vec!["low".into()])));
+        assert_eq!(found, vec![("n1".into(), vec!["low".into()], true)]);
+    }
+
     /// Dry-run answers reused across equal pods change nothing: a scheduler that keeps them
     /// and one that forgets them before every attempt decide and explain alike, through
     /// random pod arrivals and removals, node updates, budgets and nominations, with and

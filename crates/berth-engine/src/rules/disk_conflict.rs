@@ -12,8 +12,10 @@
 //! not modelled.
 
 use crate::cluster::{NodeId, NodeInfo};
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CountChanges, CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::labels::Sym;
 use crate::model::VolumeSource;
+use crate::podinfo::PodInfo;
 
 /// The pod would share a disk it cannot share.
 pub const REASON: &str = "node(s) had no available disk";
@@ -34,44 +36,97 @@ impl FilterRule for NoDiskConflict {
         if disks.is_empty() {
             return FilterPrep::Skip;
         }
-        // Few pods mount disks: finding the nodes that hold a clashing one is cheaper once
-        // per pod than per node.
+        // Few pods mount disks: counting the clashing pods per node is cheaper once per pod
+        // than per node.
         let cluster = ctx.cluster;
-        let mut blocked: Vec<NodeId> = cluster
+        let check = DiskCheck {
+            disks,
+            clashing: Vec::new(),
+            key: cluster.keys.hostname,
+        };
+        let mut clashing: Vec<NodeId> = cluster
             .pods_with_volumes()
             .iter()
             .map(|id| cluster.pod(*id))
-            .filter_map(|p| {
-                let clash = p
-                    .pod
-                    .volumes
-                    .iter()
-                    .any(|existing| disks.iter().any(|d| conflicts(d, &existing.source)));
-                clash.then_some(p.node).flatten()
-            })
+            .filter(|p| check.clashes(p))
+            .filter_map(|p| p.node)
             .collect();
-        if blocked.is_empty() {
+        // Nominated pods added to a node are counted through `count_pod`, so the check stays
+        // when some pod is nominated even if nothing placed clashes.
+        if clashing.is_empty() && !ctx.nominated {
             return FilterPrep::Skip;
         }
-        blocked.sort_unstable();
-        blocked.dedup();
-        FilterPrep::Check(Box::new(DiskCheck { blocked }))
+        clashing.sort_unstable();
+        let mut counted: Vec<(NodeId, i64)> = Vec::new();
+        for id in clashing {
+            match counted.last_mut() {
+                Some((last, n)) if *last == id => *n += 1,
+                _ => counted.push((id, 1)),
+            }
+        }
+        FilterPrep::Check(Box::new(DiskCheck {
+            clashing: counted,
+            ..check
+        }))
     }
 }
 
-/// The prepared check: the nodes holding a clashing disk, sorted.
-struct DiskCheck {
-    blocked: Vec<NodeId>,
+/// The prepared check: per node holding a clashing disk, how many pods there clash (sorted
+/// by node). A copy of a node with pods removed or added (preemption's victims, nominated
+/// pods) adjusts that count, as upstream's filter reads the copy's pods.
+struct DiskCheck<'a> {
+    disks: Vec<&'a VolumeSource>,
+    clashing: Vec<(NodeId, i64)>,
+    /// The key the copy's count change is recorded under (any fixed symbol does).
+    key: Sym,
 }
 
-impl NodeCheck for DiskCheck {
-    #[inline]
-    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        if self.blocked.binary_search(&node.id).is_ok() {
+impl DiskCheck<'_> {
+    /// Whether `other` mounts a disk the pod cannot share with it.
+    fn clashes(&self, other: &PodInfo) -> bool {
+        other
+            .pod
+            .volumes
+            .iter()
+            .any(|existing| self.disks.iter().any(|d| conflicts(d, &existing.source)))
+    }
+
+    /// Clashing pods on the cluster's `node`.
+    fn count(&self, node: NodeId) -> i64 {
+        self.clashing
+            .binary_search_by_key(&node, |(id, _)| *id)
+            .map_or(0, |i| self.clashing[i].1)
+    }
+
+    fn verdict(count: i64, reasons: &mut Vec<Reason>) -> bool {
+        if count > 0 {
             reasons.push(REASON.into());
             return false;
         }
         true
+    }
+}
+
+impl NodeCheck for DiskCheck<'_> {
+    #[inline]
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        Self::verdict(self.count(node.id), reasons)
+    }
+
+    fn count_pod(&self, changes: &mut CountChanges, other: &PodInfo, _node: &NodeInfo, delta: i64) {
+        if self.clashes(other) {
+            changes.add(0, self.key, self.key, delta);
+        }
+    }
+
+    fn check_changed(
+        &self,
+        node: &NodeInfo,
+        changes: &CountChanges,
+        reasons: &mut Vec<Reason>,
+    ) -> bool {
+        let count = self.count(node.id) + changes.get(0, self.key, self.key);
+        Self::verdict(count, reasons)
     }
 }
 
