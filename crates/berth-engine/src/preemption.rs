@@ -687,7 +687,11 @@ mod tests {
             vec![
                 pod("low").on("n1").priority(0).volume("d", ebs()).build(),
                 pod("other").on("n1").priority(0).build(),
-                pod("high").on("n2").priority(200).volume("d", ebs()).build(),
+                pod("high")
+                    .on("n2")
+                    .priority(200)
+                    .volume("d", ebs())
+                    .build(),
             ],
             &[],
             pod("p").priority(100).volume("d", ebs()).build(),
