@@ -10,6 +10,11 @@ echo "== cargo fmt"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== unused dependencies (cargo-machete)"
+if [[ "$(cargo machete --version 2>/dev/null)" != *"0.9.2"* ]]; then
+  cargo install cargo-machete --version 0.9.2 --locked --quiet
+fi
+cargo machete
 echo "== control plane (etcd, kube-apiserver, kwok and the reference kube-scheduler v1.22.17 from Go modules; cached after the first build)"
 BERTH_CONTROL_PLANE_BIN="$(bash scripts/control-plane.sh --with-reference-scheduler)"
 export BERTH_CONTROL_PLANE_BIN

@@ -20,7 +20,7 @@ use wasmtime::{ExternType, InstancePre, Module, Store, Trap, TypedFunc, ValType}
 use crate::abi::{self, Normalize};
 use crate::error::LoadError;
 use crate::host::{CallCtx, CycleShared, HostState, with_call};
-use crate::runtime::{EPOCH_TICK, Runtime, content_hash};
+use crate::runtime::{ContentHash, EPOCH_TICK, Runtime, content_hash, error_hash};
 
 /// Below this many nodes one guest call covers them all.
 const PARALLEL_THRESHOLD: usize = 512;
@@ -100,7 +100,7 @@ struct Instance {
 /// One version of a plugin's module, with its idle instances.
 pub(crate) struct Code {
     pre: InstancePre<HostState>,
-    hash: u64,
+    hash: ContentHash,
     normalize: Normalize,
     /// 1 for the first version loaded, +1 per swap.
     version: u64,
@@ -131,7 +131,7 @@ pub struct Plugin {
     code: ArcSwap<Code>,
     /// A fingerprint of the last file contents (or read error) that failed to load, so an
     /// unchanged broken file is neither rebuilt nor counted again on every rescan.
-    rejected: Mutex<Option<u64>>,
+    rejected: Mutex<Option<ContentHash>>,
     stats: PluginStats,
 }
 
@@ -281,7 +281,7 @@ impl Plugin {
         let fingerprint = match &read {
             Ok(bytes) => content_hash(bytes),
             // A read error's text stands for the "version" of a missing or unreadable file.
-            Err(e) => content_hash(e.to_string().as_bytes()) ^ 1,
+            Err(e) => error_hash(&e.to_string()),
         };
         let mut rejected = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
         if *rejected == Some(fingerprint) {

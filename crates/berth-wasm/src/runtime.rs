@@ -6,6 +6,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
 use wasmtime::{Config, Engine, Linker, Module};
 
 use crate::error::LoadError;
@@ -22,7 +23,7 @@ const MAX_WASM_STACK: usize = 512 * 1024;
 const MODULE_CACHE_SIZE: usize = 16;
 
 /// A compiled module with its content hash and bytes (compared on a hash match).
-type CachedModule = (u64, Arc<[u8]>, Module);
+type CachedModule = (ContentHash, Arc<[u8]>, Module);
 
 /// What the ticker and the calls share.
 #[derive(Default)]
@@ -155,7 +156,7 @@ impl Runtime {
     }
 
     /// Compiles a binary module, reusing an identical earlier compilation.
-    pub(crate) fn compile(&self, bytes: &[u8], hash: u64) -> Result<Module, String> {
+    pub(crate) fn compile(&self, bytes: &[u8], hash: ContentHash) -> Result<Module, String> {
         let cached = |cache: &Vec<CachedModule>| {
             cache
                 .iter()
@@ -176,12 +177,21 @@ impl Runtime {
     }
 }
 
-/// A content hash of a module file, to skip reloads of unchanged files (FNV-1a, 64 bits).
-pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+/// A SHA-256 digest of a file's contents.
+pub(crate) type ContentHash = [u8; 32];
+
+/// The digest of a module or policy file, to skip reloads of unchanged files. A
+/// cryptographic digest, so that no plugin author can make a changed module pass for the
+/// running one.
+pub(crate) fn content_hash(bytes: &[u8]) -> ContentHash {
+    Sha256::digest(bytes).into()
+}
+
+/// The digest standing for a file that could not be read, from the error's text: the same
+/// error found again is the same "version", and it never equals a readable file's digest.
+pub(crate) fn error_hash(error: &str) -> ContentHash {
+    let mut digest = Sha256::new();
+    digest.update(b"unreadable\0");
+    digest.update(error.as_bytes());
+    digest.finalize().into()
 }

@@ -22,7 +22,7 @@ use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, ne
 use crate::error::WatchError;
 use crate::factory::PluginHost;
 use crate::plugin::Reloaded;
-use crate::runtime::content_hash;
+use crate::runtime::{ContentHash, content_hash, error_hash};
 
 /// What reloading has done so far; the metrics of hot reload.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,10 +52,10 @@ struct Shared {
     policy_path: PathBuf,
     config: CycleConfig,
     /// Hash of the policy text running now.
-    policy_hash: Mutex<u64>,
+    policy_hash: Mutex<ContentHash>,
     /// Hash of the last policy text (or read error) rejected, so an unchanged broken file is
     /// neither re-parsed nor counted again on every rescan.
-    policy_rejected: Mutex<Option<u64>>,
+    policy_rejected: Mutex<Option<ContentHash>>,
     policy: Mutex<EffectivePolicy>,
     /// A new scheduler with the policy it was built from, until taken.
     pending: Mutex<Option<(Scheduler, EffectivePolicy)>>,
@@ -229,7 +229,7 @@ impl Shared {
             .map_err(|e| format!("{file}: cannot read the policy file: {e}"));
         let hash = match &read {
             Ok(text) => content_hash(text.as_bytes()),
-            Err(e) => content_hash(e.as_bytes()) ^ 1,
+            Err(e) => error_hash(e),
         };
         if hash == *lock(&self.policy_hash) {
             *lock(&self.policy_rejected) = None;
