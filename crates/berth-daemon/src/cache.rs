@@ -416,7 +416,7 @@ impl Cache {
                 if existing.is_some_and(|id| *self.cluster.node(id).node == node) {
                     return Effect::None;
                 }
-                if let Err(e) = self.cluster.update_node(node) {
+                if let Err(e) = self.cluster.upsert_node(node) {
                     warn!(node = %name, error = %e, "node left out of the cache");
                     return Effect::None;
                 }
@@ -706,9 +706,7 @@ impl Cache {
                 Effect::CouldHelp
             }
             Change::Delete(key) => {
-                if let Some(sym) = self.cluster.interner.get(&key.name) {
-                    self.cluster.namespaces.remove(&sym);
-                }
+                self.cluster.remove_namespace(&key.name);
                 Effect::None
             }
         }
@@ -726,63 +724,70 @@ impl Cache {
                 let Some(selector) = converted(convert(&object)) else {
                     return Effect::None;
                 };
-                self.remove_selector_object(kind, &selector.meta.namespace, &selector.meta.name);
-                self.cluster.add_selector_object(&selector);
+                self.cluster.upsert_selector_object(&selector);
                 Effect::CouldHelp
             }
             Change::Delete(key) => {
-                self.remove_selector_object(kind, key.namespace(), &key.name);
+                self.cluster
+                    .remove_selector_object(kind, key.namespace(), &key.name);
                 Effect::None
             }
         }
     }
 
-    fn remove_selector_object(&mut self, kind: model::SelectorKind, namespace: &str, name: &str) {
-        let Some(ns) = self.cluster.interner.get(namespace) else {
-            return;
-        };
-        self.cluster
-            .selector_objects
-            .retain(|o| !(o.kind == kind && o.namespace == ns && &*o.name == name));
-    }
-
     fn persistent_volume(&mut self, change: Change<PersistentVolume>) -> Effect {
         apply_keyed(
             change,
-            &mut self.cluster.persistent_volumes,
+            &mut self.cluster,
             convert::persistent_volume,
-            |pv| pv.meta.name.clone(),
-            |key| key.name.clone(),
+            |c, pv| {
+                c.upsert_persistent_volume(pv);
+            },
+            |c, key| {
+                c.remove_persistent_volume(&key.name);
+            },
         )
     }
 
     fn persistent_volume_claim(&mut self, change: Change<PersistentVolumeClaim>) -> Effect {
         apply_keyed(
             change,
-            &mut self.cluster.persistent_volume_claims,
+            &mut self.cluster,
             convert::persistent_volume_claim,
-            |claim| (claim.meta.namespace.clone(), claim.meta.name.clone()),
-            |key| (key.namespace().to_string(), key.name.clone()),
+            |c, claim| {
+                c.upsert_persistent_volume_claim(claim);
+            },
+            |c, key| {
+                c.remove_persistent_volume_claim(key.namespace(), &key.name);
+            },
         )
     }
 
     fn storage_class(&mut self, change: Change<StorageClass>) -> Effect {
         apply_keyed(
             change,
-            &mut self.cluster.storage_classes,
+            &mut self.cluster,
             convert::storage_class,
-            |class| class.meta.name.clone(),
-            |key| key.name.clone(),
+            |c, class| {
+                c.upsert_storage_class(class);
+            },
+            |c, key| {
+                c.remove_storage_class(&key.name);
+            },
         )
     }
 
     fn csi_node(&mut self, change: Change<CSINode>) -> Effect {
         apply_keyed(
             change,
-            &mut self.cluster.csi_nodes,
+            &mut self.cluster,
             convert::csi_node,
-            |csi| csi.meta.name.clone(),
-            |key| key.name.clone(),
+            |c, csi| {
+                c.upsert_csi_node(csi);
+            },
+            |c, key| {
+                c.remove_csi_node(&key.name);
+            },
         )
     }
 
@@ -852,23 +857,23 @@ fn gated(pod: &Pod) -> bool {
 /// The converted object, or None after logging why it cannot be used.
 /// Applies a change to one of the cluster's maps of objects the volume rules read, keyed by
 /// name (or namespace and name). A new or changed object could let a waiting pod fit.
-fn apply_keyed<K, T, Key: std::hash::Hash + Eq, S: std::hash::BuildHasher>(
+fn apply_keyed<K, T>(
     change: Change<K>,
-    map: &mut HashMap<Key, T, S>,
+    cluster: &mut Cluster,
     convert: fn(&K) -> Result<T, ConvertError>,
-    key_of: fn(&T) -> Key,
-    key_of_deleted: fn(&ObjectKey) -> Key,
+    upsert: fn(&mut Cluster, T),
+    remove: fn(&mut Cluster, &ObjectKey),
 ) -> Effect {
     match change {
         Change::Synced => Effect::Synced,
         Change::Apply(object) => {
             if let Some(value) = converted(convert(&object)) {
-                map.insert(key_of(&value), value);
+                upsert(cluster, value);
             }
             Effect::CouldHelp
         }
         Change::Delete(key) => {
-            map.remove(&key_of_deleted(&key));
+            remove(cluster, &key);
             Effect::None
         }
     }
@@ -1100,12 +1105,12 @@ mod tests {
         };
         apply(&mut f, service(serde_json::json!({"app": "web"})));
         apply(&mut f, service(serde_json::json!({"app": "web2"})));
-        assert_eq!(f.cache.cluster().selector_objects.len(), 1);
+        assert_eq!(f.cache.cluster().selector_objects().len(), 1);
         f.cache.apply(
             WatchEvent::Service(Change::Delete(delete("web"))),
             &mut f.queue,
             f.now,
         );
-        assert!(f.cache.cluster().selector_objects.is_empty());
+        assert!(f.cache.cluster().selector_objects().is_empty());
     }
 }

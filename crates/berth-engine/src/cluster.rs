@@ -7,6 +7,10 @@
 //! - Indexes over assigned pods (by label, by affinity terms, pods with volumes) are updated
 //!   in the same places.
 //! - A scheduling cycle reads the cluster through `&Cluster` only; nothing is cloned per pod.
+//! - Every table is private: each kind (nodes, pods, namespaces, selector objects,
+//!   PersistentVolumes, claims, StorageClasses, CSINodes) changes only through its
+//!   `upsert_*` / `remove_*` (and `assign` / `unassign` for pods), so no caller can change
+//!   an object without the aggregates and indexes that depend on it.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -236,9 +240,9 @@ pub enum ClusterError {
 #[derive(Debug)]
 pub struct Cluster {
     /// The string interner shared by every label in the cluster.
-    pub interner: Interner,
+    interner: Interner,
     /// Well-known label keys.
-    pub keys: WellKnown,
+    keys: WellKnown,
     /// Boxed so that telling a live slot from a removed one reads this dense array of
     /// pointers, not a field somewhere inside each node.
     nodes: Vec<Option<Box<NodeInfo>>>,
@@ -254,17 +258,19 @@ pub struct Cluster {
     free_pod_slots: Vec<u32>,
     pod_by_key: FxHashMap<(Sym, Box<str>), PodId>,
     /// Namespaces by interned name.
-    pub namespaces: FxHashMap<Sym, NamespaceInfo>,
-    /// Services, RCs, ReplicaSets, StatefulSets.
-    pub selector_objects: Vec<SelectorObject>,
+    namespaces: FxHashMap<Sym, NamespaceInfo>,
+    /// Services, RCs, ReplicaSets, StatefulSets, at most one per (kind, namespace, name), in
+    /// the order they were first added: rules that take the first selecting Service see the
+    /// same one however often it is updated.
+    selector_objects: Vec<SelectorObject>,
     /// PersistentVolumes by name.
-    pub persistent_volumes: FxHashMap<String, PersistentVolume>,
+    persistent_volumes: FxHashMap<String, PersistentVolume>,
     /// PersistentVolumeClaims by (namespace, name).
-    pub persistent_volume_claims: FxHashMap<(String, String), PersistentVolumeClaim>,
+    persistent_volume_claims: FxHashMap<(String, String), PersistentVolumeClaim>,
     /// StorageClasses by name.
-    pub storage_classes: FxHashMap<String, StorageClass>,
+    storage_classes: FxHashMap<String, StorageClass>,
     /// CSINodes by node name.
-    pub csi_nodes: FxHashMap<String, CsiNode>,
+    csi_nodes: FxHashMap<String, CsiNode>,
     label_index: FxHashMap<(Sym, Sym), Vec<PodId>>,
     label_columns: FxHashMap<Sym, Vec<Option<Sym>>>,
     label_nodes: FxHashMap<(Sym, Sym), Vec<NodeId>>,
@@ -423,8 +429,9 @@ impl Cluster {
         self.label_columns.get(&key).map(Vec::as_slice)
     }
 
-    /// Replaces a node's spec and status, keeping its assigned pods and aggregates.
-    pub fn update_node(&mut self, node: model::Node) -> Result<NodeId, ClusterError> {
+    /// Adds a node, or replaces the spec and status of the node of that name, keeping its
+    /// assigned pods and aggregates.
+    pub fn upsert_node(&mut self, node: model::Node) -> Result<NodeId, ClusterError> {
         let Some(&id) = self.node_by_name.get(node.meta.name.as_str()) else {
             return self.add_node(node);
         };
@@ -675,18 +682,33 @@ impl Cluster {
 
     /// Adds a pod. A pod with `node_name` is assigned to that node at once.
     pub fn add_pod(&mut self, pod: model::Pod) -> Result<PodId, ClusterError> {
+        let node = self.node_of(&pod)?;
         let info = self.compile_pod(pod);
-        let node = match &info.pod.node_name {
-            Some(n) => Some(
+        self.insert_pod(info, node)
+    }
+
+    /// Adds a pod, or replaces the pod of that namespace and name: the old version leaves
+    /// every aggregate and index before the new one enters. A pod naming a node that is not
+    /// in the cluster changes nothing.
+    pub fn upsert_pod(&mut self, pod: model::Pod) -> Result<PodId, ClusterError> {
+        let node = self.node_of(&pod)?;
+        self.remove_pod(&pod.meta.namespace, &pod.meta.name);
+        let info = self.compile_pod(pod);
+        self.insert_pod(info, node)
+    }
+
+    /// The node a pod's `node_name` names, if any.
+    fn node_of(&self, pod: &model::Pod) -> Result<Option<NodeId>, ClusterError> {
+        pod.node_name
+            .as_ref()
+            .map(|n| {
                 self.node_by_name(n)
                     .ok_or_else(|| ClusterError::UnknownNode {
-                        pod: info.pod.key(),
+                        pod: pod.key(),
                         node: n.clone(),
-                    })?,
-            ),
-            None => None,
-        };
-        self.insert_pod(info, node)
+                    })
+            })
+            .transpose()
     }
 
     /// Inserts a compiled pod, assigning it to `node` if given (assume or bind).
@@ -873,7 +895,7 @@ impl Cluster {
         })
     }
 
-    // ---- other objects ----
+    // ---- namespaces ----
 
     /// Adds or replaces a namespace.
     pub fn upsert_namespace(&mut self, ns: &model::Namespace) {
@@ -891,25 +913,85 @@ impl Cluster {
         );
     }
 
+    /// Removes a namespace; false when there was none of that name. Its pods stay, as the
+    /// API server's namespace controller deletes them on its own.
+    pub fn remove_namespace(&mut self, name: &str) -> bool {
+        self.interner
+            .get(name)
+            .is_some_and(|sym| self.namespaces.remove(&sym).is_some())
+    }
+
+    /// The namespace `ns`; None when there is no Namespace object.
+    #[inline]
+    pub fn namespace(&self, ns: Sym) -> Option<&NamespaceInfo> {
+        self.namespaces.get(&ns)
+    }
+
     /// The labels of namespace `ns`; None when there is no Namespace object.
     #[inline]
     pub fn namespace_labels(&self, ns: Sym) -> Option<&Labels> {
         self.namespaces.get(&ns).map(|n| &n.labels)
     }
 
-    /// Adds a Service, RC, ReplicaSet or StatefulSet.
-    pub fn add_selector_object(&mut self, obj: &model::PodSelector) {
+    /// Every namespace, by interned name, in no particular order.
+    pub fn namespaces(&self) -> impl Iterator<Item = (Sym, &NamespaceInfo)> {
+        self.namespaces.iter().map(|(name, info)| (*name, info))
+    }
+
+    // ---- selector objects ----
+
+    /// Adds a Service, RC, ReplicaSet or StatefulSet, or replaces the one of the same kind,
+    /// namespace and name in place (keeping its position among the others).
+    pub fn upsert_selector_object(&mut self, obj: &model::PodSelector) {
         let namespace = self.interner.intern(&obj.meta.namespace);
         let selector = obj
             .selector
             .as_ref()
             .map(|s| Selector::compile(&mut self.interner, s));
-        self.selector_objects.push(SelectorObject {
+        let compiled = SelectorObject {
             kind: obj.kind,
             namespace,
             name: obj.meta.name.as_str().into(),
             selector,
-        });
+        };
+        match self.selector_object_position(obj.kind, namespace, &obj.meta.name) {
+            Some(i) => self.selector_objects[i] = compiled,
+            None => self.selector_objects.push(compiled),
+        }
+    }
+
+    /// Removes the selector object of that kind, namespace and name; false when there was
+    /// none. The others keep their order.
+    pub fn remove_selector_object(
+        &mut self,
+        kind: SelectorKind,
+        namespace: &str,
+        name: &str,
+    ) -> bool {
+        let Some(ns) = self.interner.get(namespace) else {
+            return false;
+        };
+        let Some(i) = self.selector_object_position(kind, ns, name) else {
+            return false;
+        };
+        self.selector_objects.remove(i);
+        true
+    }
+
+    fn selector_object_position(
+        &self,
+        kind: SelectorKind,
+        namespace: Sym,
+        name: &str,
+    ) -> Option<usize> {
+        self.selector_objects
+            .iter()
+            .position(|o| o.kind == kind && o.namespace == namespace && *o.name == *name)
+    }
+
+    /// The Services, RCs, ReplicaSets and StatefulSets, in the order they were first added.
+    pub fn selector_objects(&self) -> &[SelectorObject] {
+        &self.selector_objects
     }
 
     /// The selector objects of `kind` in the pod's namespace whose selector matches the pod.
@@ -923,6 +1005,112 @@ impl Cluster {
                 && o.namespace == pod.namespace
                 && o.selector.as_ref().is_some_and(|s| s.matches(&pod.labels))
         })
+    }
+
+    // ---- storage ----
+
+    /// Adds or replaces a PersistentVolume; returns the one it replaced.
+    pub fn upsert_persistent_volume(&mut self, pv: PersistentVolume) -> Option<PersistentVolume> {
+        self.persistent_volumes.insert(pv.meta.name.clone(), pv)
+    }
+
+    /// Removes a PersistentVolume.
+    pub fn remove_persistent_volume(&mut self, name: &str) -> Option<PersistentVolume> {
+        self.persistent_volumes.remove(name)
+    }
+
+    /// A PersistentVolume by name.
+    pub fn persistent_volume(&self, name: &str) -> Option<&PersistentVolume> {
+        self.persistent_volumes.get(name)
+    }
+
+    /// Every PersistentVolume, in no particular order.
+    pub fn persistent_volumes(&self) -> impl Iterator<Item = &PersistentVolume> {
+        self.persistent_volumes.values()
+    }
+
+    /// Adds or replaces a PersistentVolumeClaim; returns the one it replaced.
+    pub fn upsert_persistent_volume_claim(
+        &mut self,
+        claim: PersistentVolumeClaim,
+    ) -> Option<PersistentVolumeClaim> {
+        let key = (claim.meta.namespace.clone(), claim.meta.name.clone());
+        self.persistent_volume_claims.insert(key, claim)
+    }
+
+    /// Removes a PersistentVolumeClaim.
+    pub fn remove_persistent_volume_claim(
+        &mut self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<PersistentVolumeClaim> {
+        self.persistent_volume_claims
+            .remove(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// A PersistentVolumeClaim by namespace and name.
+    pub fn persistent_volume_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<&PersistentVolumeClaim> {
+        self.persistent_volume_claims
+            .get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// Every PersistentVolumeClaim, in no particular order.
+    pub fn persistent_volume_claims(&self) -> impl Iterator<Item = &PersistentVolumeClaim> {
+        self.persistent_volume_claims.values()
+    }
+
+    /// Adds or replaces a StorageClass; returns the one it replaced.
+    pub fn upsert_storage_class(&mut self, class: StorageClass) -> Option<StorageClass> {
+        self.storage_classes.insert(class.meta.name.clone(), class)
+    }
+
+    /// Removes a StorageClass.
+    pub fn remove_storage_class(&mut self, name: &str) -> Option<StorageClass> {
+        self.storage_classes.remove(name)
+    }
+
+    /// A StorageClass by name.
+    pub fn storage_class(&self, name: &str) -> Option<&StorageClass> {
+        self.storage_classes.get(name)
+    }
+
+    /// Adds or replaces a CSINode (named after its node); returns the one it replaced.
+    pub fn upsert_csi_node(&mut self, csi: CsiNode) -> Option<CsiNode> {
+        self.csi_nodes.insert(csi.meta.name.clone(), csi)
+    }
+
+    /// Removes a CSINode.
+    pub fn remove_csi_node(&mut self, name: &str) -> Option<CsiNode> {
+        self.csi_nodes.remove(name)
+    }
+
+    /// The CSINode of a node, by node name.
+    pub fn csi_node(&self, name: &str) -> Option<&CsiNode> {
+        self.csi_nodes.get(name)
+    }
+
+    // ---- the interner ----
+
+    /// The string interner shared by every label in the cluster.
+    #[inline]
+    pub fn interner(&self) -> &Interner {
+        &self.interner
+    }
+
+    /// Interns `s` in the cluster's interner, for a holder of symbols outside the cluster
+    /// (which a compaction must then be given).
+    pub fn intern(&mut self, s: &str) -> Sym {
+        self.interner.intern(s)
+    }
+
+    /// The well-known label keys.
+    #[inline]
+    pub fn keys(&self) -> WellKnown {
+        self.keys
     }
 
     /// Compiles a label selector against the cluster's interner.

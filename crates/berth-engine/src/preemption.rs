@@ -101,7 +101,7 @@ impl DisruptionBudgets {
     /// Adds or replaces a budget (by namespace and name). Selectors are compiled against the
     /// cluster's interner.
     pub fn upsert(&mut self, cluster: &mut Cluster, pdb: &model::PodDisruptionBudget) {
-        let namespace = cluster.interner.intern(&pdb.meta.namespace);
+        let namespace = cluster.intern(&pdb.meta.namespace);
         let selector = pdb
             .selector
             .as_ref()
@@ -127,7 +127,7 @@ impl DisruptionBudgets {
 
     /// Removes a budget; false if there was none of that name.
     pub fn remove(&mut self, cluster: &Cluster, namespace: &str, name: &str) -> bool {
-        let Some(ns) = cluster.interner.get(namespace) else {
+        let Some(ns) = cluster.interner().get(namespace) else {
             return false;
         };
         let before = self.list.len();
@@ -771,7 +771,7 @@ mod tests {
                         if rng.random_ratio(1, 3) {
                             b = b.taint("dedicated", "x", TaintEffect::NoSchedule);
                         }
-                        c.update_node(b.build()).expect("node");
+                        c.upsert_node(b.build()).expect("node");
                     }
                     3 => {
                         if rng.random_ratio(1, 2) {

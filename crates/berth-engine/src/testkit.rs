@@ -726,20 +726,19 @@ pub fn add_storage(
     classes: Vec<StorageClass>,
 ) {
     for v in volumes {
-        cluster.persistent_volumes.insert(v.meta.name.clone(), v);
+        cluster.upsert_persistent_volume(v);
     }
     for c in claims {
-        let key = (c.meta.namespace.clone(), c.meta.name.clone());
-        cluster.persistent_volume_claims.insert(key, c);
+        cluster.upsert_persistent_volume_claim(c);
     }
     for c in classes {
-        cluster.storage_classes.insert(c.meta.name.clone(), c);
+        cluster.upsert_storage_class(c);
     }
 }
 
 /// Adds CSINodes to a cluster.
 pub fn add_csi_nodes(cluster: &mut Cluster, csi_nodes: Vec<CsiNode>) {
     for n in csi_nodes {
-        cluster.csi_nodes.insert(n.meta.name.clone(), n);
+        cluster.upsert_csi_node(n);
     }
 }

@@ -1629,13 +1629,9 @@ fn snapshot_builds_the_cluster() {
     assert!(cluster.pod_by_key("default", "job-done").is_none());
     assert!(cluster.pod_by_key("default", "orphan").is_none());
     assert_eq!(cluster.pods().count(), 1);
-    assert_eq!(cluster.namespaces.len(), 1);
-    assert_eq!(cluster.selector_objects.len(), 1);
-    assert!(
-        cluster
-            .persistent_volume_claims
-            .contains_key(&("shop".to_owned(), "data".to_owned()))
-    );
+    assert_eq!(cluster.namespaces().count(), 1);
+    assert_eq!(cluster.selector_objects().len(), 1);
+    assert!(cluster.persistent_volume_claim("shop", "data").is_some());
 
     let pending: Vec<_> = snapshot
         .pending

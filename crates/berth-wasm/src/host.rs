@@ -436,7 +436,7 @@ fn define_lifecycle(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
     })?;
     l.func_wrap(m, "intern", |mut c: Cx<'_>, ptr: i32, len: i32| {
         let text = read_str(&mut c, ptr, len)?;
-        call_ctx(|ctx| Ok(sym_to_guest(ctx.cluster.interner.get(&text))))
+        call_ctx(|ctx| Ok(sym_to_guest(ctx.cluster.interner().get(&text))))
     })?;
     l.func_wrap(
         m,
@@ -444,7 +444,7 @@ fn define_lifecycle(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
         |mut c: Cx<'_>, sym: i32, out: i32, cap: i32| {
             let text = call_ctx(|ctx| {
                 Ok(sym_from_guest(sym)
-                    .and_then(|s| ctx.cluster.interner.try_resolve(s))
+                    .and_then(|s| ctx.cluster.interner().try_resolve(s))
                     .map(str::to_owned))
             })?;
             write_result(&mut c, out, cap, text.as_deref().map(str::as_bytes))

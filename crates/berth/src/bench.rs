@@ -227,7 +227,7 @@ fn build_cluster(rng: &mut ChaCha8Rng, args: &Args, apps: usize) -> Result<Clust
     for a in 0..apps {
         let app = app_name(a);
         for kind in [SelectorKind::Service, SelectorKind::ReplicaSet] {
-            cluster.add_selector_object(&PodSelector {
+            cluster.upsert_selector_object(&PodSelector {
                 kind,
                 meta: Meta {
                     name: app.clone(),

@@ -19,7 +19,7 @@ use crate::{CycleConfig, Scheduler};
 /// The cluster's whole state with every symbol resolved to its text and every id to a name,
 /// so two clusters with different numberings compare equal when they hold the same.
 fn canonical(c: &Cluster) -> BTreeMap<String, String> {
-    let text = |s: Sym| c.interner.resolve(s).to_string();
+    let text = |s: Sym| c.interner().resolve(s).to_string();
     let labels = |l: &Labels| {
         l.iter()
             .map(|(k, v)| (text(k), text(v)))
@@ -260,7 +260,7 @@ impl Churn {
             0..=1 => {
                 let i = self.rng.random_range(0..NODES);
                 let n = self.node(i);
-                self.cluster.update_node(n.clone()).expect("node");
+                self.cluster.upsert_node(n.clone()).expect("node");
                 // Pods parked off a removed node come back with it, as in the daemon.
                 self.live.nodes.insert(i, n);
             }
@@ -320,7 +320,7 @@ impl Churn {
                 let name = format!("svc{}", self.rng.random_range(0..4));
                 let ns = "ns0";
                 // Replacing a service is remove-then-add, as the daemon does.
-                let sym = self.cluster.interner.get(ns);
+                let sym = self.cluster.interner().get(ns);
                 self.cluster
                     .selector_objects
                     .retain(|o| !(Some(o.namespace) == sym && *o.name == name));
@@ -333,7 +333,7 @@ impl Churn {
                         &name,
                         &[("pod-template-hash", &hash)],
                     );
-                    self.cluster.add_selector_object(&o);
+                    self.cluster.upsert_selector_object(&o);
                     self.live.objects.push(o);
                 }
             }
@@ -358,7 +358,7 @@ impl Churn {
             fresh.upsert_namespace(ns);
         }
         for o in &self.live.objects {
-            fresh.add_selector_object(o);
+            fresh.upsert_selector_object(o);
         }
         for p in self.live.pods.values() {
             fresh.add_pod(p.clone()).expect("pod");
@@ -460,7 +460,7 @@ fn churn_with_compactions_equals_a_cluster_built_from_the_final_objects() {
         churn.cluster.compact_interner(&mut []);
         let before = canonical(&fresh);
         let c = fresh.compact_interner(&mut []);
-        assert_eq!(churn.cluster.interner.len(), c.before, "seed {seed}");
+        assert_eq!(churn.cluster.interner().len(), c.before, "seed {seed}");
         assert_eq!(c.before, c.after, "seed {seed}");
         assert_eq!(canonical(&fresh), before, "seed {seed}");
         assert_eq!(canonical(&churn.cluster), before, "seed {seed}");
@@ -485,7 +485,7 @@ fn the_interner_stays_bounded_by_the_live_labels() {
             compactions += 1;
             largest_live = largest_live.max(c.after);
         }
-        largest = largest.max(churn.cluster.interner.len());
+        largest = largest.max(churn.cluster.interner().len());
     }
     // Thousands of generations went through; without compaction every one of their hashes
     // and UIDs would still be interned.
@@ -539,16 +539,16 @@ fn holders_outside_the_cluster_are_renumbered_with_it() {
         ..model::PodDisruptionBudget::default()
     };
     budgets.upsert(&mut c, &pdb);
-    let before = c.interner.len();
+    let before = c.interner().len();
     let done = c.compact_interner(&mut [&mut nominator, &mut budgets]);
     assert_eq!(done.before, before);
     assert!(done.after < before - 40, "{done:?}");
     let mut texts = Vec::new();
-    let mut collect = |s: &mut Sym| texts.push(c.interner.resolve(*s).to_string());
+    let mut collect = |s: &mut Sym| texts.push(c.interner().resolve(*s).to_string());
     nominator.visit_symbols(&mut collect);
     budgets.visit_symbols(&mut collect);
     for wanted in ["default", "app", "web", "hash", "keep", "zone"] {
         assert!(texts.iter().any(|t| t == wanted), "{wanted} in {texts:?}");
     }
-    assert!(c.interner.get("h3").is_none());
+    assert!(c.interner().get("h3").is_none());
 }

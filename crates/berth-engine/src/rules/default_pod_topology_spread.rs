@@ -48,7 +48,7 @@ impl NodeScore for Score<'_> {
     }
 
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
-        let keys = &self.cluster.keys;
+        let keys = &self.cluster.keys();
         // The dense label columns, so no node is touched (None: no node has the key).
         let (zone_column, host_column) = (
             self.cluster.label_column(keys.zone),
@@ -101,7 +101,7 @@ impl ScoreRule for DefaultPodTopologySpread {
         // Only nodes running matching pods add to a zone: walk the dense counts and the zone
         // column instead of every node.
         let mut per_zone: FxHashMap<Sym, i64> = FxHashMap::default();
-        if let Some(zones) = cluster.label_column(cluster.keys.zone) {
+        if let Some(zones) = cluster.label_column(cluster.keys().zone) {
             for (slot, count) in per_node.iter().enumerate() {
                 if *count == 0 {
                     continue;
@@ -144,7 +144,7 @@ mod tests {
 
     fn scores(nodes: Vec<crate::model::Node>, pods: Vec<Pod>, incoming: Pod) -> Vec<(String, i64)> {
         let mut cl = cluster(nodes, pods);
-        cl.add_selector_object(&selector_object(
+        cl.upsert_selector_object(&selector_object(
             SelectorKind::Service,
             "default",
             "web",

@@ -42,7 +42,7 @@ impl FilterRule for NoDiskConflict {
         let check = DiskCheck {
             disks,
             clashing: Vec::new(),
-            key: cluster.keys.hostname,
+            key: cluster.keys().hostname,
         };
         let mut clashing: Vec<NodeId> = cluster
             .pods_with_volumes()

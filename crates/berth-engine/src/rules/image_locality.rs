@@ -71,7 +71,7 @@ impl ScoreRule for ImageLocality {
                 if having == 0 {
                     return None;
                 }
-                let sym = cluster.interner.get(&name)?;
+                let sym = cluster.interner().get(&name)?;
                 Some((sym, f64::from(having) / total))
             })
             .collect();

@@ -93,7 +93,7 @@ impl FilterRule for CheckNodeLabelPresence {
     }
 
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        let keys = LabelKeys::of(&ctx.cluster.interner, &self.present, &self.absent);
+        let keys = LabelKeys::of(ctx.cluster.interner(), &self.present, &self.absent);
         // An unknown key is absent from every node: it fails a presence check and satisfies
         // an absence check.
         let always_fails = keys.unknown_present > 0;

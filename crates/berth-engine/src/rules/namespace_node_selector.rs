@@ -52,8 +52,7 @@ impl FilterRule for MatchNamespaceNodeSelector {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
         let cluster = ctx.cluster;
         let own = cluster
-            .namespaces
-            .get(&ctx.pod.namespace)
+            .namespace(ctx.pod.namespace)
             .and_then(|ns| ns.node_selector.as_ref());
         let pairs = match own {
             Some(NamespaceNodeSelector::Pairs(pairs)) => pairs,
@@ -69,7 +68,7 @@ impl FilterRule for MatchNamespaceNodeSelector {
         }
         let compiled = pairs
             .iter()
-            .map(|(k, v)| cluster.interner.get(k).zip(cluster.interner.get(v)))
+            .map(|(k, v)| cluster.interner().get(k).zip(cluster.interner().get(v)))
             .collect();
         FilterPrep::Check(Box::new(Check(compiled)))
     }

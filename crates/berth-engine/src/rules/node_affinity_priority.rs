@@ -37,7 +37,7 @@ impl ScoreRule for NodeAffinityPriority {
         }
         ScorePrep::PerNode(Box::new(Score {
             terms: &ctx.pod.node_preferred,
-            interner: &ctx.cluster.interner,
+            interner: ctx.cluster.interner(),
         }))
     }
 }

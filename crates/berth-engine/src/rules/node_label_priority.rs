@@ -52,7 +52,7 @@ impl ScoreRule for NodeLabelPriority {
         if size == 0 {
             return ScorePrep::Constant(0);
         }
-        let keys = LabelKeys::of(&ctx.cluster.interner, &self.present, &self.absent);
+        let keys = LabelKeys::of(ctx.cluster.interner(), &self.present, &self.absent);
         let absent_everywhere = keys.unknown_absent as i64;
         let keys = keys.known;
         if keys.is_empty() {

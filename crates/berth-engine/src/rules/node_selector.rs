@@ -47,7 +47,7 @@ impl MatchNodeSelector {
         Some(SelectorCheck {
             selector: &pod.node_selector,
             required: pod.node_required.as_deref(),
-            interner: &ctx.cluster.interner,
+            interner: ctx.cluster.interner(),
         })
     }
 }

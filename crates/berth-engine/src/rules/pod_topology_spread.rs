@@ -52,7 +52,7 @@ pub(crate) fn matches_required_node_affinity(
 ) -> bool {
     pod.node_selector.matches(&node.labels)
         && pod.node_required.as_deref().is_none_or(|terms| {
-            any_term_matches(terms, &node.labels, node.name(), &cluster.interner)
+            any_term_matches(terms, &node.labels, node.name(), cluster.interner())
         })
 }
 
@@ -374,7 +374,7 @@ impl ScoreRule for EvenPodsSpreadPriority {
             // skip the plugin instead.) The constant changes no decision.
             return ScorePrep::Constant(MAX_NODE_SCORE);
         }
-        let hostname = cluster.keys.hostname;
+        let hostname = cluster.keys().hostname;
         // Hostname constraints count per node without the scope check; skip the O(nodes)
         // scope pass when they are all there is.
         let counting = if soft.iter().all(|c| c.topology_key == hostname) {

@@ -46,7 +46,7 @@ pub(crate) fn spread_selectors<'c>(cluster: &'c Cluster, pod: &PodInfo) -> Vec<&
         .and_then(|o| owner_kind(&o.kind).map(|k| (k, o.name.as_str())));
     let mut owner_found = false;
     let mut selectors = Vec::new();
-    for o in &cluster.selector_objects {
+    for o in cluster.selector_objects() {
         if o.namespace != pod.namespace {
             continue;
         }
@@ -194,7 +194,7 @@ mod tests {
         for c in cases {
             let mut cl = cluster(nodes(), c.pods);
             for o in &c.objects {
-                cl.add_selector_object(o);
+                cl.upsert_selector_object(o);
             }
             let mut got = run_score(&SelectorSpread, &mut cl, c.pod);
             got.sort();
@@ -627,7 +627,7 @@ mod tests {
                 labelled("e3", web).on("b").build(),
             ],
         );
-        cl.add_selector_object(&object(SelectorKind::Service, "default", "s", web));
+        cl.upsert_selector_object(&object(SelectorKind::Service, "default", "s", web));
         let feasible: Vec<NodeId> = ["b", "c"]
             .iter()
             .filter_map(|n| cl.node_by_name(n))

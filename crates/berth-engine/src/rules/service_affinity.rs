@@ -83,7 +83,7 @@ impl FilterRule for CheckServiceAffinity {
             return FilterPrep::Skip;
         }
         let (cluster, pod) = (ctx.cluster, ctx.pod);
-        let interner = &cluster.interner;
+        let interner = cluster.interner();
         let mut pairs: Vec<(Sym, Sym)> = Vec::new();
         let mut missing: Vec<Sym> = Vec::new();
         let mut always_fails = false;
@@ -412,7 +412,7 @@ mod tests {
             all_nodes.push(node("bare").build());
             let mut cl = cluster(all_nodes, c.pods);
             for s in &c.services {
-                cl.add_selector_object(s);
+                cl.upsert_selector_object(s);
             }
             let rule = CheckServiceAffinity::new(c.labels.iter().map(|s| s.to_string()).collect());
             let got = run_filter(&rule, &mut cl, c.pod);
@@ -439,7 +439,7 @@ mod tests {
                 pod("e2").label("app", "web").on("machine1").build(),
             ],
         );
-        cl.add_selector_object(&service("default", "s", &[("app", "web")]));
+        cl.upsert_selector_object(&service("default", "s", &[("app", "web")]));
         let first = cl
             .node_order()
             .iter()

@@ -98,7 +98,7 @@ impl ScoreRule for ServiceAntiAffinity {
         let keys: Vec<Sym> = self
             .labels
             .iter()
-            .filter_map(|l| cluster.interner.get(l))
+            .filter_map(|l| cluster.interner().get(l))
             .collect();
         // Labels no object uses are on no node: every node scores 0.
         if keys.is_empty() {
@@ -180,7 +180,7 @@ mod tests {
         for c in cases {
             let mut cl = cluster(nodes(racks), c.pods);
             for s in &c.services {
-                cl.add_selector_object(s);
+                cl.upsert_selector_object(s);
             }
             let labels = label.split(',').map(str::to_string).collect();
             let got = run_score(&ServiceAntiAffinity::new(labels), &mut cl, c.pod);
@@ -334,7 +334,7 @@ mod tests {
                 labelled("e2", web).on("b").build(),
             ],
         );
-        cl.add_selector_object(&service("default", "s", web));
+        cl.upsert_selector_object(&service("default", "s", web));
         let rule = ServiceAntiAffinity::new(vec!["x".into(), "y".into(), "z".into()]);
         let mut got = run_score(&rule, &mut cl, labelled("p", web).build());
         got.sort();
@@ -409,7 +409,7 @@ mod tests {
                 labelled("e2", web).on("machine22").build(),
             ],
         );
-        cl.add_selector_object(&service("default", "s", web));
+        cl.upsert_selector_object(&service("default", "s", web));
         let feasible: Vec<NodeId> = ["machine12", "machine22"]
             .iter()
             .filter_map(|n| cl.node_by_name(n))

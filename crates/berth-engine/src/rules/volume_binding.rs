@@ -82,13 +82,10 @@ impl FilterRule for CheckVolumeBinding {
 
     fn unreserve(&self, cluster: &mut Cluster, reservation: &Reservation) {
         for pv in &reservation.previous_volumes {
-            cluster
-                .persistent_volumes
-                .insert(pv.meta.name.clone(), pv.clone());
+            cluster.upsert_persistent_volume(pv.clone());
         }
         for claim in &reservation.previous_claims {
-            let key = (claim.meta.namespace.clone(), claim.meta.name.clone());
-            cluster.persistent_volume_claims.insert(key, claim.clone());
+            cluster.upsert_persistent_volume_claim(claim.clone());
         }
     }
 }
@@ -203,7 +200,7 @@ impl<'a> Plan<'a> {
                 return Err(REASON_UNBOUND_IMMEDIATE.into());
             }
         }
-        let interner = &cluster.interner;
+        let interner = cluster.interner();
         let mut plan = Plan {
             bound: Vec::new(),
             bound_volume_missing: false,
@@ -212,10 +209,10 @@ impl<'a> Plan<'a> {
             to_match: Vec::new(),
             volume_names: Vec::new(),
             interner,
-            hostname: cluster.keys.hostname,
+            hostname: cluster.keys().hostname,
         };
         for claim in bound {
-            let Some(pv) = cluster.persistent_volumes.get(&claim.volume_name) else {
+            let Some(pv) = cluster.persistent_volume(&claim.volume_name) else {
                 plan.bound_volume_missing = true;
                 break;
             };
@@ -254,7 +251,7 @@ impl<'a> Plan<'a> {
         if !to_match.is_empty() {
             // Upstream sorts by request; a stable sort keeps volume order among equals.
             to_match.sort_by_key(|c| c.request);
-            let mut volumes: Vec<_> = cluster.persistent_volumes.values().collect();
+            let mut volumes: Vec<_> = cluster.persistent_volumes().collect();
             volumes.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
             plan.volume_names = volumes.iter().map(|v| v.meta.name.as_str()).collect();
             plan.to_match = to_match
@@ -372,10 +369,10 @@ impl Unbound<'_> {
 
 /// Whether (and where) a WaitForFirstConsumer claim's class can provision.
 fn provision(cluster: &Cluster, claim: &PersistentVolumeClaim) -> Provision {
-    match cluster.storage_classes.get(claim_class(claim)) {
+    match cluster.storage_class(claim_class(claim)) {
         Some(class) if can_provision(class) => Provision::Within(
             (!class.allowed_topologies.is_empty())
-                .then(|| NodeMatcher::compile(&cluster.interner, &class.allowed_topologies)),
+                .then(|| NodeMatcher::compile(cluster.interner(), &class.allowed_topologies)),
         ),
         _ => Provision::Never,
     }
@@ -422,7 +419,7 @@ fn candidates(
             affinity: pv
                 .node_affinity
                 .as_ref()
-                .map(|t| NodeMatcher::compile(&cluster.interner, t)),
+                .map(|t| NodeMatcher::compile(cluster.interner(), t)),
         };
         if points_here {
             prebound.push(candidate);
@@ -437,7 +434,7 @@ fn candidates(
         match c
             .affinity
             .as_ref()
-            .and_then(|m| m.single_in(cluster.keys.hostname))
+            .and_then(|m| m.single_in(cluster.keys().hostname))
         {
             Some(hosts) => {
                 for h in hosts {
@@ -541,18 +538,23 @@ fn assume_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: 
         if !done.insert(claim_key.clone()) {
             continue;
         }
-        if let Some(pv) = cluster.persistent_volumes.get_mut(&volume) {
-            into.previous_volumes.push(pv.clone());
+        if let Some(mut pv) = cluster.persistent_volume(&volume).cloned() {
             pv.claim_ref = Some(claim_key.clone());
             pv.phase = "Bound".into();
+            into.previous_volumes
+                .extend(cluster.upsert_persistent_volume(pv));
         }
-        if let Some(claim) = cluster.persistent_volume_claims.get_mut(&claim_key) {
-            into.previous_claims.push(claim.clone());
+        if let Some(mut claim) = cluster
+            .persistent_volume_claim(&claim_key.0, &claim_key.1)
+            .cloned()
+        {
             claim.volume_name.clone_from(&volume);
             claim
                 .meta
                 .annotations
                 .insert(BIND_COMPLETED_ANNOTATION.into(), "yes".into());
+            into.previous_claims
+                .extend(cluster.upsert_persistent_volume_claim(claim));
         }
         into.volumes
             .bound
@@ -562,12 +564,16 @@ fn assume_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: 
         if !done.insert(claim_key.clone()) {
             continue;
         }
-        if let Some(claim) = cluster.persistent_volume_claims.get_mut(&claim_key) {
-            into.previous_claims.push(claim.clone());
+        if let Some(mut claim) = cluster
+            .persistent_volume_claim(&claim_key.0, &claim_key.1)
+            .cloned()
+        {
             claim
                 .meta
                 .annotations
                 .insert(SELECTED_NODE_ANNOTATION.into(), node_name.clone());
+            into.previous_claims
+                .extend(cluster.upsert_persistent_volume_claim(claim));
         }
         into.volumes
             .provisioning
@@ -1165,14 +1171,20 @@ mod tests {
             got.provisioning,
             vec!["default/provisioned-pvc".to_string()]
         );
-        let key = |n: &str| ("default".to_string(), n.to_string());
-        let claim = &cl.persistent_volume_claims[&key("unbound-pvc")];
+        let claim = cl
+            .persistent_volume_claim("default", "unbound-pvc")
+            .unwrap();
         assert_eq!(claim.volume_name, "pv-node1a");
         assert!(fully_bound(claim));
-        let volume = &cl.persistent_volumes["pv-node1a"];
-        assert_eq!(volume.claim_ref, Some(key("unbound-pvc")));
+        let volume = cl.persistent_volume("pv-node1a").unwrap();
+        assert_eq!(
+            volume.claim_ref,
+            Some(("default".to_string(), "unbound-pvc".to_string()))
+        );
         assert_eq!(volume.phase, "Bound");
-        let provisioned = &cl.persistent_volume_claims[&key("provisioned-pvc")];
+        let provisioned = cl
+            .persistent_volume_claim("default", "provisioned-pvc")
+            .unwrap();
         assert_eq!(
             provisioned
                 .meta
@@ -1204,14 +1216,25 @@ mod tests {
         let mut cl = setup(&["pv-node1a", "pv-bound"]);
         let info = cl.compile_pod(pod_with(&["unbound-pvc", "provisioned-pvc"]));
         let node1 = cl.node_by_name("node1").expect("node1");
-        let volumes_before = cl.persistent_volumes.clone();
-        let claims_before = cl.persistent_volume_claims.clone();
+        let volumes = |cl: &Cluster| {
+            let mut all: Vec<PersistentVolume> = cl.persistent_volumes().cloned().collect();
+            all.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
+            all
+        };
+        let claims = |cl: &Cluster| {
+            let mut all: Vec<PersistentVolumeClaim> =
+                cl.persistent_volume_claims().cloned().collect();
+            all.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
+            all
+        };
+        let volumes_before = volumes(&cl);
+        let claims_before = claims(&cl);
         let mut reservation = Reservation::default();
         CheckVolumeBinding.reserve(&mut cl, &info, node1, &mut reservation);
-        assert_ne!(cl.persistent_volume_claims, claims_before);
+        assert_ne!(claims(&cl), claims_before);
         CheckVolumeBinding.unreserve(&mut cl, &reservation);
-        assert_eq!(cl.persistent_volumes, volumes_before);
-        assert_eq!(cl.persistent_volume_claims, claims_before);
+        assert_eq!(volumes(&cl), volumes_before);
+        assert_eq!(claims(&cl), claims_before);
     }
 
     #[test]
@@ -1226,7 +1249,12 @@ mod tests {
             VolumeBindings::default()
         );
         assert_eq!(chosen(&mut cl, &[], "node1"), VolumeBindings::default());
-        assert!(cl.persistent_volumes["pv-node1a"].claim_ref.is_none());
+        assert!(
+            cl.persistent_volume("pv-node1a")
+                .unwrap()
+                .claim_ref
+                .is_none()
+        );
     }
 
     #[test]

@@ -156,7 +156,7 @@ impl Kind {
             };
             let stand_in = VolKey::Claim(namespace, claim_name);
             let volume = (!claim.volume_name.is_empty())
-                .then(|| cluster.persistent_volumes.get(&claim.volume_name))
+                .then(|| cluster.persistent_volume(&claim.volume_name))
                 .flatten();
             match volume {
                 Some(pv) => {
@@ -178,7 +178,7 @@ impl Kind {
         claim
             .storage_class_name
             .as_deref()
-            .and_then(|c| cluster.storage_classes.get(c))
+            .and_then(|c| cluster.storage_class(c))
             .is_some_and(|sc| sc.provisioner == self.plugin())
     }
 }
@@ -253,8 +253,8 @@ impl FilterRule for MaxVolumeCount {
             per_node,
             cluster,
             instance_type_keys: [
-                cluster.interner.get("node.kubernetes.io/instance-type"),
-                cluster.interner.get("beta.kubernetes.io/instance-type"),
+                cluster.interner().get("node.kubernetes.io/instance-type"),
+                cluster.interner().get("beta.kubernetes.io/instance-type"),
             ],
         }))
     }
@@ -293,7 +293,7 @@ impl CountCheck<'_> {
                     .iter()
                     .flatten()
                     .find_map(|k| node.labels.get(*k))
-                    .map(|v| self.cluster.interner.resolve(v));
+                    .map(|v| self.cluster.interner().resolve(v));
                 if instance_type.is_some_and(is_nitro) {
                     DEFAULT_MAX_EBS_NITRO_VOLUMES
                 } else {
@@ -343,8 +343,7 @@ fn allocatable(node: &NodeInfo, key: &str) -> Option<i64> {
 /// Whether the node's CSINode says `plugin` was migrated to CSI there.
 fn migrated(cluster: &Cluster, node: &NodeInfo, plugin: &str) -> bool {
     cluster
-        .csi_nodes
-        .get(node.name())
+        .csi_node(node.name())
         .and_then(|c| c.meta.annotations.get(MIGRATED_PLUGINS_ANNOTATION))
         .is_some_and(|list| list.split(',').any(|p| p == plugin))
 }
@@ -369,7 +368,7 @@ fn csi_volume<'a>(
 ) -> Option<CsiVolume<'a>> {
     let claim = find_claim(cluster, namespace, claim_name)?;
     let volume = (!claim.volume_name.is_empty())
-        .then(|| cluster.persistent_volumes.get(&claim.volume_name))
+        .then(|| cluster.persistent_volume(&claim.volume_name))
         .flatten();
     let Some(pv) = volume else {
         return csi_volume_from_class(cluster, claim, VolKey::Claim(namespace, claim_name));
@@ -403,11 +402,7 @@ fn csi_volume_from_class<'a>(
     if class_name.is_empty() {
         return None;
     }
-    let provisioner = cluster
-        .storage_classes
-        .get(class_name)?
-        .provisioner
-        .as_str();
+    let provisioner = cluster.storage_class(class_name)?.provisioner.as_str();
     if provisioner == CINDER_PLUGIN {
         return Some(CsiVolume {
             driver: CINDER_CSI_DRIVER,
@@ -572,8 +567,7 @@ impl NodeCheck for CsiCheck<'_> {
         let attached = self.per_node.get(&node.id);
         let csi_limits = self
             .cluster
-            .csi_nodes
-            .get(node.name())
+            .csi_node(node.name())
             .map(|c| c.drivers.as_slice());
         for (d, &count) in new.iter().enumerate() {
             let a = attached.map_or_else(Attached::default, |slots| slots[d]);

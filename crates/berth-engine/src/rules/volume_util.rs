@@ -35,9 +35,7 @@ pub fn find_claim<'a>(
     namespace: &str,
     name: &str,
 ) -> Option<&'a PersistentVolumeClaim> {
-    cluster
-        .persistent_volume_claims
-        .get(&(namespace.to_string(), name.to_string()))
+    cluster.persistent_volume_claim(namespace, name)
 }
 
 /// Upstream's `GetPersistentVolumeClaimClass`: the beta annotation, else `storageClassName`,
@@ -76,8 +74,7 @@ pub fn waits_for_first_consumer(cluster: &Cluster, claim: &PersistentVolumeClaim
     let class = claim_class(claim);
     !class.is_empty()
         && cluster
-            .storage_classes
-            .get(class)
+            .storage_class(class)
             .is_some_and(|sc| sc.volume_binding_mode == VolumeBindingMode::WaitForFirstConsumer)
 }
 
@@ -357,12 +354,12 @@ mod tests {
             vec![],
         );
         for (name, terms, want) in cases {
-            let m = NodeMatcher::compile(&cl.interner, &terms);
+            let m = NodeMatcher::compile(cl.interner(), &terms);
             let got: Vec<&str> = cl
                 .node_order()
                 .iter()
                 .map(|id| cl.node(*id))
-                .filter(|n| m.matches(&n.labels, &cl.interner))
+                .filter(|n| m.matches(&n.labels, cl.interner()))
                 .map(|n| n.name())
                 .collect();
             assert_eq!(got, want, "{name}");
@@ -372,9 +369,9 @@ mod tests {
     #[test]
     fn single_in_detects_hostname_pinning() {
         let cl = cluster(vec![node("a").build(), node("b").build()], vec![]);
-        let host = cl.keys.hostname;
+        let host = cl.keys().hostname;
         let pinned = NodeMatcher::compile(
-            &cl.interner,
+            cl.interner(),
             &[node_term(vec![req(
                 "kubernetes.io/hostname",
                 In,
@@ -383,7 +380,7 @@ mod tests {
         );
         assert_eq!(pinned.single_in(host).map(<[Sym]>::len), Some(2));
         let two_reqs = NodeMatcher::compile(
-            &cl.interner,
+            cl.interner(),
             &[node_term(vec![
                 req("kubernetes.io/hostname", In, &["a"]),
                 req("kubernetes.io/hostname", Exists, &[]),

@@ -79,7 +79,7 @@ impl FilterRule for NoVolumeZoneConflict {
         }
         FilterPrep::Check(Box::new(ZoneCheck {
             steps,
-            node_keys: zone_key_syms(&cluster.keys),
+            node_keys: zone_key_syms(&cluster.keys()),
         }))
     }
 }
@@ -103,8 +103,7 @@ fn volume_zones(
             return Err(REASON_NO_CLASS.into());
         }
         let class = cluster
-            .storage_classes
-            .get(class_name)
+            .storage_class(class_name)
             .ok_or_else(|| owned(class_not_found(class_name)))?;
         return match class.volume_binding_mode {
             VolumeBindingMode::WaitForFirstConsumer => Ok(()),
@@ -112,15 +111,14 @@ fn volume_zones(
         };
     }
     let pv = cluster
-        .persistent_volumes
-        .get(&claim.volume_name)
+        .persistent_volume(&claim.volume_name)
         .ok_or_else(|| owned(volume_not_found(&claim.volume_name)))?;
-    for (key, sym) in ZONE_KEYS.into_iter().zip(zone_key_syms(&cluster.keys)) {
+    for (key, sym) in ZONE_KEYS.into_iter().zip(zone_key_syms(&cluster.keys())) {
         let Some(zones) = pv.meta.labels.get(key).and_then(|v| zone_set(v)) else {
             continue;
         };
         // A zone no label ever named is on no node: leaving it out keeps the test exact.
-        let values = zones.filter_map(|z| cluster.interner.get(z)).collect();
+        let values = zones.filter_map(|z| cluster.interner().get(z)).collect();
         steps.push(Step::Zone { key: sym, values });
     }
     Ok(())

@@ -39,37 +39,29 @@ pub fn snapshot(objects: &ClusterObjects) -> Result<Snapshot, ConvertError> {
         cluster.upsert_namespace(&namespace(object)?);
     }
     for object in &objects.services {
-        cluster.add_selector_object(&service(object)?);
+        cluster.upsert_selector_object(&service(object)?);
     }
     for object in &objects.replication_controllers {
-        cluster.add_selector_object(&replication_controller(object)?);
+        cluster.upsert_selector_object(&replication_controller(object)?);
     }
     for object in &objects.replica_sets {
-        cluster.add_selector_object(&replica_set(object)?);
+        cluster.upsert_selector_object(&replica_set(object)?);
     }
     for object in &objects.stateful_sets {
-        cluster.add_selector_object(&stateful_set(object)?);
+        cluster.upsert_selector_object(&stateful_set(object)?);
     }
+    // The loader rejects two objects of a kind with the same name, so nothing is replaced.
     for object in &objects.persistent_volumes {
-        let volume = persistent_volume(object)?;
-        cluster
-            .persistent_volumes
-            .insert(volume.meta.name.clone(), volume);
+        cluster.upsert_persistent_volume(persistent_volume(object)?);
     }
     for object in &objects.persistent_volume_claims {
-        let claim = persistent_volume_claim(object)?;
-        let key = (claim.meta.namespace.clone(), claim.meta.name.clone());
-        cluster.persistent_volume_claims.insert(key, claim);
+        cluster.upsert_persistent_volume_claim(persistent_volume_claim(object)?);
     }
     for object in &objects.storage_classes {
-        let class = storage_class(object)?;
-        cluster
-            .storage_classes
-            .insert(class.meta.name.clone(), class);
+        cluster.upsert_storage_class(storage_class(object)?);
     }
     for object in &objects.csi_nodes {
-        let csi = csi_node(object)?;
-        cluster.csi_nodes.insert(csi.meta.name.clone(), csi);
+        cluster.upsert_csi_node(csi_node(object)?);
     }
     let mut budgets = DisruptionBudgets::new();
     for object in &objects.pod_disruption_budgets {
