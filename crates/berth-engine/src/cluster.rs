@@ -1426,4 +1426,8 @@ pub fn normalize_image_name(name: &str) -> String {
 }
 
 #[cfg(test)]
+mod bookkeeping_tests;
+#[cfg(test)]
+mod canonical;
+#[cfg(test)]
 mod compaction_tests;

@@ -10,163 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::canonical::{canonical, with_nodes_in_slot_order};
 use super::*;
 use crate::model::{Node, Pod, SelectorKind, WhenUnsatisfiable};
 use crate::registry::scheduler_for;
 use crate::testkit::{labelled, namespace, node, selector, selector_object};
 use crate::{CycleConfig, Scheduler};
-
-/// The cluster's whole state with every symbol resolved to its text and every id to a name,
-/// so two clusters with different numberings compare equal when they hold the same.
-fn canonical(c: &Cluster) -> BTreeMap<String, String> {
-    let text = |s: Sym| c.interner().resolve(s).to_string();
-    let labels = |l: &Labels| {
-        l.iter()
-            .map(|(k, v)| (text(k), text(v)))
-            .collect::<BTreeSet<_>>()
-    };
-    // Symbols in visiting order with the labels left out (they are sorted by symbol, so their
-    // order depends on the numbering; they are compared as sets above).
-    let structure = |mut pod: PodInfo| {
-        pod.labels = Labels::default();
-        let mut out = Vec::new();
-        pod.visit_symbols(&mut |s| out.push(text(*s)));
-        out
-    };
-    let node_name = |id: NodeId| c.node(id).name().to_string();
-    let pod_key = |id: PodId| c.pod(id).key();
-    let names = |ids: &[PodId]| ids.iter().map(|p| pod_key(*p)).collect::<BTreeSet<_>>();
-    let mut out = BTreeMap::new();
-    let mut put = |k: String, v: String| {
-        assert!(out.insert(k.clone(), v).is_none(), "{k} twice");
-    };
-    for (i, n) in c.nodes.iter().enumerate() {
-        let Some(n) = n else { continue };
-        let zone = n.zone_key.map(text);
-        let slot = c.zone_slots[i];
-        let slot_zone = (slot != NO_ZONE).then(|| text(c.zones[slot as usize]));
-        assert_eq!(zone, slot_zone, "zone slot of {}", n.name());
-        let images: BTreeSet<_> = n.image_syms.iter().map(|(s, b)| (text(*s), *b)).collect();
-        let mut ports: Vec<String> = n.used_ports.iter().map(|p| format!("{p:?}")).collect();
-        ports.sort();
-        put(
-            format!("node {}", n.name()),
-            format!(
-                "labels {:?} zone {zone:?} images {images:?} requested {:?} nonzero {} {} \
-                 pods {:?} ports {ports:?} affinity {:?} ip {} allowed {}",
-                labels(&n.labels),
-                n.requested,
-                n.nonzero_milli_cpu,
-                n.nonzero_memory,
-                names(&n.pods),
-                names(&n.pods_with_affinity),
-                n.pods_needing_ip,
-                n.allowed_pods,
-            ),
-        );
-    }
-    put(
-        "node order".into(),
-        format!(
-            "{:?}",
-            c.node_order()
-                .iter()
-                .map(|id| node_name(*id))
-                .collect::<Vec<_>>()
-        ),
-    );
-    for (_, p) in c.pods() {
-        put(
-            format!("pod {}", p.key()),
-            format!(
-                "ns {} labels {:?} node {:?} structure {:?}",
-                text(p.namespace),
-                labels(&p.labels),
-                p.node.map(node_name),
-                structure(p.clone()),
-            ),
-        );
-    }
-    for ((k, v), pods) in &c.label_index {
-        assert!(!pods.is_empty(), "empty pod label entry");
-        put(
-            format!("pod label {}={}", text(*k), text(*v)),
-            format!("{:?}", names(pods)),
-        );
-    }
-    for ((k, v), nodes) in &c.label_nodes {
-        assert!(!nodes.is_empty(), "empty node label entry");
-        let nodes: BTreeSet<_> = nodes.iter().map(|n| node_name(*n)).collect();
-        put(
-            format!("node label {}={}", text(*k), text(*v)),
-            format!("{nodes:?}"),
-        );
-    }
-    for (k, column) in &c.label_columns {
-        assert_eq!(column.len(), c.nodes.len(), "column length");
-        // A column no node fills reads like a missing one.
-        if column.iter().all(Option::is_none) {
-            continue;
-        }
-        let values: BTreeMap<_, _> = column
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| c.nodes[*i].is_some())
-            .map(|(i, v)| (node_name(NodeId(i as u32)), v.map(text)))
-            .collect();
-        put(format!("column {}", text(*k)), format!("{values:?}"));
-    }
-    put(
-        "pods with affinity".into(),
-        format!("{:?}", names(&c.pods_with_affinity)),
-    );
-    put(
-        "pods with volumes".into(),
-        format!("{:?}", names(&c.pods_with_volumes)),
-    );
-    for (which, index) in [
-        ("anti", &c.anti_affinity_terms),
-        ("scoring", &c.scoring_terms),
-    ] {
-        let refs = |rs: &[TermRef]| {
-            rs.iter()
-                .map(|r| format!("{} {:?} {}", pod_key(r.pod), r.kind, r.index))
-                .collect::<BTreeSet<_>>()
-        };
-        for ((k, v), terms) in &index.by_label {
-            put(
-                format!("{which} terms {}={}", text(*k), text(*v)),
-                format!("{:?}", refs(terms)),
-            );
-        }
-        put(
-            format!("{which} unindexed"),
-            format!("{:?}", refs(&index.unindexed)),
-        );
-    }
-    for (ns, info) in &c.namespaces {
-        put(
-            format!("namespace {}", text(*ns)),
-            format!("{:?}", labels(&info.labels)),
-        );
-    }
-    let mut objects: Vec<String> = c
-        .selector_objects
-        .iter()
-        .map(|o| {
-            let mut syms = Vec::new();
-            if let Some(mut s) = o.selector.clone() {
-                s.visit_symbols(&mut |s| syms.push(text(*s)));
-            }
-            format!("{:?} {}/{} {syms:?}", o.kind, text(o.namespace), o.name)
-        })
-        .collect();
-    objects.sort();
-    put("selector objects".into(), format!("{objects:?}"));
-    let images: BTreeMap<_, _> = c.image_node_counts.iter().collect();
-    put("images".into(), format!("{images:?}"));
-    out
-}
 
 /// The objects a churn run ends with, to build the reference cluster from.
 #[derive(Default)]
@@ -319,11 +168,9 @@ impl Churn {
             _ => {
                 let name = format!("svc{}", self.rng.random_range(0..4));
                 let ns = "ns0";
-                // Replacing a service is remove-then-add, as the daemon does.
-                let sym = self.cluster.interner().get(ns);
+                // Remove, then maybe add again: the service goes to the end of the list.
                 self.cluster
-                    .selector_objects
-                    .retain(|o| !(Some(o.namespace) == sym && *o.name == name));
+                    .remove_selector_object(SelectorKind::Service, ns, &name);
                 self.live.objects.retain(|o| o.meta.name != name);
                 if self.rng.random_bool(0.7) {
                     let hash = format!("h{:x}", self.generation);
@@ -343,17 +190,7 @@ impl Churn {
     /// A cluster built from the live objects only, nodes added in this cluster's slot order
     /// so both visit nodes alike.
     fn rebuilt(&self) -> Cluster {
-        let mut fresh = Cluster::new();
-        let mut nodes: Vec<(NodeId, &Node)> = self
-            .live
-            .nodes
-            .values()
-            .map(|n| (self.cluster.node_by_name(&n.meta.name).expect("live"), n))
-            .collect();
-        nodes.sort_by_key(|(id, _)| id.0);
-        for (_, n) in nodes {
-            fresh.add_node(n.clone()).expect("node");
-        }
+        let mut fresh = with_nodes_in_slot_order(&self.cluster, self.live.nodes.values());
         for ns in self.live.namespaces.values() {
             fresh.upsert_namespace(ns);
         }
