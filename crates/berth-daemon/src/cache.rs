@@ -701,6 +701,16 @@ impl Cache {
             Change::Synced => Effect::Synced,
             Change::Apply(object) => {
                 if let Some(ns) = converted(convert::namespace(&object)) {
+                    if let Some(model::TolerationWhitelist::Invalid(why)) = &ns.toleration_whitelist
+                    {
+                        warn!(
+                            namespace = %ns.meta.name,
+                            error = %why,
+                            "the namespace's {} annotation does not parse: it grants no taint \
+                             that CheckTolerationRestriction guards",
+                            convert::TOLERATIONS_WHITELIST_ANNOTATION
+                        );
+                    }
                     self.cluster.upsert_namespace(&ns);
                 }
                 Effect::CouldHelp

@@ -192,6 +192,8 @@ pub struct NamespaceInfo {
     pub labels: Labels,
     /// The namespace's node selector, if its annotation is set.
     pub node_selector: Option<model::NamespaceNodeSelector>,
+    /// The namespace's tolerations whitelist, if its annotation is set.
+    pub toleration_whitelist: Option<model::TolerationWhitelist>,
 }
 
 /// A Service, RC, ReplicaSet or StatefulSet, compiled.
@@ -909,6 +911,7 @@ impl Cluster {
             NamespaceInfo {
                 labels,
                 node_selector: ns.node_selector.clone(),
+                toleration_whitelist: ns.toleration_whitelist.clone(),
             },
         );
     }

@@ -411,6 +411,19 @@ pub struct Namespace {
     /// `scheduler.alpha.kubernetes.io/node-selector` annotation, parsed by the converter;
     /// None when neither is set.
     pub node_selector: Option<NamespaceNodeSelector>,
+    /// The tolerations the namespace's `scheduler.alpha.kubernetes.io/tolerationsWhitelist`
+    /// annotation lists, parsed by the converter; None when it is not set. Read by
+    /// CheckTolerationRestriction as the guarded taints the namespace may tolerate.
+    pub toleration_whitelist: Option<TolerationWhitelist>,
+}
+
+/// A namespace's tolerations whitelist annotation, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TolerationWhitelist {
+    /// The listed tolerations (empty for an empty annotation).
+    Tolerations(Vec<Toleration>),
+    /// The annotation does not parse: why. It grants nothing, and the reasons say so.
+    Invalid(String),
 }
 
 /// A namespace's node selector annotation, parsed.

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use berth_policy::{EffectivePolicy, PredicateKind, PriorityKind, WasmPlugin};
+use berth_policy::{
+    EffectivePolicy, GuardedEffect, PodIpSource, PredicateKind, PriorityKind, WasmPlugin,
+    WhenCapacityMissing,
+};
 
 use crate::features::FeatureGates;
 use crate::rules::*;
@@ -281,11 +284,40 @@ fn filter_for(
         P::PodFitsResources => Arc::new(resources_fit::PodFitsResources::new(
             ignored_resources.to_vec(),
         )),
-        P::CheckPodCIDRCapacity => Arc::new(pod_cidr::CheckPodCidrCapacity),
+        P::CheckPodCIDRCapacity {
+            source,
+            when_missing,
+        } => {
+            let source = match source {
+                PodIpSource::PodCidr => pod_cidr::Source::PodCidr,
+                PodIpSource::NodeLabel(name) => pod_cidr::Source::Label(name.clone()),
+                PodIpSource::NodeAnnotation(name) => pod_cidr::Source::Annotation(name.clone()),
+                PodIpSource::Resource(name) => pod_cidr::Source::Resource(name.clone()),
+            };
+            let fallback = *when_missing == WhenCapacityMissing::PodCIDR;
+            Arc::new(pod_cidr::CheckPodCidrCapacity::new(source, fallback))
+        }
         P::NoDiskConflict => Arc::new(disk_conflict::NoDiskConflict),
         P::PodToleratesNodeTaints => Arc::new(taints::PodToleratesNodeTaints::all()),
         P::PodToleratesNodeNoExecuteTaints => {
             Arc::new(taints::PodToleratesNodeTaints::no_execute_only())
+        }
+        P::CheckTolerationRestriction { guards } => {
+            let guards = guards
+                .iter()
+                .map(|g| toleration_restriction::Guard {
+                    key: g.key.clone(),
+                    value: g.value.clone(),
+                    effect: g.effect.map(|e| match e {
+                        GuardedEffect::NoSchedule => crate::model::TaintEffect::NoSchedule,
+                        GuardedEffect::NoExecute => crate::model::TaintEffect::NoExecute,
+                    }),
+                    namespaces: g.namespaces.clone(),
+                })
+                .collect();
+            Arc::new(toleration_restriction::CheckTolerationRestriction::new(
+                guards,
+            ))
         }
         P::CheckNodeLabelPresence { .. } => {
             let (present, absent) = split_by_presence(group.kinds.iter().filter_map(|k| match k {

@@ -438,6 +438,7 @@ pub fn namespace(name: &str, labels: &[(&str, &str)]) -> crate::model::Namespace
             ..meta(name, "")
         },
         node_selector: None,
+        toleration_whitelist: None,
     }
 }
 

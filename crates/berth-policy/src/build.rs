@@ -7,14 +7,15 @@ use std::time::Duration;
 use crate::error::PolicyError;
 use crate::names::{self, Builtin, V122Argument};
 use crate::raw::{
-    RawExtender, RawManagedResource, RawPolicy, RawPredicate, RawPredicateArgument, RawPriority,
-    RawPriorityArgument, RawRequestedToCapacityRatio, RawTlsConfig, RawWasm,
+    RawExtender, RawManagedResource, RawPodIpCapacity, RawPolicy, RawPredicate,
+    RawPredicateArgument, RawPriority, RawPriorityArgument, RawRequestedToCapacityRatio,
+    RawTlsConfig, RawTolerationRestriction, RawWasm,
 };
 use crate::syntax;
 use crate::types::{
-    Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy, ManagedResource,
-    PredicateConfig, PredicateKind, PriorityConfig, PriorityKind, ResourceWeight, ShapePoint,
-    WasmPlugin,
+    Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy, GuardedEffect,
+    ManagedResource, PodIpSource, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind,
+    ResourceWeight, ShapePoint, TaintGuard, WasmPlugin, WhenCapacityMissing,
 };
 
 /// The legacy core group and the scheduler config group both registered the v1 Policy.
@@ -336,6 +337,9 @@ impl Builder<'_> {
         let name = self.name(raw.name, path, "the predicate's name")?;
         let builtin = names::predicate(&name);
         let Some(argument) = raw.argument else {
+            if let Some(needed) = names::argument_only_predicate(&name) {
+                return Err(self.invalid(path, format!("{name:?} needs an argument: {{{needed}}}")));
+            }
             let Some(builtin) = builtin else {
                 let accepted: Vec<&str> = names::PREDICATES.iter().map(|b| b.name).collect();
                 return Err(self.invalid(
@@ -370,7 +374,21 @@ impl Builder<'_> {
                     kind
                 }
             }
-            None => kind,
+            None => {
+                let reserved =
+                    names::argument_only_predicate(&name).is_some_and(|_| kind.slot_name() != name);
+                if reserved {
+                    return Err(self.invalid(
+                        format!("{path}.name"),
+                        format!(
+                            "{name:?} is Berth's {name}, but its argument makes it a {}; give \
+                             the custom entry its own name (e.g. \"My{name}\")",
+                            kind.slot_name()
+                        ),
+                    ));
+                }
+                kind
+            }
         };
         Ok((name.clone(), PredicateConfig { name, kind }))
     }
@@ -461,6 +479,10 @@ impl Builder<'_> {
             Ok(PredicateKind::MatchNamespaceNodeSelector {
                 default_node_selector,
             })
+        } else if let Some(restriction) = argument.toleration_restriction {
+            self.toleration_restriction(restriction, &format!("{path}.tolerationRestriction"))
+        } else if let Some(capacity) = argument.pod_ip_capacity {
+            self.pod_ip_capacity(capacity, &format!("{path}.podIPCapacity"))
         } else if let Some(wasm) = argument.wasm {
             Ok(PredicateKind::Wasm(
                 self.wasm(wasm, &format!("{path}.wasm"))?,
@@ -468,6 +490,200 @@ impl Builder<'_> {
         } else {
             Err(self.not_one_argument(path, RawPredicateArgument::KEYS, &present))
         }
+    }
+
+    /// `tolerationRestriction{taints: [{taint, namespaces}]}`: every taint parses as
+    /// `key[=value][:effect]` with an effect that keeps pods off a node, every namespace is a
+    /// namespace name, and no taint is guarded twice.
+    fn toleration_restriction(
+        &mut self,
+        raw: RawTolerationRestriction,
+        path: &str,
+    ) -> Result<PredicateKind, PolicyError> {
+        self.warn(
+            path,
+            "a Berth extension: kube-scheduler rejects this argument",
+        );
+        let taints_path = format!("{path}.taints");
+        let raw_guards = self.required(
+            raw.taints,
+            &taints_path,
+            "a list of guarded taints [{\"taint\": \"key[=value][:effect]\", \"namespaces\": \
+             [...]}]",
+        )?;
+        if raw_guards.is_empty() {
+            return Err(self.invalid(
+                taints_path,
+                "empty: list at least one taint to guard, e.g. {\"taint\": \
+                 \"dedicated=tenant-a\", \"namespaces\": [\"tenant-a\"]}",
+            ));
+        }
+        let mut guards: Vec<TaintGuard> = Vec::with_capacity(raw_guards.len());
+        for (index, raw) in raw_guards.into_iter().enumerate() {
+            let at = format!("{taints_path}[{index}]");
+            let taint_path = format!("{at}.taint");
+            let taint =
+                self.required(raw.taint, &taint_path, "a taint \"key[=value][:effect]\"")?;
+            let (key, value, effect) = syntax::parse_taint(&taint)
+                .map_err(|problem| self.invalid(&taint_path, problem))?;
+            let effect = match effect.as_deref() {
+                None => None,
+                Some("NoSchedule") => Some(GuardedEffect::NoSchedule),
+                Some("NoExecute") => Some(GuardedEffect::NoExecute),
+                Some("PreferNoSchedule") => {
+                    return Err(self.invalid(
+                        taint_path,
+                        format!(
+                            "{taint:?}: a PreferNoSchedule taint does not keep pods off a node, \
+                             so guarding it protects nothing; guard the NoSchedule or NoExecute \
+                             taint that dedicates the nodes"
+                        ),
+                    ));
+                }
+                Some(other) => {
+                    return Err(self.invalid(
+                        taint_path,
+                        format!(
+                            "{taint:?}: unknown effect {other:?}; expected NoSchedule or \
+                             NoExecute (or none for both)"
+                        ),
+                    ));
+                }
+            };
+            let namespaces_path = format!("{at}.namespaces");
+            let namespaces = self.required(
+                raw.namespaces,
+                &namespaces_path,
+                "a list of namespace names allowed to tolerate the taint ([] for those granted \
+                 by their namespace annotation only)",
+            )?;
+            for (i, namespace) in namespaces.iter().enumerate() {
+                if let Some(problem) = syntax::namespace_name_error(namespace) {
+                    return Err(self.invalid(format!("{namespaces_path}[{i}]"), problem));
+                }
+                if namespaces[..i].contains(namespace) {
+                    return Err(self.invalid(
+                        format!("{namespaces_path}[{i}]"),
+                        format!("namespace {namespace:?} is listed twice"),
+                    ));
+                }
+            }
+            if let Some((first, _)) = guards
+                .iter()
+                .enumerate()
+                .find(|(_, g)| g.key == key && g.value == value && g.effect == effect)
+            {
+                return Err(self.invalid(
+                    taint_path,
+                    format!(
+                        "{taint:?} is already guarded at {taints_path}[{first}]; list its \
+                         namespaces in one entry"
+                    ),
+                ));
+            }
+            guards.push(TaintGuard {
+                taint,
+                key,
+                value,
+                effect,
+                namespaces,
+            });
+        }
+        Ok(PredicateKind::CheckTolerationRestriction { guards })
+    }
+
+    /// `podIPCapacity{nodeLabel | nodeAnnotation | resource, whenMissing}`.
+    fn pod_ip_capacity(
+        &mut self,
+        raw: RawPodIpCapacity,
+        path: &str,
+    ) -> Result<PredicateKind, PolicyError> {
+        self.warn(
+            path,
+            "a Berth extension: kube-scheduler rejects this argument",
+        );
+        const SOURCES: [&str; 3] = ["nodeLabel", "nodeAnnotation", "resource"];
+        let present: Vec<&str> = [
+            raw.node_label.is_some(),
+            raw.node_annotation.is_some(),
+            raw.resource.is_some(),
+        ]
+        .into_iter()
+        .zip(SOURCES)
+        .filter_map(|(set, key)| set.then_some(key))
+        .collect();
+        let source = match (raw.node_label, raw.node_annotation, raw.resource) {
+            (Some(label), None, None) => {
+                if let Some(problem) = syntax::qualified_name_error(&label) {
+                    return Err(self.invalid(
+                        format!("{path}.nodeLabel"),
+                        format!("invalid label key: {problem}"),
+                    ));
+                }
+                PodIpSource::NodeLabel(label)
+            }
+            (None, Some(annotation), None) => {
+                if let Some(problem) = syntax::qualified_name_error(&annotation) {
+                    return Err(self.invalid(
+                        format!("{path}.nodeAnnotation"),
+                        format!("invalid annotation key: {problem}"),
+                    ));
+                }
+                PodIpSource::NodeAnnotation(annotation)
+            }
+            (None, None, Some(resource)) => {
+                if let Some(problem) = syntax::qualified_name_error(&resource) {
+                    return Err(self.invalid(
+                        format!("{path}.resource"),
+                        format!("invalid resource name: {problem}"),
+                    ));
+                }
+                if matches!(resource.as_str(), "cpu" | "memory" | "ephemeral-storage")
+                    || resource.starts_with("hugepages-")
+                {
+                    return Err(self.invalid(
+                        format!("{path}.resource"),
+                        format!(
+                            "{resource:?} is not a count of addresses; name an extended \
+                             resource (e.g. \"example.com/pod-ips\") or \"pods\""
+                        ),
+                    ));
+                }
+                PodIpSource::Resource(resource)
+            }
+            _ => {
+                let got = if present.is_empty() {
+                    "it sets none".to_owned()
+                } else {
+                    format!("it sets {}", present.join(", "))
+                };
+                return Err(self.invalid(
+                    path,
+                    format!(
+                        "podIPCapacity must set exactly one source of: {}; {got}",
+                        SOURCES.join(", ")
+                    ),
+                ));
+            }
+        };
+        let when_missing = match raw.when_missing.as_deref() {
+            None | Some("Reject") => WhenCapacityMissing::Reject,
+            Some("PodCIDR") => WhenCapacityMissing::PodCIDR,
+            Some(other) => {
+                return Err(self.invalid(
+                    format!("{path}.whenMissing"),
+                    format!(
+                        "unknown value {other:?}; expected \"Reject\" (the default: a node \
+                         without the source fits no pod that needs an IP) or \"PodCIDR\" \
+                         (count its pod CIDRs instead)"
+                    ),
+                ));
+            }
+        };
+        Ok(PredicateKind::CheckPodCIDRCapacity {
+            source,
+            when_missing,
+        })
     }
 
     fn not_one_argument(&self, path: &str, accepted: &[&str], present: &[&str]) -> PolicyError {

@@ -5,8 +5,8 @@ use std::mem::discriminant;
 
 use crate::names;
 use crate::types::{
-    EffectivePolicy, Extender, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind,
-    WasmPlugin,
+    EffectivePolicy, Extender, PodIpSource, PredicateConfig, PredicateKind, PriorityConfig,
+    PriorityKind, WasmPlugin, WhenCapacityMissing,
 };
 
 impl EffectivePolicy {
@@ -99,6 +99,27 @@ fn predicate_line(predicate: &PredicateConfig) -> String {
         PredicateKind::CheckServiceAffinity { labels } => {
             format!(" (labels [{}])", labels.join(", "))
         }
+        PredicateKind::CheckTolerationRestriction { guards } => {
+            let guards: Vec<String> = guards
+                .iter()
+                .map(|g| format!("{} by [{}]", g.taint, g.namespaces.join(", ")))
+                .collect();
+            format!(
+                " (tolerable only by the namespaces listed or granted by annotation: {})",
+                guards.join("; ")
+            )
+        }
+        PredicateKind::CheckPodCIDRCapacity {
+            source,
+            when_missing,
+        } => match source {
+            PodIpSource::PodCidr => String::new(),
+            PodIpSource::NodeLabel(name) => capacity_arguments("node label", name, *when_missing),
+            PodIpSource::NodeAnnotation(name) => {
+                capacity_arguments("node annotation", name, *when_missing)
+            }
+            PodIpSource::Resource(name) => capacity_arguments("allocatable", name, *when_missing),
+        },
         PredicateKind::Wasm(plugin) => wasm_arguments(plugin),
         PredicateKind::PodToleratesNodeTaints | PredicateKind::CheckNodeUnschedulable => {
             " (mandatory)".to_owned()
@@ -110,6 +131,14 @@ fn predicate_line(predicate: &PredicateConfig) -> String {
     } else {
         format!("{}: {slot}{arguments}", predicate.name)
     }
+}
+
+fn capacity_arguments(what: &str, name: &str, when_missing: WhenCapacityMissing) -> String {
+    let missing = match when_missing {
+        WhenCapacityMissing::Reject => "rejected",
+        WhenCapacityMissing::PodCIDR => "counted by pod CIDR",
+    };
+    format!(" (pod IPs from {what} {name:?}; nodes without it {missing})")
 }
 
 fn priority_line(priority: &PriorityConfig) -> String {

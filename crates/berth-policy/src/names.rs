@@ -3,7 +3,9 @@
 //! The union of what kube-scheduler v1.22 and v1.12 accepted, plus Berth's own predicates.
 //! Names v1.22 does not accept carry a note that becomes a warning.
 
-use crate::types::{PredicateKind, PriorityKind, ResourceWeight, ShapePoint};
+use crate::types::{
+    PodIpSource, PredicateKind, PriorityKind, ResourceWeight, ShapePoint, WhenCapacityMissing,
+};
 
 /// A built-in name and what it stands for.
 pub(crate) struct Builtin<K: 'static> {
@@ -87,7 +89,10 @@ pub(crate) static PREDICATES: &[Builtin<PredicateKind>] = &[
     builtin("PodFitsResources", PredicateKind::PodFitsResources),
     noted(
         "CheckPodCIDRCapacity",
-        PredicateKind::CheckPodCIDRCapacity,
+        PredicateKind::CheckPodCIDRCapacity {
+            source: PodIpSource::PodCidr,
+            when_missing: WhenCapacityMissing::Reject,
+        },
         BERTH_ONLY,
     ),
     builtin("NoDiskConflict", PredicateKind::NoDiskConflict),
@@ -210,6 +215,21 @@ pub(crate) static PRIORITIES: &[Builtin<PriorityKind>] = &[
     },
     builtin("EvenPodsSpreadPriority", PriorityKind::EvenPodsSpread),
 ];
+
+/// Berth's predicates that exist only with an argument: (name, the argument it needs).
+static ARGUMENT_ONLY_PREDICATES: &[(&str, &str)] = &[(
+    "CheckTolerationRestriction",
+    "\"tolerationRestriction\": {\"taints\": [{\"taint\": \"key[=value][:effect]\", \
+     \"namespaces\": [...]}]}",
+)];
+
+/// The argument a predicate name needs, when the name is one of Berth's argument-only ones.
+pub(crate) fn argument_only_predicate(name: &str) -> Option<&'static str> {
+    ARGUMENT_ONLY_PREDICATES
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, argument)| *argument)
+}
 
 /// Looks a predicate name up.
 pub(crate) fn predicate(name: &str) -> Option<&'static Builtin<PredicateKind>> {

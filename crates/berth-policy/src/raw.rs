@@ -168,7 +168,45 @@ json_object! {
         service_affinity: RawServiceAffinity = "serviceAffinity",
         labels_presence: RawLabelsPresence = "labelsPresence",
         namespace_node_selector: RawNamespaceNodeSelector = "namespaceNodeSelector",
+        toleration_restriction: RawTolerationRestriction = "tolerationRestriction",
+        pod_ip_capacity: RawPodIpCapacity = "podIPCapacity",
         wasm: RawWasm = "wasm",
+    }
+}
+
+json_object! {
+    /// Berth's `tolerationRestriction{taints}`.
+    struct RawTolerationRestriction(
+        Keys::Exact,
+        "a tolerationRestriction object {\"taints\": [{\"taint\": \"key[=value][:effect]\", \
+         \"namespaces\": [...]}]}"
+    ) {
+        taints: Vec<RawTaintGuard> = "taints",
+    }
+}
+
+json_object! {
+    /// One guarded taint of `tolerationRestriction`.
+    struct RawTaintGuard(
+        Keys::Exact,
+        "a guarded taint {\"taint\": \"key[=value][:effect]\", \"namespaces\": [...]}"
+    ) {
+        taint: String = "taint",
+        namespaces: Vec<String> = "namespaces",
+    }
+}
+
+json_object! {
+    /// Berth's `podIPCapacity{nodeLabel | nodeAnnotation | resource, whenMissing}`.
+    struct RawPodIpCapacity(
+        Keys::Exact,
+        "a podIPCapacity object {\"nodeLabel\" or \"nodeAnnotation\" or \"resource\": \
+         ..., \"whenMissing\": \"Reject\" or \"PodCIDR\"}"
+    ) {
+        node_label: String = "nodeLabel",
+        node_annotation: String = "nodeAnnotation",
+        resource: String = "resource",
+        when_missing: String = "whenMissing",
     }
 }
 

@@ -104,6 +104,58 @@ pub(crate) fn parse_selector(selector: &str) -> Result<Vec<(String, String)>, St
     Ok(pairs)
 }
 
+/// A taint as `kubectl taint` writes it, `key[=value][:effect]`, split into its parts; the
+/// effect is returned as written (the caller decides which effects it accepts).
+pub(crate) fn parse_taint(text: &str) -> Result<(String, Option<String>, Option<String>), String> {
+    let (rest, effect) = match text.rsplit_once(':') {
+        Some((rest, effect)) => (rest, Some(effect)),
+        None => (text, None),
+    };
+    let (key, value) = match rest.split_once('=') {
+        Some((key, value)) => (key, Some(value)),
+        None => (rest, None),
+    };
+    if let Some(problem) = qualified_name_error(key) {
+        return Err(format!(
+            "invalid taint {text:?}: expected key[=value][:effect] with a label-style key: \
+             {problem}"
+        ));
+    }
+    if let Some(problem) = value.and_then(label_value_error) {
+        return Err(format!(
+            "invalid taint {text:?}: expected key[=value][:effect]: {problem}"
+        ));
+    }
+    if effect == Some("") {
+        return Err(format!(
+            "invalid taint {text:?}: an empty effect after ':'; write the effect or leave out \
+             the ':'"
+        ));
+    }
+    Ok((
+        key.to_owned(),
+        value.map(str::to_owned),
+        effect.map(str::to_owned),
+    ))
+}
+
+/// Kubernetes' `IsDNS1123Label`, the rule for namespace names.
+pub(crate) fn namespace_name_error(name: &str) -> Option<String> {
+    let bytes = name.as_bytes();
+    let lower_alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let ok = !bytes.is_empty()
+        && bytes.len() <= MAX_NAME_PART
+        && bytes.iter().all(|b| lower_alnum(b) || *b == b'-')
+        && bytes.first().is_some_and(lower_alnum)
+        && bytes.last().is_some_and(lower_alnum);
+    (!ok).then(|| {
+        format!(
+            "invalid namespace name {name:?}: at most {MAX_NAME_PART} lowercase letters, digits \
+             and '-', starting and ending with a letter or digit"
+        )
+    })
+}
+
 /// A plugin module path: relative, inside the plugins directory, naming a `.wasm` file.
 pub(crate) fn module_path_error(module: &str) -> Option<String> {
     let problem = if module.is_empty() {
@@ -289,6 +341,48 @@ mod tests {
         let long_prefix = format!("{}.com/foo", "a".repeat(246));
         let got = extended_resource_name_error(&long_prefix).unwrap_or_default();
         assert!(got.contains("too long for quota"), "{got}");
+    }
+
+    #[test]
+    fn taints() {
+        let split = |text| parse_taint(text);
+        let owned = |k: &str, v: Option<&str>, e: Option<&str>| {
+            Ok((k.to_owned(), v.map(str::to_owned), e.map(str::to_owned)))
+        };
+        assert_eq!(split("gpu"), owned("gpu", None, None));
+        assert_eq!(split("gpu="), owned("gpu", Some(""), None));
+        assert_eq!(
+            split("example.com/dedicated=tenant-a:NoSchedule"),
+            owned(
+                "example.com/dedicated",
+                Some("tenant-a"),
+                Some("NoSchedule")
+            )
+        );
+        assert_eq!(
+            split("gpu:NoExecute"),
+            owned("gpu", None, Some("NoExecute"))
+        );
+        for (bad, want) in [
+            ("", "name part"),
+            ("=x", "name part"),
+            ("a=b=c", "label value"),
+            ("a:", "empty effect"),
+            ("a/b/c=x", "more than one '/'"),
+        ] {
+            let got = parse_taint(bad).err().unwrap_or_default();
+            assert!(got.contains(want), "{bad}: {got}");
+        }
+    }
+
+    #[test]
+    fn namespace_names() {
+        for ok in ["a", "team-a", "kube-system", "x1"] {
+            assert_eq!(namespace_name_error(ok), None, "{ok}");
+        }
+        for bad in ["", "Team", "-a", "a-", "a.b", &"a".repeat(64)] {
+            assert!(namespace_name_error(bad).is_some(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -70,14 +70,24 @@ pub enum PredicateKind {
     },
     /// The node has room for the pod's requests.
     PodFitsResources,
-    /// The node's pod CIDR has an address left (Berth extension).
-    CheckPodCIDRCapacity,
+    /// The node has a pod IP address left (Berth extension).
+    CheckPodCIDRCapacity {
+        /// Where a node's pod IP capacity is read.
+        source: PodIpSource,
+        /// What a node without that source gets (unused for [`PodIpSource::PodCidr`]).
+        when_missing: WhenCapacityMissing,
+    },
     /// No conflicting disk volume is mounted on the node.
     NoDiskConflict,
     /// The pod tolerates the node's NoSchedule and NoExecute taints.
     PodToleratesNodeTaints,
     /// The pod tolerates the node's NoExecute taints (v1.12 meaning).
     PodToleratesNodeNoExecuteTaints,
+    /// Guarded taints may be tolerated only by the namespaces allowed to (Berth extension).
+    CheckTolerationRestriction {
+        /// The guarded taints, in file order.
+        guards: Vec<TaintGuard>,
+    },
     /// The listed label keys are all present (or all absent) on the node.
     CheckNodeLabelPresence {
         /// Label keys to look for.
@@ -130,25 +140,26 @@ impl PredicateKind {
             Self::MatchNodeSelector => 5,
             Self::MatchNamespaceNodeSelector { .. } => 6,
             Self::PodFitsResources => 7,
-            Self::CheckPodCIDRCapacity => 8,
+            Self::CheckPodCIDRCapacity { .. } => 8,
             Self::NoDiskConflict => 9,
             Self::PodToleratesNodeTaints => 10,
             Self::PodToleratesNodeNoExecuteTaints => 11,
-            Self::CheckNodeLabelPresence { .. } => 12,
-            Self::CheckServiceAffinity { .. } => 13,
-            Self::MaxEBSVolumeCount => 14,
-            Self::MaxGCEPDVolumeCount => 15,
-            Self::MaxCSIVolumeCountPred => 16,
-            Self::MaxAzureDiskVolumeCount => 17,
-            Self::MaxCinderVolumeCount => 18,
-            Self::CheckVolumeBinding => 19,
-            Self::NoVolumeZoneConflict => 20,
-            Self::CheckNodeMemoryPressure => 21,
-            Self::CheckNodePIDPressure => 22,
-            Self::CheckNodeDiskPressure => 23,
-            Self::EvenPodsSpread => 24,
-            Self::MatchInterPodAffinity => 25,
-            Self::Wasm(_) => 26,
+            Self::CheckTolerationRestriction { .. } => 12,
+            Self::CheckNodeLabelPresence { .. } => 13,
+            Self::CheckServiceAffinity { .. } => 14,
+            Self::MaxEBSVolumeCount => 15,
+            Self::MaxGCEPDVolumeCount => 16,
+            Self::MaxCSIVolumeCountPred => 17,
+            Self::MaxAzureDiskVolumeCount => 18,
+            Self::MaxCinderVolumeCount => 19,
+            Self::CheckVolumeBinding => 20,
+            Self::NoVolumeZoneConflict => 21,
+            Self::CheckNodeMemoryPressure => 22,
+            Self::CheckNodePIDPressure => 23,
+            Self::CheckNodeDiskPressure => 24,
+            Self::EvenPodsSpread => 25,
+            Self::MatchInterPodAffinity => 26,
+            Self::Wasm(_) => 27,
         }
     }
 
@@ -163,10 +174,11 @@ impl PredicateKind {
             Self::MatchNodeSelector => "MatchNodeSelector",
             Self::MatchNamespaceNodeSelector { .. } => "MatchNamespaceNodeSelector",
             Self::PodFitsResources => "PodFitsResources",
-            Self::CheckPodCIDRCapacity => "CheckPodCIDRCapacity",
+            Self::CheckPodCIDRCapacity { .. } => "CheckPodCIDRCapacity",
             Self::NoDiskConflict => "NoDiskConflict",
             Self::PodToleratesNodeTaints => "PodToleratesNodeTaints",
             Self::PodToleratesNodeNoExecuteTaints => "PodToleratesNodeNoExecuteTaints",
+            Self::CheckTolerationRestriction { .. } => "CheckTolerationRestriction",
             Self::CheckNodeLabelPresence { .. } => "CheckNodeLabelPresence",
             Self::CheckServiceAffinity { .. } => "CheckServiceAffinity",
             Self::MaxEBSVolumeCount => "MaxEBSVolumeCount",
@@ -184,6 +196,66 @@ impl PredicateKind {
             Self::Wasm(_) => "WasmPlugin",
         }
     }
+}
+
+/// Where `CheckPodCIDRCapacity` reads a node's pod IP capacity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "from", content = "name", rename_all = "camelCase")]
+pub enum PodIpSource {
+    /// The usable addresses of `spec.podCIDRs` (kubenet, host-local IPAM); a node without a
+    /// pod CIDR is not limited.
+    PodCidr,
+    /// A node label whose value is the count, e.g. `example.com/pod-ips`.
+    NodeLabel(String),
+    /// A node annotation whose value is the count.
+    NodeAnnotation(String),
+    /// A resource of the node's `status.allocatable`, e.g. an IPAM's extended resource.
+    Resource(String),
+}
+
+/// What `CheckPodCIDRCapacity` does with a node that lacks the configured capacity source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum WhenCapacityMissing {
+    /// The node is rejected with a reason naming the source (the default: a node whose IPAM
+    /// has not published its capacity yet is not trusted with pods).
+    Reject,
+    /// The node's pod CIDRs count instead, as without an argument.
+    PodCIDR,
+}
+
+impl WhenCapacityMissing {
+    /// The spelling in the Policy file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WhenCapacityMissing::Reject => "Reject",
+            WhenCapacityMissing::PodCIDR => "PodCIDR",
+        }
+    }
+}
+
+/// A taint `CheckTolerationRestriction` guards, with the namespaces the policy allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaintGuard {
+    /// The taint as written, `key[=value][:effect]`.
+    pub taint: String,
+    /// Taint key.
+    pub key: String,
+    /// Taint value; None guards every value of the key.
+    pub value: Option<String>,
+    /// Taint effect; None guards both NoSchedule and NoExecute.
+    pub effect: Option<GuardedEffect>,
+    /// Namespaces that may tolerate the taint (others need the namespace annotation).
+    pub namespaces: Vec<String>,
+}
+
+/// A taint effect that keeps pods off a node, the only ones worth guarding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum GuardedEffect {
+    /// `NoSchedule`.
+    NoSchedule,
+    /// `NoExecute`.
+    NoExecute,
 }
 
 /// One priority (scoring function) with its weight.

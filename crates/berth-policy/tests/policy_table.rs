@@ -145,7 +145,9 @@ const CASES: &[(&str, &str, Expect)] = &[
         Ok(&["predicates: CheckNodeCondition, CheckNodeUnschedulable, GeneralPredicates, HostName, \
               PodFitsHostPorts, MatchNodeSelector, \
               MatchNamespaceNodeSelector=MatchNamespaceNodeSelector { default_node_selector: \"\" }, \
-              PodFitsResources, CheckPodCIDRCapacity, NoDiskConflict, PodToleratesNodeTaints, \
+              PodFitsResources, \
+              CheckPodCIDRCapacity=CheckPodCIDRCapacity { source: PodCidr, when_missing: Reject }, \
+              NoDiskConflict, PodToleratesNodeTaints, \
               PodToleratesNodeNoExecuteTaints, \
               CheckNodeLabelPresence=CheckNodeLabelPresence { labels: [], presence: true }, \
               CheckServiceAffinity=CheckServiceAffinity { labels: [] }, MaxEBSVolumeCount, \
@@ -230,6 +232,81 @@ const CASES: &[(&str, &str, Expect)] = &[
         {"name": "NsSelector", "argument": {"namespaceNodeSelector": {"defaultNodeSelector": ""}}}]}"#,
         Ok(&["predicates: CheckNodeUnschedulable, \
               NsSelector=MatchNamespaceNodeSelector { default_node_selector: \"\" }, PodFitsResources, PodToleratesNodeTaints\n"])),
+    ("tolerationRestriction guards taints by key, value and effect, after the taint predicates", r#"{"predicates": [
+        {"name": "CheckTolerationRestriction", "argument": {"tolerationRestriction": {"taints": [
+            {"taint": "example.com/dedicated=tenant-a:NoSchedule", "namespaces": ["tenant-a", "tenant-a-ci"]},
+            {"taint": "gpu", "namespaces": []},
+            {"taint": "gpu=a100:NoExecute", "namespaces": ["ml"]}]}}},
+        {"name": "PodToleratesNodeTaints"}, {"name": "CheckNodeLabelPresence"}]}"#,
+        Ok(&["predicates: CheckNodeUnschedulable, PodToleratesNodeTaints, CheckTolerationRestriction=CheckTolerationRestriction \
+              { guards: [TaintGuard { taint: \"example.com/dedicated=tenant-a:NoSchedule\", key: \"example.com/dedicated\", \
+              value: Some(\"tenant-a\"), effect: Some(NoSchedule), namespaces: [\"tenant-a\", \"tenant-a-ci\"] }, \
+              TaintGuard { taint: \"gpu\", key: \"gpu\", value: None, effect: None, namespaces: [] }, \
+              TaintGuard { taint: \"gpu=a100:NoExecute\", key: \"gpu\", value: Some(\"a100\"), effect: Some(NoExecute), \
+              namespaces: [\"ml\"] }] }, CheckNodeLabelPresence=",
+             "predicates[0].argument.tolerationRestriction: a Berth extension"])),
+    ("CheckTolerationRestriction without an argument says which", r#"{"predicates": [{"name": "CheckTolerationRestriction"}]}"#,
+        Err(&["predicates[0]: \"CheckTolerationRestriction\" needs an argument: {\"tolerationRestriction\": {\"taints\": \
+               [{\"taint\": \"key[=value][:effect]\", \"namespaces\": [...]}]}}"])),
+    ("CheckTolerationRestriction with another kind's argument", r#"{"predicates": [{"name": "CheckTolerationRestriction",
+        "argument": {"labelsPresence": {"labels": ["a"], "presence": true}}}]}"#,
+        Err(&["predicates[0].name: \"CheckTolerationRestriction\" is Berth's CheckTolerationRestriction, but its argument \
+               makes it a CheckNodeLabelPresence"])),
+    ("tolerationRestriction under a custom name", r#"{"predicates": [{"name": "TenantGuard",
+        "argument": {"tolerationRestriction": {"taints": [{"taint": "dedicated:NoExecute", "namespaces": ["a"]}]}}}]}"#,
+        Ok(&["TenantGuard=CheckTolerationRestriction { guards: [TaintGuard { taint: \"dedicated:NoExecute\""])),
+    ("tolerationRestriction without taints", r#"{"predicates": [{"name": "G1", "argument": {"tolerationRestriction": {}}}]}"#,
+        Err(&["predicates[0].argument.tolerationRestriction.taints: missing (or null); expected a list of guarded taints"])),
+    ("tolerationRestriction with an empty list", r#"{"predicates": [{"name": "G1", "argument": {"tolerationRestriction": {"taints": []}}}]}"#,
+        Err(&["tolerationRestriction.taints: empty: list at least one taint to guard"])),
+    ("a guarded PreferNoSchedule taint protects nothing", r#"{"predicates": [{"name": "G1", "argument":
+        {"tolerationRestriction": {"taints": [{"taint": "a=b:PreferNoSchedule", "namespaces": []}]}}}]}"#,
+        Err(&["tolerationRestriction.taints[0].taint: \"a=b:PreferNoSchedule\": a PreferNoSchedule taint does not keep \
+               pods off a node"])),
+    ("a guarded taint with an unknown effect", r#"{"predicates": [{"name": "G1", "argument":
+        {"tolerationRestriction": {"taints": [{"taint": "a:Never", "namespaces": []}]}}}]}"#,
+        Err(&["taints[0].taint: \"a:Never\": unknown effect \"Never\"; expected NoSchedule or NoExecute"])),
+    ("a guarded taint with a bad key", r#"{"predicates": [{"name": "G1", "argument":
+        {"tolerationRestriction": {"taints": [{"taint": "-a=b", "namespaces": []}]}}}]}"#,
+        Err(&["taints[0].taint: invalid taint \"-a=b\": expected key[=value][:effect]"])),
+    ("a guarded taint without namespaces", r#"{"predicates": [{"name": "G1", "argument":
+        {"tolerationRestriction": {"taints": [{"taint": "a"}]}}}]}"#,
+        Err(&["taints[0].namespaces: missing (or null); expected a list of namespace names"])),
+    ("a guarded taint with a bad namespace", r#"{"predicates": [{"name": "G1", "argument":
+        {"tolerationRestriction": {"taints": [{"taint": "a", "namespaces": ["ok", "Team_A"]}]}}}]}"#,
+        Err(&["taints[0].namespaces[1]: invalid namespace name \"Team_A\""])),
+    ("a namespace listed twice", r#"{"predicates": [{"name": "G1", "argument":
+        {"tolerationRestriction": {"taints": [{"taint": "a", "namespaces": ["x", "x"]}]}}}]}"#,
+        Err(&["taints[0].namespaces[1]: namespace \"x\" is listed twice"])),
+    ("a taint guarded twice", r#"{"predicates": [{"name": "G1", "argument":
+        {"tolerationRestriction": {"taints": [{"taint": "a=b", "namespaces": ["x"]}, {"taint": "a=b", "namespaces": ["y"]}]}}}]}"#,
+        Err(&["taints[1].taint: \"a=b\" is already guarded at predicates[0].argument.tolerationRestriction.taints[0]"])),
+    ("an unknown field in a guarded taint", r#"{"predicates": [{"name": "G1", "argument":
+        {"tolerationRestriction": {"taints": [{"taint": "a", "namespace": ["x"]}]}}}]}"#,
+        Err(&["taints[0].namespace: unknown field `namespace`, expected one of: taint, namespaces"])),
+    ("podIPCapacity from a node label, rejecting nodes without it by default", r#"{"predicates": [
+        {"name": "CheckPodCIDRCapacity", "argument": {"podIPCapacity": {"nodeLabel": "example.com/pod-ips"}}}]}"#,
+        Ok(&["CheckPodCIDRCapacity=CheckPodCIDRCapacity { source: NodeLabel(\"example.com/pod-ips\"), when_missing: Reject }",
+             "predicates[0].argument.podIPCapacity: a Berth extension"])),
+    ("podIPCapacity from an annotation, else the pod CIDRs", r#"{"predicates": [{"name": "EniIps",
+        "argument": {"podIPCapacity": {"nodeAnnotation": "example.com/max-pod-ips", "whenMissing": "PodCIDR"}}}]}"#,
+        Ok(&["EniIps=CheckPodCIDRCapacity { source: NodeAnnotation(\"example.com/max-pod-ips\"), when_missing: PodCIDR }"])),
+    ("podIPCapacity from an allocatable resource", r#"{"predicates": [{"name": "PoolIps",
+        "argument": {"podIPCapacity": {"resource": "example.com/pod-ips"}}}]}"#,
+        Ok(&["PoolIps=CheckPodCIDRCapacity { source: Resource(\"example.com/pod-ips\"), when_missing: Reject }"])),
+    ("podIPCapacity without a source", r#"{"predicates": [{"name": "P1", "argument": {"podIPCapacity": {"whenMissing": "Reject"}}}]}"#,
+        Err(&["predicates[0].argument.podIPCapacity: podIPCapacity must set exactly one source of: nodeLabel, \
+               nodeAnnotation, resource; it sets none"])),
+    ("podIPCapacity with two sources", r#"{"predicates": [{"name": "P1", "argument":
+        {"podIPCapacity": {"nodeLabel": "a", "resource": "example.com/b"}}}]}"#,
+        Err(&["exactly one source of: nodeLabel, nodeAnnotation, resource; it sets nodeLabel, resource"])),
+    ("podIPCapacity from cpu", r#"{"predicates": [{"name": "P1", "argument": {"podIPCapacity": {"resource": "cpu"}}}]}"#,
+        Err(&["podIPCapacity.resource: \"cpu\" is not a count of addresses"])),
+    ("podIPCapacity with a bad label key", r#"{"predicates": [{"name": "P1", "argument": {"podIPCapacity": {"nodeLabel": "a b"}}}]}"#,
+        Err(&["podIPCapacity.nodeLabel: invalid label key: name part of \"a b\""])),
+    ("podIPCapacity with an unknown whenMissing", r#"{"predicates": [{"name": "P1", "argument":
+        {"podIPCapacity": {"nodeLabel": "a", "whenMissing": "Allow"}}}]}"#,
+        Err(&["podIPCapacity.whenMissing: unknown value \"Allow\"; expected \"Reject\""])),
     ("a built-in predicate name drops its argument, as v1.22 does", r#"{"predicates": [
         {"name": "CheckServiceAffinity", "argument": {"serviceAffinity": {"labels": ["region"]}}},
         {"name": "CheckNodeLabelPresence", "argument": {"labelsPresence": {"labels": ["zone"], "presence": true}}}]}"#,
@@ -291,7 +368,7 @@ const CASES: &[(&str, &str, Expect)] = &[
         Err(&["policies/x.json: priorities[0].wieght: unknown field `wieght`, expected one of: name, weight, argument"])),
     ("unknown argument kind of a predicate", r#"{"predicates": [{"name": "X1", "argument": {"labelPresence": {}}}]}"#,
         Err(&["predicates[0].argument.labelPresence: unknown field `labelPresence`, expected one of: serviceAffinity, \
-               labelsPresence, namespaceNodeSelector, wasm"])),
+               labelsPresence, namespaceNodeSelector, tolerationRestriction, podIPCapacity, wasm"])),
     ("unknown field deep in requestedToCapacityRatioArguments", r#"{"priorities": [{"name": "R1", "weight": 1,
         "argument": {"requestedToCapacityRatioArguments": {"shape": [{"utilization": 0, "score": 1}, {"utilisation": 5}]}}}]}"#,
         Err(&["priorities[0].argument.requestedToCapacityRatioArguments.shape[1].utilisation: unknown field `utilisation`, \
@@ -333,7 +410,8 @@ const CASES: &[(&str, &str, Expect)] = &[
     ("unknown predicate name lists the accepted ones", r#"{"predicates": [{"name": "FooBar"}]}"#,
         Err(&["policies/x.json: predicates[0].name: predicate type not found for \"FooBar\"; expected one of: \
                CheckNodeCondition, CheckNodeUnschedulable, GeneralPredicates,", "MatchInterPodAffinity; or any name with \
-               an argument (serviceAffinity, labelsPresence, namespaceNodeSelector, wasm)"])),
+               an argument (serviceAffinity, labelsPresence, namespaceNodeSelector, tolerationRestriction, \
+               podIPCapacity, wasm)"])),
     ("unknown priority name lists the accepted ones", r#"{"priorities": [{"name": "Spread", "weight": 1}]}"#,
         Err(&["priorities[0].name: priority type not found for \"Spread\"; expected one of: LeastRequestedPriority,",
               "or any name with an argument (serviceAntiAffinity, labelPreference, requestedToCapacityRatioArguments, wasm)"])),
@@ -384,7 +462,7 @@ const CASES: &[(&str, &str, Expect)] = &[
         Err(&["extenders: the weights are too large"])),
     ("empty predicate argument", r#"{"predicates": [{"name": "X1", "argument": {}}]}"#,
         Err(&["predicates[0].argument: an argument must set exactly one of: serviceAffinity, labelsPresence, \
-               namespaceNodeSelector, wasm; it sets none"])),
+               namespaceNodeSelector, tolerationRestriction, podIPCapacity, wasm; it sets none"])),
     ("two predicate arguments", r#"{"predicates": [{"name": "X1", "argument":
         {"serviceAffinity": {"labels": ["a"]}, "labelsPresence": {"labels": ["b"], "presence": true}}}]}"#,
         Err(&["predicates[0].argument: an argument must set exactly one of", "it sets 2: serviceAffinity, labelsPresence"])),

@@ -1,10 +1,14 @@
 //! The annotations whose contents the scheduler reads, parsed here so the engine model gets
-//! typed values: a node's preferAvoidPods list (JSON) and a namespace's node selector.
+//! typed values: a node's preferAvoidPods list (JSON), a namespace's node selector and its
+//! tolerations whitelist (JSON).
 
 use std::collections::BTreeMap;
 
-use berth_engine::model::NamespaceNodeSelector;
+use berth_engine::model::{NamespaceNodeSelector, TolerationWhitelist};
+use k8s_openapi::api::core::v1 as core;
 use serde::Deserialize;
+
+use super::field::Field;
 
 /// The node annotation listing controllers whose pods should avoid the node.
 pub const PREFER_AVOID_PODS_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/preferAvoidPods";
@@ -12,6 +16,10 @@ pub const PREFER_AVOID_PODS_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/pr
 pub const OPENSHIFT_NODE_SELECTOR_ANNOTATION: &str = "openshift.io/node-selector";
 /// The PodNodeSelector admission plugin's annotation.
 pub const KUBERNETES_NODE_SELECTOR_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/node-selector";
+/// The PodTolerationRestriction admission plugin's whitelist annotation: a JSON list of
+/// tolerations.
+pub const TOLERATIONS_WHITELIST_ANNOTATION: &str =
+    "scheduler.alpha.kubernetes.io/tolerationsWhitelist";
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -66,6 +74,39 @@ pub fn namespace_node_selector(
         .get(OPENSHIFT_NODE_SELECTOR_ANNOTATION)
         .or_else(|| annotations.get(KUBERNETES_NODE_SELECTOR_ANNOTATION))
         .map(|text| NamespaceNodeSelector::parse(text))
+}
+
+/// A namespace's tolerations whitelist; None when the annotation is not set. As upstream's
+/// admission plugin reads it, an empty value (or `null`) is an empty list. One that does not
+/// parse, or lists a toleration with an unknown operator or effect, is kept as
+/// [`TolerationWhitelist::Invalid`] with the reason, so the scheduler can say why it grants
+/// nothing rather than the namespace vanishing.
+pub fn toleration_whitelist(annotations: &BTreeMap<String, String>) -> Option<TolerationWhitelist> {
+    let text = annotations.get(TOLERATIONS_WHITELIST_ANNOTATION)?;
+    if text.trim().is_empty() {
+        return Some(TolerationWhitelist::Tolerations(Vec::new()));
+    }
+    let list = match serde_json::from_str::<Option<Vec<core::Toleration>>>(text) {
+        Ok(list) => list.unwrap_or_default(),
+        Err(e) => {
+            return Some(TolerationWhitelist::Invalid(format!(
+                "expected a JSON list of tolerations such as [{{\"key\": \"dedicated\", \
+                 \"operator\": \"Equal\", \"value\": \"tenant-a\"}}]: {e}"
+            )));
+        }
+    };
+    let at = Field::root("");
+    let converted = list
+        .iter()
+        .enumerate()
+        .map(|(index, t)| super::toleration(t, at.index(index)))
+        .collect::<Result<Vec<_>, _>>();
+    Some(match converted {
+        Ok(tolerations) => TolerationWhitelist::Tolerations(tolerations),
+        Err(problem) => {
+            TolerationWhitelist::Invalid(format!("item {}: {}", problem.field, problem.message))
+        }
+    })
 }
 
 #[cfg(test)]
@@ -166,5 +207,89 @@ mod tests {
             panic!("a bad selector is kept as invalid");
         };
         assert!(why.contains("invalid node selector item \"oops\""), "{why}");
+    }
+
+    #[test]
+    fn toleration_whitelist_table() {
+        use TolerationWhitelist::*;
+        use berth_engine::model::{TaintEffect, Toleration, TolerationOperator};
+        let exists = |key: &str, effect| Toleration {
+            key: key.into(),
+            operator: TolerationOperator::Exists,
+            value: String::new(),
+            effect,
+        };
+        let cases: Vec<(&str, Option<&str>, Option<TolerationWhitelist>)> = vec![
+            ("no annotation", None, None),
+            (
+                "empty value: an empty list",
+                Some(""),
+                Some(Tolerations(vec![])),
+            ),
+            (
+                "null: an empty list",
+                Some("null"),
+                Some(Tolerations(vec![])),
+            ),
+            ("[]", Some("[]"), Some(Tolerations(vec![]))),
+            (
+                "the format users already write",
+                Some(
+                    r#"[{"key": "dedicated", "operator": "Equal", "value": "tenant-a"},
+                        {"key": "gpu", "operator": "Exists", "effect": "NoSchedule",
+                         "tolerationSeconds": 30}]"#,
+                ),
+                Some(Tolerations(vec![
+                    Toleration {
+                        key: "dedicated".into(),
+                        operator: TolerationOperator::Equal,
+                        value: "tenant-a".into(),
+                        effect: None,
+                    },
+                    exists("gpu", Some(TaintEffect::NoSchedule)),
+                ])),
+            ),
+            (
+                "an operator left out is Equal",
+                Some(r#"[{"key": "a", "value": "b"}]"#),
+                Some(Tolerations(vec![Toleration {
+                    key: "a".into(),
+                    operator: TolerationOperator::Equal,
+                    value: "b".into(),
+                    effect: None,
+                }])),
+            ),
+            (
+                "everything",
+                Some(r#"[{"operator": "Exists"}]"#),
+                Some(Tolerations(vec![exists("", None)])),
+            ),
+        ];
+        for (name, text, want) in cases {
+            let annotations = match text {
+                Some(text) => map(&[(TOLERATIONS_WHITELIST_ANNOTATION, text)]),
+                None => BTreeMap::new(),
+            };
+            assert_eq!(toleration_whitelist(&annotations), want, "{name}");
+        }
+        for (text, want) in [
+            ("dedicated=tenant-a", "expected a JSON list of tolerations"),
+            (r#"{"key": "a"}"#, "expected a JSON list of tolerations"),
+            (r#"[{"key": 5}]"#, "invalid type: integer `5`"),
+            (
+                r#"[{"key": "a"}, {"key": "b", "operator": "In"}]"#,
+                "item [1].operator: unknown operator \"In\"",
+            ),
+            (
+                r#"[{"key": "a", "effect": "Evict"}]"#,
+                "item [0].effect: unknown taint effect \"Evict\"",
+            ),
+        ] {
+            let got = toleration_whitelist(&map(&[(TOLERATIONS_WHITELIST_ANNOTATION, text)]));
+            let Some(Invalid(why)) = got else {
+                panic!("{text}: want invalid, got {got:?}");
+            };
+            assert!(why.contains(want), "{text}: {why}");
+        }
     }
 }

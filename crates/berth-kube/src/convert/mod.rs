@@ -35,7 +35,7 @@ use selectors::{label_selector, node_selector, node_selector_term};
 
 pub use annotations::{
     KUBERNETES_NODE_SELECTOR_ANNOTATION, OPENSHIFT_NODE_SELECTOR_ANNOTATION,
-    PREFER_AVOID_PODS_ANNOTATION,
+    PREFER_AVOID_PODS_ANNOTATION, TOLERATIONS_WHITELIST_ANNOTATION,
 };
 pub(crate) use field::is_plain_key;
 pub use snapshot::{Snapshot, snapshot};
@@ -693,9 +693,11 @@ fn volume_source(volume: &core::Volume, pod_name: &str) -> VolumeSource {
 pub fn namespace(namespace: &Namespace) -> Result<model::Namespace, ConvertError> {
     convert(namespace, |meta| {
         let node_selector = annotations::namespace_node_selector(&meta.annotations);
+        let toleration_whitelist = annotations::toleration_whitelist(&meta.annotations);
         Ok(model::Namespace {
             meta,
             node_selector,
+            toleration_whitelist,
         })
     })
 }
