@@ -18,6 +18,8 @@ use crate::types::{
     ResourceWeight, ShapePoint, TaintGuard, WasmPlugin, WhenCapacityMissing,
 };
 
+/// The warning on an argument only Berth accepts.
+const BERTH_ARGUMENT: &str = "a Berth extension: kube-scheduler rejects this argument";
 /// The legacy core group and the scheduler config group both registered the v1 Policy.
 const API_VERSIONS: [&str; 2] = ["v1", "kubescheduler.config.k8s.io/v1"];
 /// v1.22's `MaxWeight`: `MaxTotalScore` (i64::MAX) over `MaxCustomPriorityScore` (10).
@@ -463,10 +465,7 @@ impl Builder<'_> {
             Ok(PredicateKind::CheckNodeLabelPresence { labels, presence })
         } else if let Some(selector) = argument.namespace_node_selector {
             let path = format!("{path}.namespaceNodeSelector");
-            self.warn(
-                &path,
-                "a Berth extension: kube-scheduler rejects this argument",
-            );
+            self.warn(&path, BERTH_ARGUMENT);
             let selector_path = format!("{path}.defaultNodeSelector");
             let default_node_selector = self.required(
                 selector.default_node_selector,
@@ -500,10 +499,7 @@ impl Builder<'_> {
         raw: RawTolerationRestriction,
         path: &str,
     ) -> Result<PredicateKind, PolicyError> {
-        self.warn(
-            path,
-            "a Berth extension: kube-scheduler rejects this argument",
-        );
+        self.warn(path, BERTH_ARGUMENT);
         let taints_path = format!("{path}.taints");
         let raw_guards = self.required(
             raw.taints,
@@ -598,10 +594,7 @@ impl Builder<'_> {
         raw: RawPodIpCapacity,
         path: &str,
     ) -> Result<PredicateKind, PolicyError> {
-        self.warn(
-            path,
-            "a Berth extension: kube-scheduler rejects this argument",
-        );
+        self.warn(path, BERTH_ARGUMENT);
         const SOURCES: [&str; 3] = ["nodeLabel", "nodeAnnotation", "resource"];
         let present: Vec<&str> = [
             raw.node_label.is_some(),
@@ -901,10 +894,7 @@ impl Builder<'_> {
 
     /// A plugin reference; whether the module exists and fits is checked where files are read.
     fn wasm(&mut self, raw: RawWasm, path: &str) -> Result<WasmPlugin, PolicyError> {
-        self.warn(
-            path,
-            "a Berth extension: kube-scheduler rejects this argument",
-        );
+        self.warn(path, BERTH_ARGUMENT);
         let module_path = format!("{path}.module");
         let module = self.required(
             raw.module,

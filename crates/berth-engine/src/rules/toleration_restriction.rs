@@ -144,8 +144,7 @@ impl FilterRule for CheckTolerationRestriction {
         }
         let whitelist = ctx
             .cluster
-            .namespaces
-            .get(&ctx.pod.namespace)
+            .namespace(ctx.pod.namespace)
             .and_then(|ns| ns.toleration_whitelist.as_ref());
         let (granted, invalid): (&[Toleration], _) = match whitelist {
             Some(TolerationWhitelist::Tolerations(list)) => (list, None),
