@@ -300,6 +300,16 @@ impl Run {
                         "p0".into(),
                     )]));
                 }
+                if self.rng.random_bool(0.3) {
+                    ns.toleration_whitelist =
+                        Some(crate::model::TolerationWhitelist::Tolerations(vec![
+                            crate::model::Toleration {
+                                key: "dedicated".into(),
+                                value: "a".into(),
+                                ..Default::default()
+                            },
+                        ]));
+                }
                 self.cluster.upsert_namespace(&ns);
                 self.live.namespaces.insert(name.to_string(), ns);
             }

@@ -266,7 +266,12 @@ pub(super) fn canonical(c: &Cluster) -> BTreeMap<String, String> {
     for (ns, info) in &c.namespaces {
         put(
             format!("namespace {}", text(*ns)),
-            format!("{:?} {:?}", labels(&info.labels), info.node_selector),
+            format!(
+                "{:?} {:?} {:?}",
+                labels(&info.labels),
+                info.node_selector,
+                info.toleration_whitelist
+            ),
         );
     }
     // In order: rules take the first Service that selects a pod.
