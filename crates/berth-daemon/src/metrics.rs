@@ -78,6 +78,11 @@ struct RuleLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProtectionLabels {
+    predicate: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ExtenderLabels {
     extender: String,
     verb: &'static str,
@@ -126,6 +131,7 @@ pub struct Metrics {
     bind_duration: HistogramFamily<BindLabels>,
     rule_duration: HistogramFamily<RuleLabels>,
     extender_duration: HistogramFamily<ExtenderLabels>,
+    protection_rejections: Family<ProtectionLabels, Counter>,
     leader: Family<LeaderLabels, Gauge>,
     reloads: Family<ReloadLabels, Gauge>,
     reload_source: Option<ReloadSource>,
@@ -201,6 +207,13 @@ impl Metrics {
              result (success or error; the _count series count the calls).",
             extender_duration.clone(),
         );
+        let protection_rejections = Family::<ProtectionLabels, Counter>::default();
+        registry.register(
+            "berth_protection_rejected_nodes",
+            "Nodes a Berth protection (CheckTolerationRestriction, CheckPodCIDRCapacity) \
+             rejected in scheduling attempts that placed no pod, by predicate.",
+            protection_rejections.clone(),
+        );
         let reloads = Family::<ReloadLabels, Gauge>::default();
         registry.register(
             "berth_reloads",
@@ -225,6 +238,7 @@ impl Metrics {
             bind_duration,
             rule_duration,
             extender_duration,
+            protection_rejections,
             reloads,
             reload_source: None,
             leader,
@@ -241,6 +255,18 @@ impl Metrics {
         self.attempt_duration
             .get_or_create(&labels)
             .observe(seconds);
+    }
+
+    /// Counts the nodes Berth's protections rejected in an attempt that placed no pod, from
+    /// its FitError counts (reason -> nodes).
+    pub fn protection_rejections<'a>(&self, reasons: impl IntoIterator<Item = (&'a str, usize)>) {
+        for (reason, nodes) in reasons {
+            if let Some(predicate) = berth_engine::rules::protection_of(reason) {
+                self.protection_rejections
+                    .get_or_create(&ProtectionLabels { predicate })
+                    .inc_by(nodes as u64);
+            }
+        }
     }
 
     /// Records the duration of one phase of a cycle.
@@ -368,6 +394,21 @@ mod tests {
         m.leader(true);
         m.rule("GpuModel", "PreFilter", 0.0003);
         m.extender_call("http://127.0.0.1:8888/x", "filter", false, 0.004);
+        m.protection_rejections([
+            (
+                "node(s) had taint {dedicated: a}, that namespace b may not tolerate",
+                3,
+            ),
+            (
+                "node(s) had taint {dedicated: a}, that the pod didn't tolerate",
+                4,
+            ),
+            ("node(s) had no free pod IP addresses", 2),
+        ]);
+        m.protection_rejections([(
+            "node(s) had taint {gpu: }, that namespace c may not tolerate",
+            1,
+        )]);
         let m = m.with_reload_source(Arc::new(|| ReloadCounts {
             module_rejected: 2,
             ..ReloadCounts::default()
@@ -382,6 +423,8 @@ mod tests {
             r#"berth_cache_entries{table="interned_strings"} 42"#,
             r#"berth_reloads{object="module",result="rejected"} 2"#,
             r#"berth_reloads{object="policy",result="applied"} 0"#,
+            r#"berth_protection_rejected_nodes_total{predicate="CheckTolerationRestriction"} 4"#,
+            r#"berth_protection_rejected_nodes_total{predicate="CheckPodCIDRCapacity"} 2"#,
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

@@ -252,6 +252,8 @@ impl<B: Backend> SchedulingLoop<B> {
             }
             (None, failure) => {
                 if let Some(fit) = &decision.fit_error {
+                    self.metrics
+                        .protection_rejections(fit.reasons.iter().map(|(r, n)| (r.as_str(), *n)));
                     self.preempt(&queued, info, fit);
                 }
                 let message = failure.unwrap_or_default();

@@ -36,3 +36,15 @@ pub mod volume_binding;
 pub mod volume_limits;
 pub mod volume_util;
 pub mod volume_zone;
+
+/// The Berth protection (by its predicate's name) that gave a failure reason, if one did:
+/// `berth run` counts their rejections in a metric.
+pub fn protection_of(reason: &str) -> Option<&'static str> {
+    if toleration_restriction::is_own_reason(reason) {
+        Some("CheckTolerationRestriction")
+    } else if pod_cidr::is_own_reason(reason) {
+        Some("CheckPodCIDRCapacity")
+    } else {
+        None
+    }
+}

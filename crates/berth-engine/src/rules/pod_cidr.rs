@@ -43,20 +43,27 @@ impl Source {
     }
 }
 
+/// How the reason for a node that lacks the configured source starts.
+pub const MISSING_PREFIX: &str = "node(s) didn't publish their pod IP capacity (";
+/// How the reason for a node whose source is not a count starts.
+pub const INVALID_PREFIX: &str = "node(s) had an invalid pod IP capacity (";
+
 /// The reason for a node that lacks the configured source.
 pub fn missing_reason(source: &Source) -> String {
-    format!(
-        "node(s) didn't publish their pod IP capacity ({})",
-        source.describe()
-    )
+    format!("{MISSING_PREFIX}{})", source.describe())
 }
 
 /// The reason for a node whose source is not a non-negative integer.
 pub fn invalid_reason(source: &Source) -> String {
     format!(
-        "node(s) had an invalid pod IP capacity ({}: not a non-negative integer)",
+        "{INVALID_PREFIX}{}: not a non-negative integer)",
         source.describe()
     )
+}
+
+/// Whether `reason` is one of this rule's (for counting its rejections).
+pub fn is_own_reason(reason: &str) -> bool {
+    reason == REASON || reason.starts_with(MISSING_PREFIX) || reason.starts_with(INVALID_PREFIX)
 }
 
 /// The rule.
@@ -452,6 +459,14 @@ mod tests {
             "node(s) had an invalid pod IP capacity (allocatable a.io/ips: not a non-negative \
              integer)"
         );
+        for own in [
+            REASON.to_string(),
+            missing_reason(&Source::Label("x".into())),
+            invalid_reason(&Source::Resource("y".into())),
+        ] {
+            assert!(is_own_reason(&own), "{own}");
+        }
+        assert!(!is_own_reason("node(s) had untolerated taint {a: b}"));
         assert_eq!(
             rule.failure_kind(&REASON.into()),
             FailureKind::Unschedulable

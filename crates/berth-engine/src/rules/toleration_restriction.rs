@@ -28,10 +28,24 @@ use crate::model::{Taint, TaintEffect, Toleration, TolerationWhitelist};
 /// The namespace annotation that grants guarded taints.
 pub const WHITELIST_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/tolerationsWhitelist";
 
+/// What every reason of this rule says between the taint and the namespace.
+const THAT_NAMESPACE: &str = "}, that namespace ";
+/// What every reason of this rule says after the namespace.
+const MAY_NOT_TOLERATE: &str = " may not tolerate";
+
 /// The reason for a guarded taint the pod's namespace may not use (upstream's taint reason
 /// wording, so FitError counts read alike: nodes with the same taint add up).
 pub fn reason(key: &str, value: &str, namespace: &str) -> String {
-    format!("node(s) had taint {{{key}: {value}}}, that namespace {namespace} may not tolerate")
+    format!("node(s) had taint {{{key}: {value}{THAT_NAMESPACE}{namespace}{MAY_NOT_TOLERATE}")
+}
+
+/// Whether `reason` is one of this rule's (for counting its rejections). Taint keys and
+/// values cannot hold `}`, so upstream's taint reason never looks like one.
+pub fn is_own_reason(reason: &str) -> bool {
+    reason.starts_with("node(s) had taint {")
+        && reason
+            .split_once(THAT_NAMESPACE)
+            .is_some_and(|(_, rest)| rest.contains(MAY_NOT_TOLERATE))
 }
 
 /// The reason when the namespace's whitelist annotation does not parse.
@@ -394,6 +408,9 @@ mod tests {
                  nothing, as it does not parse: expected a JSON list)"
             ]
         );
+        assert!(is_own_reason(&got[0].1[0]));
+        assert!(is_own_reason(&reason("a", "b", "c")));
+        assert!(!is_own_reason(&crate::rules::taints::reason("a", "b")));
         let reason: Reason = got[0].1[0].clone().into();
         assert_eq!(
             rule.failure_kind(&reason),
