@@ -121,32 +121,96 @@ pub fn scheduler_with_plugins(
 
 /// Policy entries served by one rule, as v1.22 serves them by one framework plugin.
 #[derive(Debug)]
-struct Group<'p, K> {
+pub struct EntryGroup<'p, K> {
     /// The entries' names, in file order.
-    names: Vec<&'p str>,
+    pub names: Vec<&'p str>,
     /// Their kinds, in the same order.
-    kinds: Vec<&'p K>,
+    pub kinds: Vec<&'p K>,
     /// The rule's weight (scores only).
-    weight: i64,
+    pub weight: i64,
 }
 
-impl<K> Group<'_, K> {
+impl<K> EntryGroup<'_, K> {
     /// The rule's name: its entries' names joined with `+`.
-    fn name(&self) -> String {
+    pub fn name(&self) -> String {
         self.names.join("+")
     }
 
-    fn first(&self) -> &K {
+    /// The first entry's kind (the group's kind: entries of one group share it).
+    pub fn first(&self) -> &K {
         self.kinds[0]
     }
+}
+
+/// The kube-scheduler framework plugins v1.22's legacy registry enables for a predicate, in
+/// its order; empty where it has none (Berth's own predicates, the v1.12-only ones and WASM
+/// plugins).
+pub fn upstream_filter_plugins(kind: &PredicateKind) -> &'static [&'static str] {
+    use PredicateKind as P;
+    match kind {
+        P::CheckNodeUnschedulable => &[node_unschedulable::UPSTREAM_PLUGIN],
+        P::GeneralPredicates => &general_predicates::UPSTREAM_PLUGINS,
+        P::HostName => &[node_name::UPSTREAM_PLUGIN],
+        P::PodFitsHostPorts => &[host_ports::UPSTREAM_PLUGIN],
+        P::MatchNodeSelector => &[node_selector::UPSTREAM_PLUGIN],
+        P::PodFitsResources => &[resources_fit::UPSTREAM_PLUGIN],
+        P::NoDiskConflict => &[disk_conflict::UPSTREAM_PLUGIN],
+        P::PodToleratesNodeTaints => &[taints::UPSTREAM_PLUGIN],
+        P::CheckNodeLabelPresence { .. } => &[label_presence::UPSTREAM_PLUGIN],
+        P::CheckServiceAffinity { .. } => &[service_affinity::UPSTREAM_PLUGIN],
+        P::MaxEBSVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_EBS],
+        P::MaxGCEPDVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_GCE_PD],
+        P::MaxAzureDiskVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_AZURE_DISK],
+        P::MaxCinderVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_CINDER],
+        P::MaxCSIVolumeCountPred => &[volume_limits::UPSTREAM_PLUGIN_CSI],
+        P::CheckVolumeBinding => &[volume_binding::UPSTREAM_PLUGIN],
+        P::NoVolumeZoneConflict => &[volume_zone::UPSTREAM_PLUGIN],
+        P::EvenPodsSpread => &[pod_topology_spread::UPSTREAM_PLUGIN],
+        P::MatchInterPodAffinity => &[inter_pod_affinity::UPSTREAM_PLUGIN],
+        P::CheckNodeCondition
+        | P::MatchNamespaceNodeSelector { .. }
+        | P::CheckPodCIDRCapacity
+        | P::PodToleratesNodeNoExecuteTaints
+        | P::CheckNodeMemoryPressure
+        | P::CheckNodePIDPressure
+        | P::CheckNodeDiskPressure
+        | P::Wasm(_) => &[],
+    }
+}
+
+/// The kube-scheduler framework plugin v1.22's legacy registry scores a priority with under
+/// `gates`; `None` where it has none (EqualPriority, which it skips, and WASM plugins).
+pub fn upstream_score_plugin(kind: &PriorityKind, gates: FeatureGates) -> Option<&'static str> {
+    use PriorityKind as P;
+    Some(match kind {
+        P::LeastRequested => least_requested::UPSTREAM_PLUGIN,
+        P::MostRequested => most_requested::UPSTREAM_PLUGIN,
+        P::BalancedResourceAllocation => balanced_allocation::UPSTREAM_PLUGIN,
+        P::SelectorSpread if gates.default_pod_topology_spread => {
+            default_pod_topology_spread::UPSTREAM_PLUGIN
+        }
+        P::SelectorSpread => selector_spread::UPSTREAM_PLUGIN,
+        P::InterPodAffinity => inter_pod_affinity_priority::UPSTREAM_PLUGIN,
+        P::NodeAffinity => node_affinity_priority::UPSTREAM_PLUGIN,
+        P::TaintToleration => taint_toleration_priority::UPSTREAM_PLUGIN,
+        P::ImageLocality => image_locality::UPSTREAM_PLUGIN,
+        P::NodePreferAvoidPods => prefer_avoid_pods::UPSTREAM_PLUGIN,
+        P::RequestedToCapacityRatio { .. } => requested_to_capacity_ratio::UPSTREAM_PLUGIN,
+        P::ServiceAntiAffinity { .. } => service_anti_affinity::UPSTREAM_PLUGIN,
+        P::NodeLabel { .. } => node_label_priority::UPSTREAM_PLUGIN,
+        P::EvenPodsSpread => pod_topology_spread::UPSTREAM_PLUGIN,
+        P::EqualPriority | P::Wasm(_) => return None,
+    })
 }
 
 /// The upstream plugin a mergeable entry configures: entries with the same key are one
 /// plugin instance in v1.22 (their arguments appended).
 fn merged_filter(kind: &PredicateKind) -> Option<&'static str> {
     match kind {
-        PredicateKind::CheckNodeLabelPresence { .. } => Some("NodeLabel"),
-        PredicateKind::CheckServiceAffinity { .. } => Some("ServiceAffinity"),
+        PredicateKind::CheckNodeLabelPresence { .. }
+        | PredicateKind::CheckServiceAffinity { .. } => {
+            upstream_filter_plugins(kind).first().copied()
+        }
         _ => None,
     }
 }
@@ -156,13 +220,13 @@ fn merged_filter(kind: &PredicateKind) -> Option<&'static str> {
 /// GeneralPredicates (whose four checks are the NodeResourcesFit, NodeName, NodePorts and
 /// NodeAffinity plugins) the entries naming those plugins again add nothing, since
 /// GeneralPredicates comes first in the order.
-fn filter_groups(policy: &EffectivePolicy) -> Vec<Group<'_, PredicateKind>> {
+pub fn filter_groups(policy: &EffectivePolicy) -> Vec<EntryGroup<'_, PredicateKind>> {
     use PredicateKind as P;
     let general = policy
         .predicates
         .iter()
         .any(|p| matches!(p.kind, P::GeneralPredicates));
-    let mut groups: Vec<Group<'_, PredicateKind>> = Vec::new();
+    let mut groups: Vec<EntryGroup<'_, PredicateKind>> = Vec::new();
     for p in &policy.predicates {
         let in_general = matches!(
             p.kind,
@@ -181,7 +245,7 @@ fn filter_groups(policy: &EffectivePolicy) -> Vec<Group<'_, PredicateKind>> {
                 group.names.push(&p.name);
                 group.kinds.push(&p.kind);
             }
-            None => groups.push(Group {
+            None => groups.push(EntryGroup {
                 names: vec![&p.name],
                 kinds: vec![&p.kind],
                 weight: 0,
@@ -194,11 +258,11 @@ fn filter_groups(policy: &EffectivePolicy) -> Vec<Group<'_, PredicateKind>> {
 /// The upstream score plugin a priority entry configures, when entries can share one.
 fn merged_score(kind: &PriorityKind, gates: FeatureGates) -> Option<&'static str> {
     match kind {
-        PriorityKind::ServiceAntiAffinity { .. } => Some("ServiceAffinity"),
-        PriorityKind::NodeLabel { .. } => Some("NodeLabel"),
-        PriorityKind::EvenPodsSpread => Some("PodTopologySpread"),
+        PriorityKind::ServiceAntiAffinity { .. }
+        | PriorityKind::NodeLabel { .. }
+        | PriorityKind::EvenPodsSpread => upstream_score_plugin(kind, gates),
         PriorityKind::SelectorSpread if gates.default_pod_topology_spread => {
-            Some("PodTopologySpread")
+            upstream_score_plugin(kind, gates)
         }
         _ => None,
     }
@@ -209,8 +273,11 @@ fn merged_score(kind: &PriorityKind, gates: FeatureGates) -> Option<&'static str
 /// plugin, each weighted by the entries' common weight times their number; with the
 /// DefaultPodTopologySpread gate, SelectorSpreadPriority and EvenPodsSpreadPriority are one
 /// PodTopologySpread plugin with EvenPodsSpreadPriority's weight (see below).
-fn score_groups(policy: &EffectivePolicy, gates: FeatureGates) -> Vec<Group<'_, PriorityKind>> {
-    let mut groups: Vec<Group<'_, PriorityKind>> = Vec::new();
+pub fn score_groups(
+    policy: &EffectivePolicy,
+    gates: FeatureGates,
+) -> Vec<EntryGroup<'_, PriorityKind>> {
+    let mut groups: Vec<EntryGroup<'_, PriorityKind>> = Vec::new();
     for p in &policy.priorities {
         let key = merged_score(&p.kind, gates);
         let merged = key.and_then(|key| {
@@ -227,12 +294,14 @@ fn score_groups(policy: &EffectivePolicy, gates: FeatureGates) -> Vec<Group<'_, 
                     // EvenPodsSpreadPriority's weight is set first, and its "keep the max
                     // weight" update changes a copy (legacy_registry.go appendToPluginSet):
                     // EvenPodsSpreadPriority's weight is the one that counts.
-                    (Some("PodTopologySpread"), PriorityKind::EvenPodsSpread) => p.weight,
-                    (Some("PodTopologySpread"), _) => group.weight,
+                    (Some(pod_topology_spread::UPSTREAM_PLUGIN), PriorityKind::EvenPodsSpread) => {
+                        p.weight
+                    }
+                    (Some(pod_topology_spread::UPSTREAM_PLUGIN), _) => group.weight,
                     _ => group.weight + p.weight,
                 };
             }
-            None => groups.push(Group {
+            None => groups.push(EntryGroup {
                 names: vec![&p.name],
                 kinds: vec![&p.kind],
                 weight: p.weight,
@@ -255,7 +324,7 @@ fn split_by_presence<'k>(
 }
 
 fn filter_for(
-    group: &Group<'_, PredicateKind>,
+    group: &EntryGroup<'_, PredicateKind>,
     ignored_resources: &[String],
     check_all: bool,
     plugins: &dyn PluginFactory,
@@ -361,7 +430,7 @@ fn filter_for(
 }
 
 fn score_for(
-    group: &Group<'_, PriorityKind>,
+    group: &EntryGroup<'_, PriorityKind>,
     hard_pod_affinity_weight: i32,
     gates: FeatureGates,
     plugins: &dyn PluginFactory,

@@ -11,6 +11,10 @@ use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
 use crate::rules::resource_allocation::PodRequest;
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "NodeResourcesBalancedAllocation";
+
 /// The rule.
 pub struct BalancedResourceAllocation;
 

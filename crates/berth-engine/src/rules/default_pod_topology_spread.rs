@@ -24,6 +24,10 @@ use crate::labels::Sym;
 use crate::rules::pod_topology_spread::{EvenPodsSpreadPriority, matches_required_node_affinity};
 use crate::rules::selector_spread::{count_per_node, spread_selectors};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = crate::rules::pod_topology_spread::UPSTREAM_PLUGIN;
+
 /// maxSkew of the system default hostname constraint.
 const HOSTNAME_MAX_SKEW: i64 = 3;
 /// maxSkew of the system default zone constraint.

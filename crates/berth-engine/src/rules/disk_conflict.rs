@@ -17,6 +17,10 @@ use crate::labels::Sym;
 use crate::model::VolumeSource;
 use crate::podinfo::PodInfo;
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "VolumeRestrictions";
+
 /// The pod would share a disk it cannot share.
 pub const REASON: &str = "node(s) had no available disk";
 

@@ -4,10 +4,19 @@
 
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
-use crate::rules::host_ports::PodFitsHostPorts;
-use crate::rules::node_name::HostName;
-use crate::rules::node_selector::MatchNodeSelector;
-use crate::rules::resources_fit::PodFitsResources;
+use crate::rules::host_ports::{self, PodFitsHostPorts};
+use crate::rules::node_name::{self, HostName};
+use crate::rules::node_selector::{self, MatchNodeSelector};
+use crate::rules::resources_fit::{self, PodFitsResources};
+
+/// The kube-scheduler framework plugins v1.22's legacy registry enables for
+/// GeneralPredicates, in its order.
+pub const UPSTREAM_PLUGINS: [&str; 4] = [
+    resources_fit::UPSTREAM_PLUGIN,
+    node_name::UPSTREAM_PLUGIN,
+    host_ports::UPSTREAM_PLUGIN,
+    node_selector::UPSTREAM_PLUGIN,
+];
 
 /// The rule.
 pub struct GeneralPredicates {

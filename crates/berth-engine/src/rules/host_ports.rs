@@ -4,6 +4,10 @@
 use crate::cluster::{HostPort, NodeInfo};
 use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "NodePorts";
+
 /// A requested host port is taken.
 pub const REASON: &str = "node(s) didn't have free ports for the requested pod ports";
 

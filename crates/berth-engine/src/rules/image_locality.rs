@@ -11,6 +11,10 @@ use crate::cluster::{NodeInfo, normalize_image_name};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
 use crate::labels::Sym;
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "ImageLocality";
+
 const MB: i64 = 1024 * 1024;
 /// Image sums below this score 0.
 const MIN_THRESHOLD: i64 = 23 * MB;

@@ -16,6 +16,10 @@ use crate::framework::{
 use crate::labels::{Labels, Sym};
 use crate::podinfo::{AffinityTerm, PodInfo};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "InterPodAffinity";
+
 /// The node lacks a topology key of the pod's affinity, or no pod it asks for runs in the
 /// node's domain.
 pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";

@@ -16,6 +16,10 @@ use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, Score
 use crate::labels::{Labels, Sym};
 use crate::podinfo::{AffinityTerm, PodInfo};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = crate::rules::inter_pod_affinity::UPSTREAM_PLUGIN;
+
 /// The rule.
 pub struct InterPodAffinityPriority {
     hard_pod_affinity_weight: i32,

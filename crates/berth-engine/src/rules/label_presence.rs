@@ -10,6 +10,10 @@ use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::labels::{Interner, Sym};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "NodeLabel";
+
 /// The node has a label it must not have, or lacks one it must have.
 pub const REASON: &str = "node(s) didn't have the requested labels";
 

@@ -10,6 +10,10 @@ use crate::framework::{CycleContext, MAX_NODE_SCORE, ScorePrep, ScoreRule};
 use crate::resources::clamp_i64;
 use crate::rules::resource_allocation::MeanScore;
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "NodeResourcesMostAllocated";
+
 /// The rule.
 pub struct MostRequested;
 

@@ -12,6 +12,10 @@ use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, Score
 use crate::labels::Sym;
 use crate::rules::label_presence::LabelKeys;
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = crate::rules::label_presence::UPSTREAM_PLUGIN;
+
 /// The rule.
 pub struct NodeLabelPriority {
     present: Vec<String>,

@@ -3,6 +3,10 @@
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "NodeName";
+
 /// The pod asks for another node.
 pub const REASON: &str = "node(s) didn't match the requested node name";
 

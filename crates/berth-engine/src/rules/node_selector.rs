@@ -6,6 +6,10 @@ use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCh
 use crate::labels::{Interner, Selector};
 use crate::podinfo::{NodeTerm, any_term_matches};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "NodeAffinity";
+
 /// The node does not match.
 pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";
 

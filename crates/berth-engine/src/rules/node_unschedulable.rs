@@ -5,6 +5,10 @@ use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::model::{Taint, TaintEffect};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "NodeUnschedulable";
+
 /// The node is cordoned.
 pub const REASON: &str = "node(s) were unschedulable";
 /// The taint a cordoned node implicitly carries.

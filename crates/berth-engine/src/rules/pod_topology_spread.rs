@@ -23,6 +23,10 @@ use crate::labels::Sym;
 use crate::model::WhenUnsatisfiable;
 use crate::podinfo::{PodInfo, SpreadConstraint, any_term_matches};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "PodTopologySpread";
+
 /// Placing the pod on the node would exceed a constraint's maximum skew.
 pub const REASON: &str = "node(s) didn't match pod topology spread constraints";
 /// The node lacks a constraint's topology key.

@@ -5,6 +5,10 @@
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "NodePreferAvoidPods";
+
 /// The rule.
 pub struct NodePreferAvoidPods;
 

@@ -20,6 +20,10 @@ use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
 use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, clamp_i64};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "RequestedToCapacityRatio";
+
 /// The largest score of a shape point as written in a policy.
 const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
 /// Utilization in percent at full use.

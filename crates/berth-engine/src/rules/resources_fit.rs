@@ -5,6 +5,10 @@ use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::podinfo::PodInfo;
 use crate::resources::Resources;
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "NodeResourcesFit";
+
 /// The node already runs as many pods as it allows.
 pub const REASON_TOO_MANY_PODS: &str = "Too many pods";
 /// Not enough CPU.

@@ -21,6 +21,10 @@ use crate::labels::{Selector, Sym};
 use crate::model::SelectorKind;
 use crate::podinfo::PodInfo;
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "SelectorSpread";
+
 /// The share of the score given to spreading across zones when nodes carry zone labels.
 const ZONE_WEIGHTING: f64 = 2.0 / 3.0;
 

@@ -18,6 +18,10 @@ use crate::labels::{Selector, Sym};
 use crate::model::SelectorKind;
 use crate::podinfo::PodInfo;
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "ServiceAffinity";
+
 /// The node's labels differ from the values the service's pods are pinned to.
 pub const REASON: &str = "node(s) didn't match service affinity";
 

@@ -20,6 +20,10 @@ use crate::labels::Sym;
 use crate::model::SelectorKind;
 use crate::rules::selector_spread::count_per_node;
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = crate::rules::service_affinity::UPSTREAM_PLUGIN;
+
 /// The rule.
 pub struct ServiceAntiAffinity {
     labels: Vec<String>,

@@ -8,6 +8,10 @@ use crate::framework::{
 };
 use crate::model::{TaintEffect, Toleration};
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = crate::rules::taints::UPSTREAM_PLUGIN;
+
 /// The rule.
 pub struct TaintTolerationPriority;
 

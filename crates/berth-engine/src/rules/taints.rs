@@ -5,6 +5,10 @@ use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
 use crate::model::{TaintEffect, Toleration};
 
+/// The kube-scheduler framework plugin that serves PodToleratesNodeTaints (v1.22's legacy
+/// registry); PodToleratesNodeNoExecuteTaints has none (v1.22 dropped it).
+pub const UPSTREAM_PLUGIN: &str = "TaintToleration";
+
 /// Builds the reason for an untolerated taint, in upstream's words.
 pub fn reason(key: &str, value: &str) -> String {
     format!("node(s) had taint {{{key}: {value}}}, that the pod didn't tolerate")

@@ -48,6 +48,10 @@ use crate::rules::volume_util::{
     claim_names, claim_not_found, find_claim, fully_bound, volume_class, waits_for_first_consumer,
 };
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "VolumeBinding";
+
 /// No volume can be bound or provisioned for some claim on the node.
 pub const REASON_BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
 /// A bound volume's node affinity excludes the node.

@@ -35,6 +35,18 @@ use crate::labels::Sym;
 use crate::model::{PersistentVolumeClaim, PvSource, Volume, VolumeSource};
 use crate::rules::volume_util::{REASON_NO_CLAIM_NAME, claim_class, claim_names, find_claim};
 
+/// The kube-scheduler v1.22 framework plugins serving MaxEBSVolumeCount, MaxGCEPDVolumeCount,
+/// MaxAzureDiskVolumeCount and MaxCinderVolumeCount (v1.22's legacy registry).
+pub const UPSTREAM_PLUGIN_EBS: &str = "EBSLimits";
+/// See [`UPSTREAM_PLUGIN_EBS`].
+pub const UPSTREAM_PLUGIN_GCE_PD: &str = "GCEPDLimits";
+/// See [`UPSTREAM_PLUGIN_EBS`].
+pub const UPSTREAM_PLUGIN_AZURE_DISK: &str = "AzureDiskLimits";
+/// See [`UPSTREAM_PLUGIN_EBS`].
+pub const UPSTREAM_PLUGIN_CINDER: &str = "CinderLimits";
+/// The framework plugin serving MaxCSIVolumeCountPred.
+pub const UPSTREAM_PLUGIN_CSI: &str = "NodeVolumeLimits";
+
 /// Too many volumes on the node.
 pub const REASON: &str = "node(s) exceed max volume count";
 

@@ -23,6 +23,10 @@ use crate::rules::volume_util::{
     volume_not_found,
 };
 
+/// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
+/// legacy registry).
+pub const UPSTREAM_PLUGIN: &str = "VolumeZone";
+
 /// The node is not in a zone (or region) of one of the pod's volumes.
 pub const REASON: &str = "node(s) had no available volume zone";
 /// An unbound claim has no class to tell whether it may wait.
