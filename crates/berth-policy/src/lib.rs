@@ -81,6 +81,18 @@ pub fn parse(text: &str, source: &str) -> Result<EffectivePolicy, PolicyError> {
     build::build(raw, source)
 }
 
+/// The Policy name of a built-in predicate kind, e.g. `HostName` (its arguments aside);
+/// `None` for WASM plugins.
+pub fn predicate_name(kind: &PredicateKind) -> Option<&'static str> {
+    names::predicate_name(kind)
+}
+
+/// The Policy name of a built-in priority kind, e.g. `LeastRequestedPriority`; `None` for
+/// kinds only an argument selects (serviceAntiAffinity, labelPreference) and WASM plugins.
+pub fn priority_name(kind: &PriorityKind) -> Option<&'static str> {
+    names::priority_name(kind)
+}
+
 /// The configuration of kube-scheduler's default provider (v1.22), as a Policy without lists.
 pub fn default_policy() -> EffectivePolicy {
     build::default_policy()

@@ -241,6 +241,24 @@ pub(crate) fn priority(name: &str) -> Option<&'static Builtin<PriorityKind>> {
     PRIORITIES.iter().find(|b| b.name == name)
 }
 
+/// The canonical name of a built-in predicate kind (its arguments aside).
+pub(crate) fn predicate_name(kind: &PredicateKind) -> Option<&'static str> {
+    canonical_name(PREDICATES, kind)
+}
+
+/// The canonical name of a built-in priority kind (its arguments aside).
+pub(crate) fn priority_name(kind: &PriorityKind) -> Option<&'static str> {
+    canonical_name(PRIORITIES, kind)
+}
+
+fn canonical_name<K>(table: &'static [Builtin<K>], kind: &K) -> Option<&'static str> {
+    let wanted = std::mem::discriminant(kind);
+    table
+        .iter()
+        .find(|b| b.name == b.canonical && std::mem::discriminant(&b.kind) == wanted)
+        .map(|b| b.name)
+}
+
 impl Builtin<PriorityKind> {
     /// The kind of an entry that names this priority without an argument.
     pub(crate) fn kind_without_argument(&self) -> PriorityKind {

@@ -25,4 +25,4 @@ pub use factory::PluginHost;
 pub use plugin::{Kind, MAX_MODULE_BYTES, Plugin, PluginStats, Reloaded};
 pub use rules::{WasmFilter, WasmScore};
 pub use runtime::Runtime;
-pub use watch::{PolicyCheck, ReloadStatus, Reloader};
+pub use watch::{PolicyCheck, PolicyParser, ReloadStatus, Reloader};

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use berth_engine::registry::scheduler_with_plugins;
 use berth_engine::scheduler::{CycleConfig, Scheduler};
-use berth_policy::EffectivePolicy;
+use berth_policy::{EffectivePolicy, PolicyError};
 use notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
@@ -46,9 +46,16 @@ pub struct ReloadStatus {
 /// wrong, and the running policy stays.
 pub type PolicyCheck = Box<dyn Fn(&EffectivePolicy) -> Result<(), String> + Send + Sync>;
 
+/// Turns the policy file's text into a policy; the second argument names the file. The
+/// default is [`berth_policy::parse`] (a Policy file); `berth run --config` reads a
+/// KubeSchedulerConfiguration instead.
+pub type PolicyParser =
+    Arc<dyn Fn(&str, &str) -> Result<EffectivePolicy, PolicyError> + Send + Sync>;
+
 struct Shared {
     host: Arc<PluginHost>,
     check: Option<PolicyCheck>,
+    parse: PolicyParser,
     policy_path: PathBuf,
     config: CycleConfig,
     /// Hash of the policy text running now.
@@ -93,15 +100,29 @@ impl Reloader {
         debounce: Duration,
         check: Option<PolicyCheck>,
     ) -> Result<(Reloader, Scheduler), WatchError> {
-        let text = read_policy(policy_path).map_err(|source| berth_policy::PolicyError::Read {
+        let parse: PolicyParser = Arc::new(berth_policy::parse);
+        Self::start_parsed(host, policy_path, config, debounce, check, parse)
+    }
+
+    /// [`Reloader::start_checked`] with the policy file read by `parse`.
+    pub fn start_parsed(
+        host: Arc<PluginHost>,
+        policy_path: &Path,
+        config: CycleConfig,
+        debounce: Duration,
+        check: Option<PolicyCheck>,
+        parse: PolicyParser,
+    ) -> Result<(Reloader, Scheduler), WatchError> {
+        let text = read_policy(policy_path).map_err(|source| PolicyError::Read {
             file: policy_path.display().to_string(),
             source,
         })?;
-        let policy = berth_policy::parse(&text, &policy_path.display().to_string())?;
+        let policy = parse(&text, &policy_path.display().to_string())?;
         let scheduler = scheduler_with_plugins(&policy, config, &*host)?;
         let shared = Arc::new(Shared {
             host: host.clone(),
             check,
+            parse,
             policy_path: policy_path.to_path_buf(),
             config,
             policy_hash: Mutex::new(content_hash(text.as_bytes())),
@@ -239,7 +260,7 @@ impl Shared {
             return Ok(false);
         }
         let built = read.and_then(|text| {
-            let policy = berth_policy::parse(&text, &file).map_err(|e| e.to_string())?;
+            let policy = (self.parse)(&text, &file).map_err(|e| e.to_string())?;
             if let Some(check) = &self.check {
                 check(&policy).map_err(|e| format!("{file}: {e}"))?;
             }

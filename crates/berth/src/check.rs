@@ -7,6 +7,7 @@ use berth_engine::{CycleConfig, FeatureGates};
 use serde_json::json;
 
 use crate::extenders::{self, Extenders};
+use crate::source::PolicySource;
 use crate::{Format, plugins};
 
 /// What the DefaultPodTopologySpread gate does to SelectorSpreadPriority.
@@ -22,12 +23,13 @@ fn spread_note(gates: FeatureGates) -> &'static str {
 /// names is loaded: it must exist, compile, export what its entry needs and speak a
 /// supported ABI version.
 pub fn run(
-    path: &Path,
+    source: &PolicySource,
     plugins_flag: Option<&Path>,
     format: Format,
     gates: FeatureGates,
 ) -> Result<()> {
-    let mut policy = berth_policy::load(path)?;
+    let path = source.path();
+    let mut policy = source.load()?;
     let (warnings, notes) = extenders::check(&policy);
     policy.warnings.extend(warnings);
     let dir = plugins::plugins_dir(Some(path), plugins_flag);

@@ -13,11 +13,12 @@ mod bench_preemption;
 mod bench_wasm;
 mod bundled;
 mod check;
+mod convert;
 mod extenders;
-mod goduration;
 mod plugins;
 mod run;
 mod simulate;
+mod source;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,10 +39,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Validate a Policy file and print the effective configuration.
+    /// Validate a Policy file (or a KubeSchedulerConfiguration, --config) and print the
+    /// effective configuration.
     Check {
         /// The Policy file (JSON).
-        policy: PathBuf,
+        #[arg(required_unless_present = "config", conflicts_with = "config")]
+        policy: Option<PathBuf>,
+        /// A kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration instead of a Policy
+        /// (the subset `berth convert` writes; one profile).
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// Directory of the WASM plugin modules the policy names (default: the policy
         /// file's directory).
         #[arg(long)]
@@ -54,6 +61,9 @@ enum Command {
         #[arg(long, value_parser = feature_gates, default_value = "")]
         feature_gates: FeatureGates,
     },
+    /// Print the KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) that reproduces a
+    /// Policy with kube-scheduler's plugins, naming what has no equivalent.
+    Convert(convert::Args),
     /// Schedule the pending pods of a cluster snapshot and explain every decision.
     Simulate(simulate::Args),
     /// Measure scheduling throughput on a seeded synthetic cluster.
@@ -81,10 +91,21 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check {
             policy,
+            config,
             plugins,
             output,
             feature_gates,
-        } => check::run(&policy, plugins.as_deref(), output, feature_gates),
+        } => {
+            let source = source::PolicySource::from_flags(
+                policy.as_deref(),
+                config.as_deref(),
+                None,
+                feature_gates,
+            )
+            .expect("clap requires a policy or --config");
+            check::run(&source, plugins.as_deref(), output, feature_gates)
+        }
+        Command::Convert(args) => convert::run(&args),
         Command::Simulate(args) => simulate::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Run(args) => run::run(&args),

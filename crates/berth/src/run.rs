@@ -11,10 +11,12 @@ use berth_daemon::leader::LeaseSettings;
 use berth_daemon::metrics::ReloadCounts;
 use berth_daemon::{DaemonConfig, Reloading, termination_signal};
 use berth_engine::CycleConfig;
+use berth_schedconfig::goduration;
 use berth_wasm::{PluginHost, PolicyCheck, Reloader, Runtime};
 use clap::ValueEnum;
 
-use crate::{goduration, plugins};
+use crate::plugins;
+use crate::source::PolicySource;
 
 /// Log output format.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -29,8 +31,18 @@ pub enum LogFormat {
 #[derive(clap::Args)]
 pub struct Args {
     /// Policy file (JSON).
-    #[arg(long, env = "BERTH_POLICY")]
-    policy: PathBuf,
+    #[arg(
+        long,
+        env = "BERTH_POLICY",
+        required_unless_present = "config",
+        conflicts_with = "config"
+    )]
+    policy: Option<PathBuf>,
+    /// A kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration instead of a Policy (the
+    /// subset `berth convert` writes): the profile whose schedulerName is --scheduler-name.
+    /// Reloaded on change like a Policy file.
+    #[arg(long, env = "BERTH_CONFIG")]
+    config: Option<PathBuf>,
     /// Directory of the WASM plugin modules the policy names (default: the policy file's
     /// directory).
     #[arg(long, env = "BERTH_PLUGINS")]
@@ -131,7 +143,14 @@ const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/
 /// Runs the daemon until SIGTERM or SIGINT.
 pub fn run(args: &Args) -> Result<()> {
     init_logging(args.logging_format, args.verbosity);
-    let policy = berth_policy::load(&args.policy)?;
+    let source = PolicySource::from_flags(
+        args.policy.as_deref(),
+        args.config.as_deref(),
+        Some(&args.scheduler_name),
+        args.feature_gates,
+    )
+    .context("give --policy or --config")?;
+    let policy = source.load()?;
     for w in &policy.warnings {
         tracing::warn!("{w}");
     }
@@ -144,7 +163,7 @@ pub fn run(args: &Args) -> Result<()> {
         feature_gates: args.feature_gates,
         ..CycleConfig::default()
     };
-    let dir = plugins::plugins_dir(Some(&args.policy), args.plugins.as_deref());
+    let dir = plugins::plugins_dir(Some(source.path()), args.plugins.as_deref());
     // The reloader watches the policy file and the plugins directory; a changed file that
     // validates becomes a new scheduler, swapped in between cycles, while a broken one
     // leaves the last good one running (and is logged). It lives as long as the daemon.
@@ -160,9 +179,15 @@ pub fn run(args: &Args) -> Result<()> {
         berth_extender::check_extenders(&policy.extenders)
             .map_err(|e| format!("its extenders cannot be set up: {e}"))
     });
-    let (reloader, scheduler) =
-        Reloader::start_checked(host, &args.policy, config, RELOAD_DEBOUNCE, Some(check))
-            .with_context(|| format!("policy {}", args.policy.display()))?;
+    let (reloader, scheduler) = Reloader::start_parsed(
+        host,
+        source.path(),
+        config,
+        RELOAD_DEBOUNCE,
+        Some(check),
+        source.parser(),
+    )
+    .with_context(|| format!("policy {}", source.path().display()))?;
     let reloader = Arc::new(reloader);
     let reloading = Reloading {
         updates: {

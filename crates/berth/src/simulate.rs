@@ -9,14 +9,19 @@ use berth_engine::{CycleConfig, Explanation};
 use serde_json::{Value, json};
 
 use crate::extenders::Extenders;
+use crate::source::PolicySource;
 use crate::{Format, bundled, plugins};
 
 /// Arguments of `berth simulate`.
 #[derive(clap::Args)]
 pub struct Args {
     /// Policy file (default: the bundled policies/openshift.json).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "config")]
     policy: Option<PathBuf>,
+    /// A kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration instead of a Policy (the
+    /// subset `berth convert` writes; the profile named by --scheduler-name, else the only one).
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// Cluster file: a v1 List or multi-document YAML/JSON as kubectl prints it (default: the
     /// bundled policies/example-cluster.yaml).
     #[arg(long)]
@@ -51,8 +56,14 @@ pub struct Args {
 
 /// Runs the simulation and prints it.
 pub fn run(args: &Args) -> Result<()> {
-    let policy = match &args.policy {
-        Some(p) => berth_policy::load(p)?,
+    let policy_source = PolicySource::from_flags(
+        args.policy.as_deref(),
+        args.config.as_deref(),
+        args.scheduler_name.as_deref(),
+        args.feature_gates,
+    );
+    let policy = match &policy_source {
+        Some(source) => source.load()?,
         None => berth_policy::parse(bundled::POLICY, bundled::POLICY_NAME)?,
     };
     let objects = match &args.cluster {
@@ -76,7 +87,10 @@ pub fn run(args: &Args) -> Result<()> {
         feature_gates: args.feature_gates,
         ..CycleConfig::default()
     };
-    let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());
+    let dir = plugins::plugins_dir(
+        policy_source.as_ref().map(PolicySource::path),
+        args.plugins.as_deref(),
+    );
     let (mut scheduler, _plugins) = plugins::scheduler(&policy, &dir, config)?;
     let extenders = if args.skip_extenders {
         for e in &policy.extenders {

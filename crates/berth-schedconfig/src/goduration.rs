@@ -47,6 +47,17 @@ pub fn parse(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(total_ns as u64))
 }
 
+/// Formats a duration so [`parse`] (and Go) read it back exactly: whole seconds as `5s`,
+/// else milliseconds, microseconds or nanoseconds, whichever is exact.
+pub fn format(d: Duration) -> String {
+    let ns = d.as_nanos();
+    [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+        .into_iter()
+        .find(|(unit, _)| ns.is_multiple_of(*unit))
+        .map(|(unit, name)| format!("{}{name}", ns / unit))
+        .unwrap_or_else(|| format!("{ns}ns"))
+}
+
 /// `number` (digits with at most one '.', at least one digit) times `unit_ns`, in
 /// nanoseconds; fractions below a nanosecond are dropped, as Go does.
 fn number_ns(number: &str, unit_ns: u128) -> Option<u128> {
@@ -84,6 +95,21 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(parse(input), Ok(want), "{input}");
+        }
+    }
+
+    #[test]
+    fn formats_what_it_parses() {
+        let cases = [
+            (Duration::ZERO, "0s"),
+            (Duration::from_secs(5), "5s"),
+            (Duration::from_millis(1500), "1500ms"),
+            (Duration::from_micros(7), "7us"),
+            (Duration::from_nanos(1_000_000_001), "1000000001ns"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(format(d), want);
+            assert_eq!(parse(want), Ok(d), "{want}");
         }
     }
 
