@@ -169,7 +169,8 @@ pub fn upstream_filter_plugins(kind: &PredicateKind) -> &'static [&'static str] 
         P::MatchInterPodAffinity => &[inter_pod_affinity::UPSTREAM_PLUGIN],
         P::CheckNodeCondition
         | P::MatchNamespaceNodeSelector { .. }
-        | P::CheckPodCIDRCapacity
+        | P::CheckPodCIDRCapacity { .. }
+        | P::CheckTolerationRestriction { .. }
         | P::PodToleratesNodeNoExecuteTaints
         | P::CheckNodeMemoryPressure
         | P::CheckNodePIDPressure

@@ -549,9 +549,14 @@ fn no_upstream_filter(kind: &PredicateKind) -> String {
                                                  node selectors at admission (the PodNodeSelector \
                                                  admission plugin), not in the scheduler"
             .to_string(),
-        P::CheckPodCIDRCapacity => {
+        P::CheckPodCIDRCapacity { .. } => {
             "a Berth predicate: kube-scheduler does not count pod IPs".to_string()
         }
+        P::CheckTolerationRestriction { .. } => "a Berth predicate: upstream restricts \
+                                                 tolerations at admission (the \
+                                                 PodTolerationRestriction admission plugin), not \
+                                                 in the scheduler"
+            .to_string(),
         P::Wasm(spec) => format!(
             "a Berth WASM plugin (module {}); kube-scheduler runs compiled-in plugins only",
             spec.module
