@@ -151,6 +151,116 @@ async fn pods_land_where_the_policy_says_and_failures_are_explained() {
     .await;
 }
 
+/// The tenant toleration guard on a real cluster: a pod of `default` that copied tenant-a's
+/// toleration is refused tenant-a's node (FailedScheduling and the condition name the taint
+/// and the namespace; the metric counts it) while a tolerate-everything pod lands on the
+/// shared node only; once the namespace's tolerationsWhitelist annotation grants the taint,
+/// the watch delivers it and the copier is placed there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_toleration_guard_refuses_copied_tolerations_until_the_namespace_is_granted() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(240), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        let tainted = |name: &str, taint: serde_json::Value| -> Result<Node> {
+            let mut node = node_template(name, "8", "16Gi", 110);
+            node.metadata.name = Some(name.into());
+            node.spec.get_or_insert_default().taints = Some(vec![serde_json::from_value(taint)?]);
+            Ok(node)
+        };
+        let tenant = tainted(
+            "tenant",
+            json!({"key": "dedicated", "value": "tenant-a", "effect": "NoSchedule"}),
+        )?;
+        let gpu = tainted("gpu", json!({"key": "example.com/gpu", "effect": "NoSchedule"}))?;
+        let mut shared = node_template("shared", "2", "4Gi", 110);
+        shared.metadata.name = Some("shared".into());
+        env.cluster.create_nodes_with(1, |_| tenant.clone()).await?;
+        env.cluster.create_nodes_with(1, |_| gpu.clone()).await?;
+        env.cluster.create_nodes_with(1, |_| shared.clone()).await?;
+
+        let policy = json!({"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "GeneralPredicates"}, {"name": "PodToleratesNodeTaints"},
+                {"name": "CheckTolerationRestriction", "argument": {"tolerationRestriction": {
+                    "taints": [{"taint": "dedicated=tenant-a", "namespaces": ["tenant-a"]},
+                               {"taint": "example.com/gpu", "namespaces": []}]}}}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]});
+        let path = env.cluster.dir().join("guard-policy.json");
+        std::fs::write(&path, policy.to_string())?;
+        let mut berth = env.berth("solo", &["--policy", &path.display().to_string()])?;
+        berth.wait_ready().await?;
+        let copied = json!([{"key": "dedicated", "operator": "Equal", "value": "tenant-a",
+            "effect": "NoSchedule"}]);
+        env.create_pods(vec![
+            pod(
+                "copier",
+                "berth",
+                "100m",
+                json!({"nodeSelector": {"kubernetes.io/hostname": "tenant"}, "tolerations": copied}),
+            ),
+            pod(
+                "wildcard",
+                "berth",
+                "100m",
+                json!({"tolerations": [{"operator": "Exists"}]}),
+            ),
+        ])
+        .await?;
+        let bound = env.wait_bound("wildcard", 1, Duration::from_secs(60)).await?;
+        assert_eq!(node_name(&bound[0]), Some("shared"));
+
+        let api = env.pods();
+        let message = eventually(
+            "copier's PodScheduled condition",
+            Duration::from_secs(30),
+            || async {
+                let p = api.get("copier").await?;
+                Ok(p.status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+                    .and_then(|c| c.message))
+            },
+        )
+        .await?;
+        assert_eq!(
+            message,
+            "0/3 nodes are available: 1 node(s) had taint {dedicated: tenant-a}, that namespace \
+             default may not tolerate, 2 node(s) didn't match Pod's node affinity/selector."
+        );
+        let failed = env.events("FailedScheduling").await?;
+        assert!(
+            failed["copier"]
+                .iter()
+                .any(|e| e.note.as_deref() == Some(message.as_str())),
+            "{:?}",
+            failed["copier"]
+        );
+        let (_, metrics) = berth.get("/metrics")?;
+        assert!(
+            metrics.contains(
+                r#"berth_protection_rejected_nodes_total{predicate="CheckTolerationRestriction"}"#
+            ),
+            "{metrics}"
+        );
+
+        // The namespace's annotation grants the taint: the copier is placed on the next try.
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(env.admin.clone());
+        let grant = json!({"metadata": {"annotations": {
+            "scheduler.alpha.kubernetes.io/tolerationsWhitelist":
+                r#"[{"key": "dedicated", "operator": "Equal", "value": "tenant-a"}]"#}}});
+        namespaces
+            .patch("default", &PatchParams::default(), &Patch::Merge(&grant))
+            .await?;
+        let bound = env.wait_bound("copier", 1, Duration::from_secs(90)).await?;
+        assert_eq!(node_name(&bound[0]), Some("tenant"));
+        let status = berth.terminate()?;
+        assert!(status.success(), "exit {status}:\n{}", berth.log());
+        Ok(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extenders_filter_steer_bind_and_a_down_one_blocks_only_if_not_ignorable() {
     let _one = SERIAL.lock().await;
