@@ -13,177 +13,27 @@
 //!   an object without the aggregates and indexes that depend on it.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::FxHashMap;
 
-use crate::labels::{HoldsSymbols, Interner, LabelSelector, Labels, Selector, Sym};
+use crate::labels::{Interner, LabelSelector, Labels, Selector, Sym};
 use crate::model::{
-    self, CsiNode, NodeConditions, PersistentVolume, PersistentVolumeClaim, SelectorKind,
-    StorageClass, Taint,
+    self, CsiNode, PersistentVolume, PersistentVolumeClaim, SelectorKind, StorageClass,
 };
-use crate::podinfo::{AffinityTerm, PodAffinity, PodInfo};
-use crate::resources::{PODS, RequestSum, Resources, clamp_i64};
+use crate::podinfo::{AffinityTerm, PodInfo};
 pub use crate::types::{HostPort, NamespaceFilter, NodeId, PodId, TermKind};
 
-/// Well-known label keys, interned once.
-#[derive(Debug, Clone, Copy)]
-pub struct WellKnown {
-    /// `kubernetes.io/hostname`.
-    pub hostname: Sym,
-    /// `topology.kubernetes.io/zone`.
-    pub zone: Sym,
-    /// `failure-domain.beta.kubernetes.io/zone`.
-    pub zone_beta: Sym,
-    /// `topology.kubernetes.io/region`.
-    pub region: Sym,
-    /// `failure-domain.beta.kubernetes.io/region`.
-    pub region_beta: Sym,
-}
+mod compaction;
+mod error;
+mod indexes;
+mod node_info;
 
-/// Where every [`NodeInfo::stamp`] comes from: one counter for all clusters, so a stamp is
-/// never given twice, even to a node of a cloned cluster.
-static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
-
-/// A stamp no node (and no [`crate::preemption::DisruptionBudgets`]) has had before.
-pub(crate) fn fresh_stamp() -> u64 {
-    NEXT_STAMP.fetch_add(1, Ordering::Relaxed)
-}
-
-/// A node with its aggregates.
-///
-/// Laid out hot fields first (`repr(C)` keeps the order): what filters and scores read for
-/// every node sits in the first few cache lines; the node as given is boxed, since only
-/// reports and rare rules read it. Cloned only one node at a time, for the hypothetical
-/// checks of preemption and nominated pods.
-#[derive(Debug, Clone)]
-#[repr(C)]
-pub struct NodeInfo {
-    /// The node's id in the cluster, so per-node tables built in `prepare` can be indexed
-    /// from a `NodeInfo`.
-    pub id: NodeId,
-    /// The zone key (region and zone) used for spreading; None without zone/region labels.
-    pub zone_key: Option<Sym>,
-    /// `spec.unschedulable`.
-    pub unschedulable: bool,
-    /// Conditions.
-    pub conditions: NodeConditions,
-    /// Allocatable pod count.
-    pub allowed_pods: i64,
-    /// Assigned pods that need a pod IP (not hostNetwork).
-    pub pods_needing_ip: u64,
-    /// Usable pod IP addresses from the pod CIDRs; None when the node has no pod CIDR.
-    pub pod_ip_capacity: Option<u64>,
-    /// Sum of the scoring requests (with non-zero defaults) of assigned pods: milli-CPU
-    /// (clamped to `i64`; see `nonzero_exact`).
-    pub nonzero_milli_cpu: i64,
-    /// Same for memory bytes.
-    pub nonzero_memory: i64,
-    /// The exact sums behind `nonzero_milli_cpu` and `nonzero_memory`, so removing a pod
-    /// restores the true remainder after a sum passed `i64::MAX`.
-    nonzero_exact: (i128, i128),
-    /// Allocatable resources (without pods).
-    pub allocatable: Resources,
-    /// Sum of the filter requests of assigned pods.
-    pub requested: RequestSum,
-    /// Pods assigned to the node.
-    pub pods: Vec<PodId>,
-    /// Interned labels.
-    pub labels: Labels,
-    /// `spec.taints`.
-    pub taints: Box<[Taint]>,
-    /// Host ports used by assigned pods.
-    pub used_ports: Vec<HostPort>,
-    /// Assigned pods with any pod affinity or anti-affinity term.
-    pub pods_with_affinity: Vec<PodId>,
-    /// The node as given.
-    pub node: Box<model::Node>,
-    /// Controllers whose pods should avoid the node (from its preferAvoidPods annotation): (kind, uid).
-    pub prefer_avoid: Vec<(Box<str>, Box<str>)>,
-    /// Image name, as the kubelet reports it -> size in bytes.
-    pub images: FxHashMap<Box<str>, i64>,
-    /// The same images keyed by interned name, sorted by symbol, so a scorer can look an
-    /// image up per node without hashing a string.
-    pub image_syms: Box<[(Sym, i64)]>,
-    /// Changes whenever the node's object or its set of pods does (not in copies): an
-    /// answer computed from this node alone holds while its stamp is the same.
-    pub(crate) stamp: u64,
-}
-
-impl NodeInfo {
-    /// The node's name.
-    pub fn name(&self) -> &str {
-        &self.node.meta.name
-    }
-
-    /// The node's taints.
-    pub fn taints(&self) -> &[Taint] {
-        &self.taints
-    }
-
-    /// The node's conditions.
-    pub fn conditions(&self) -> &NodeConditions {
-        &self.conditions
-    }
-
-    /// Counts `pod` in this node's aggregates. `id` is None for a pod that is not in the
-    /// cluster (a nominated pod added to a hypothetical copy of the node): it then takes one
-    /// of the node's pod slots instead of appearing in `pods`, since rules look listed pods
-    /// up in the cluster.
-    pub fn add_pod(&mut self, pod: &PodInfo, id: Option<PodId>) {
-        self.requested.add(&pod.request);
-        self.count_nonzero(pod, 1);
-        match id {
-            Some(id) => {
-                self.pods.push(id);
-                if pod.affinity.has_pod_terms() {
-                    self.pods_with_affinity.push(id);
-                }
-            }
-            None => self.allowed_pods -= 1,
-        }
-        if pod.needs_ip {
-            self.pods_needing_ip += 1;
-        }
-        self.used_ports.extend(pod.host_ports.iter().cloned());
-    }
-
-    fn count_nonzero(&mut self, pod: &PodInfo, sign: i128) {
-        let (cpu, memory) = &mut self.nonzero_exact;
-        *cpu += sign * i128::from(pod.nonzero_milli_cpu);
-        *memory += sign * i128::from(pod.nonzero_memory);
-        self.nonzero_milli_cpu = clamp_i64(*cpu);
-        self.nonzero_memory = clamp_i64(*memory);
-    }
-
-    /// Undoes [`NodeInfo::add_pod`] for a pod of the cluster.
-    pub fn remove_pod(&mut self, pod: &PodInfo, id: PodId) {
-        self.requested.sub(&pod.request);
-        self.count_nonzero(pod, -1);
-        remove_item(&mut self.pods, id);
-        if pod.needs_ip {
-            self.pods_needing_ip -= 1;
-        }
-        for hp in &pod.host_ports {
-            if let Some(i) = self.used_ports.iter().position(|u| u == hp) {
-                self.used_ports.swap_remove(i);
-            }
-        }
-        remove_item(&mut self.pods_with_affinity, id);
-    }
-}
-
-impl HoldsSymbols for NodeInfo {
-    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
-        if let Some(zone) = &mut self.zone_key {
-            f(zone);
-        }
-        self.labels.visit_symbols(f);
-        for (image, _) in self.image_syms.iter_mut() {
-            f(image);
-        }
-    }
-}
+pub use compaction::{COMPACTION_FLOOR, Compaction};
+pub use error::ClusterError;
+pub use indexes::{TermIndex, TermRef};
+use indexes::{index_terms, remove_from_index, remove_item, uncount_image, uses_volumes};
+pub(crate) use node_info::fresh_stamp;
+pub use node_info::{NodeInfo, WellKnown, normalize_image_name};
 
 /// A namespace as the rules see it.
 #[derive(Debug, Clone, Default)]
@@ -207,35 +57,6 @@ pub struct SelectorObject {
     pub name: Box<str>,
     /// Compiled selector; None selects nothing.
     pub selector: Option<Selector>,
-}
-
-/// Errors from cluster updates.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ClusterError {
-    /// A node of that name exists already.
-    #[error("node {0} already exists")]
-    DuplicateNode(String),
-    /// A pod of that namespace/name exists already.
-    #[error("pod {0} already exists")]
-    DuplicatePod(String),
-    /// A pod names a node that does not exist.
-    #[error("pod {pod} is bound to node {node}, which is not in the cluster")]
-    UnknownNode {
-        /// The pod.
-        pod: String,
-        /// The node.
-        node: String,
-    },
-    /// A node's pod CIDR does not parse.
-    #[error(
-        "node {node}: spec.podCIDRs: invalid CIDR {cidr:?} (expected e.g. 10.244.1.0/24 or fd00::/64)"
-    )]
-    BadCidr {
-        /// The node.
-        node: String,
-        /// The CIDR.
-        cidr: String,
-    },
 }
 
 /// The cluster: nodes, assigned pods, and the objects the rules consult.
@@ -285,19 +106,6 @@ pub struct Cluster {
     /// has grown past twice that (plus a floor), so compacting costs O(1) per string.
     interned_after_compaction: usize,
 }
-
-/// What a compaction of the interner did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Compaction {
-    /// Interned strings before.
-    pub before: usize,
-    /// Interned strings after: those some object still uses.
-    pub after: usize,
-}
-
-/// Interned strings the interner may gain beyond twice its size after the last compaction
-/// before the next one: small clusters are not compacted over and over for a few strings.
-pub const COMPACTION_FLOOR: usize = 1024;
 
 impl Default for Cluster {
     fn default() -> Self {
@@ -382,7 +190,7 @@ impl Cluster {
             return Err(ClusterError::DuplicateNode(node.meta.name));
         }
         let id = NodeId(self.nodes.len() as u32);
-        let info = self.build_node_info(id, node)?;
+        let info = NodeInfo::build(id, node, &mut self.interner, self.keys)?;
         for name in info.images.keys() {
             *self.image_node_counts.entry(name.clone()).or_default() += 1;
         }
@@ -437,7 +245,7 @@ impl Cluster {
         let Some(&id) = self.node_by_name.get(node.meta.name.as_str()) else {
             return self.add_node(node);
         };
-        let fresh = self.build_node_info(id, node)?;
+        let fresh = NodeInfo::build(id, node, &mut self.interner, self.keys)?;
         let old_labels = self.node(id).labels.clone();
         self.set_label_columns(id, &old_labels, false);
         self.set_label_columns(id, &fresh.labels, true);
@@ -513,85 +321,6 @@ impl Cluster {
         }
         self.node_order = OnceLock::new();
         Some(*info.node)
-    }
-
-    fn build_node_info(&mut self, id: NodeId, node: model::Node) -> Result<NodeInfo, ClusterError> {
-        let labels = Labels::intern(
-            &mut self.interner,
-            node.meta
-                .labels
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str())),
-        );
-        let allocatable = Resources::from_list(&node.allocatable);
-        let allowed_pods = node
-            .allocatable
-            .iter()
-            .find(|(n, _)| n == PODS)
-            .map_or(0, |(_, v)| *v);
-        let pod_ip_capacity = pod_ip_capacity(&node)?;
-        let zone_key = self.zone_key_of(&labels);
-        let prefer_avoid = node
-            .prefer_avoid_pods
-            .iter()
-            .map(|(kind, uid)| (kind.as_str().into(), uid.as_str().into()))
-            .collect();
-        // Node image names are used as the kubelet reports them (with tags or digests); only
-        // the pod's image references are normalised, as upstream does.
-        let mut images: FxHashMap<Box<str>, i64> = FxHashMap::default();
-        for img in &node.images {
-            for n in &img.names {
-                images.insert(n.as_str().into(), img.size_bytes);
-            }
-        }
-        let mut image_syms: Vec<(Sym, i64)> = images
-            .iter()
-            .map(|(name, size)| (self.interner.intern(name), *size))
-            .collect();
-        image_syms.sort_unstable_by_key(|(sym, _)| *sym);
-        Ok(NodeInfo {
-            id,
-            unschedulable: node.unschedulable,
-            conditions: node.conditions,
-            taints: node.taints.clone().into_boxed_slice(),
-            node: Box::new(node),
-            labels,
-            allocatable,
-            allowed_pods,
-            pod_ip_capacity,
-            zone_key,
-            prefer_avoid,
-            images,
-            image_syms: image_syms.into_boxed_slice(),
-            requested: RequestSum::default(),
-            nonzero_milli_cpu: 0,
-            nonzero_memory: 0,
-            nonzero_exact: (0, 0),
-            pods: Vec::new(),
-            pods_needing_ip: 0,
-            used_ports: Vec::new(),
-            pods_with_affinity: Vec::new(),
-            stamp: fresh_stamp(),
-        })
-    }
-
-    /// Upstream's zone key (`GetZoneKey`): region and zone joined, each taken from the beta
-    /// label first, then the GA one; None when both are empty.
-    fn zone_key_of(&mut self, labels: &Labels) -> Option<Sym> {
-        let k = self.keys;
-        let value = |beta: Sym, ga: Sym| {
-            labels
-                .get(beta)
-                .or_else(|| labels.get(ga))
-                .map_or("", |v| self.interner.resolve(v))
-        };
-        let zone = value(k.zone_beta, k.zone);
-        let region = value(k.region_beta, k.region);
-        if zone.is_empty() && region.is_empty() {
-            return None;
-        }
-        let text = format!("{region}:\u{0}:{zone}");
-        Some(self.interner.intern(&text))
     }
 
     /// The visiting order: nodes interleaved round-robin across zones (in order of the zones'
@@ -1120,104 +849,6 @@ impl Cluster {
     pub fn compile_selector(&mut self, sel: &LabelSelector) -> Selector {
         Selector::compile(&mut self.interner, sel)
     }
-
-    // ---- interner compaction ----
-
-    /// Whether the interner has grown enough since the last compaction for another to pay:
-    /// past twice its size then, plus [`COMPACTION_FLOOR`]. Between compactions it holds
-    /// at most that many strings, whatever the churn.
-    pub fn interner_needs_compaction(&self) -> bool {
-        self.interner.len() > 2 * self.interned_after_compaction + COMPACTION_FLOOR
-    }
-
-    /// [`Cluster::compact_interner`] if [`Cluster::interner_needs_compaction`].
-    pub fn compact_interner_if_needed(
-        &mut self,
-        others: &mut [&mut dyn HoldsSymbols],
-    ) -> Option<Compaction> {
-        self.interner_needs_compaction()
-            .then(|| self.compact_interner(others))
-    }
-
-    /// Drops the interned strings that no node, pod, namespace, selector object or index of
-    /// the cluster, nor any of `others`, uses any more, and renumbers the rest everywhere
-    /// (in their old order, so symbol-sorted lists stay sorted). Any symbol kept elsewhere
-    /// (a pod compiled for a cycle, a rule's prepared state) is invalid afterwards: call it
-    /// between cycles and pass every other holder. Costs one pass over the cluster.
-    pub fn compact_interner(&mut self, others: &mut [&mut dyn HoldsSymbols]) -> Compaction {
-        let before = self.interner.len();
-        // A column no node fills any more reads like a missing one (every node lacks the
-        // key); dropping it lets its key go.
-        self.label_columns
-            .retain(|_, column| column.iter().any(Option::is_some));
-        let mut live = vec![false; before];
-        let mut mark = |s: &mut Sym| live[Interner::index(*s)] = true;
-        self.visit_symbols(&mut mark);
-        for other in others.iter_mut() {
-            other.visit_symbols(&mut mark);
-        }
-        let renumbered = self.interner.retain(&live);
-        let mut renumber = |s: &mut Sym| {
-            *s = renumbered[Interner::index(*s)].expect("every symbol held was marked live");
-        };
-        self.visit_symbols(&mut renumber);
-        for other in others.iter_mut() {
-            other.visit_symbols(&mut renumber);
-        }
-        self.interned_after_compaction = self.interner.len();
-        Compaction {
-            before,
-            after: self.interner.len(),
-        }
-    }
-
-    /// Visits every symbol the cluster holds: the well-known keys, nodes, pods, namespaces,
-    /// selector objects, zones, and the keys and values of every index (rebuilt, since
-    /// their keys change).
-    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
-        let WellKnown {
-            hostname,
-            zone,
-            zone_beta,
-            region,
-            region_beta,
-        } = &mut self.keys;
-        for key in [hostname, zone, zone_beta, region, region_beta] {
-            f(key);
-        }
-        self.zones.iter_mut().for_each(&mut *f);
-        for node in self.nodes.iter_mut().flatten() {
-            node.visit_symbols(f);
-        }
-        for pod in self.pods.iter_mut().flatten() {
-            pod.visit_symbols(f);
-        }
-        rekey(&mut self.pod_by_key, |(ns, _)| f(ns));
-        rekey(&mut self.namespaces, |ns| f(ns));
-        for ns in self.namespaces.values_mut() {
-            ns.labels.visit_symbols(f);
-        }
-        for o in &mut self.selector_objects {
-            f(&mut o.namespace);
-            if let Some(s) = &mut o.selector {
-                s.visit_symbols(f);
-            }
-        }
-        rekey(&mut self.label_index, |(k, v)| {
-            f(k);
-            f(v);
-        });
-        rekey(&mut self.label_nodes, |(k, v)| {
-            f(k);
-            f(v);
-        });
-        rekey(&mut self.label_columns, |k| f(k));
-        for column in self.label_columns.values_mut() {
-            column.iter_mut().flatten().for_each(&mut *f);
-        }
-        self.anti_affinity_terms.visit_symbols(f);
-        self.scoring_terms.visit_symbols(f);
-    }
 }
 
 /// Candidate pods for a selector (see [`Cluster::candidates_for`]).
@@ -1236,195 +867,6 @@ impl<'a> IntoIterator for Candidates<'a> {
             Candidates::Indexed(v) => Box::new(v.into_iter()),
             Candidates::All(c) => Box::new(c.pods().map(|(id, _)| id)),
         }
-    }
-}
-
-/// One affinity term of an assigned pod.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TermRef {
-    /// The pod owning the term.
-    pub pod: PodId,
-    /// The list the term is in.
-    pub kind: TermKind,
-    /// Its position in that list.
-    pub index: u32,
-}
-
-/// Affinity terms of assigned pods, indexed by a label every pod they select must carry (the
-/// key and values of the selector's first `In` requirement), so that finding the terms that
-/// may select a pod costs one lookup per label of that pod instead of a scan of every term.
-/// Terms without an `In` requirement sit in a short unindexed list; terms without a selector
-/// select nothing and are left out.
-#[derive(Debug, Default)]
-pub struct TermIndex {
-    by_label: FxHashMap<(Sym, Sym), Vec<TermRef>>,
-    unindexed: Vec<TermRef>,
-}
-
-impl TermIndex {
-    fn visit_symbols(&mut self, f: &mut dyn FnMut(&mut Sym)) {
-        rekey(&mut self.by_label, |(k, v)| {
-            f(k);
-            f(v);
-        });
-    }
-
-    fn update(&mut self, r: TermRef, term: &AffinityTerm, add: bool) {
-        let Some(selector) = &term.selector else {
-            return;
-        };
-        let Some((key, values)) = selector.index_keys() else {
-            if add {
-                self.unindexed.push(r);
-            } else {
-                remove_item(&mut self.unindexed, r);
-            }
-            return;
-        };
-        for (i, v) in values.iter().enumerate() {
-            // A value listed twice must not yield the term twice.
-            if values[..i].contains(v) {
-                continue;
-            }
-            if add {
-                self.by_label.entry((key, *v)).or_default().push(r);
-            } else if let Some(list) = self.by_label.get_mut(&(key, *v)) {
-                remove_item(list, r);
-                if list.is_empty() {
-                    self.by_label.remove(&(key, *v));
-                }
-            }
-        }
-    }
-
-    /// The terms that may select a pod with these labels: a superset (each term appears at
-    /// most once), so callers still test each term.
-    pub fn candidates<'a>(&'a self, labels: &'a Labels) -> impl Iterator<Item = TermRef> + 'a {
-        labels
-            .iter()
-            .filter_map(|kv| self.by_label.get(&kv))
-            .flatten()
-            .chain(&self.unindexed)
-            .copied()
-    }
-
-    /// Whether the index holds no term.
-    pub fn is_empty(&self) -> bool {
-        self.by_label.is_empty() && self.unindexed.is_empty()
-    }
-}
-
-/// Adds (or removes) a pod's terms to (or from) the term indexes: required anti-affinity
-/// terms to `anti`, the terms that score other pods to `scoring`.
-fn index_terms(
-    anti: &mut TermIndex,
-    scoring: &mut TermIndex,
-    pod: PodId,
-    affinity: &PodAffinity,
-    add: bool,
-) {
-    use TermKind::*;
-    for kind in [AntiRequired, Required, Preferred, AntiPreferred] {
-        let index = if kind == AntiRequired {
-            &mut *anti
-        } else {
-            &mut *scoring
-        };
-        for (i, term) in affinity.terms(kind).iter().enumerate() {
-            let r = TermRef {
-                pod,
-                kind,
-                index: i as u32,
-            };
-            index.update(r, term, add);
-        }
-    }
-}
-
-/// Whether a pod belongs in the `pods_with_volumes` index. Volumes are immutable, so assign
-/// and unassign agree on the answer.
-fn uses_volumes(pod: &PodInfo) -> bool {
-    pod.pod
-        .volumes
-        .iter()
-        .any(|v| v.source != model::VolumeSource::Other)
-}
-
-/// Removes `item` from the list under `key`, and the list once it is empty, so an index
-/// holds only the labels of live objects.
-fn remove_from_index<K: std::hash::Hash + Eq, T: PartialEq>(
-    index: &mut FxHashMap<K, Vec<T>>,
-    key: K,
-    item: T,
-) {
-    if let Some(list) = index.get_mut(&key) {
-        remove_item(list, item);
-        if list.is_empty() {
-            index.remove(&key);
-        }
-    }
-}
-
-/// One node fewer has `image`; an image no node has any more leaves the counts.
-fn uncount_image(counts: &mut FxHashMap<Box<str>, u32>, image: &str) {
-    if let Some(c) = counts.get_mut(image) {
-        *c -= 1;
-        if *c == 0 {
-            counts.remove(image);
-        }
-    }
-}
-
-/// Replaces every key of `map` by what `f` makes of it (the map is rebuilt, so it also
-/// shrinks to its live entries).
-fn rekey<K: std::hash::Hash + Eq, V>(map: &mut FxHashMap<K, V>, mut f: impl FnMut(&mut K)) {
-    *map = std::mem::take(map)
-        .into_iter()
-        .map(|(mut k, v)| {
-            f(&mut k);
-            (k, v)
-        })
-        .collect();
-}
-
-fn remove_item<T: PartialEq>(v: &mut Vec<T>, item: T) {
-    if let Some(i) = v.iter().position(|x| *x == item) {
-        v.swap_remove(i);
-    }
-}
-
-/// Usable pod IPs of a node's CIDRs: 2^(bits-prefix) - 3 (network, broadcast, gateway),
-/// summed over families, capped so IPv6 stays finite. None when the node has no pod CIDR.
-fn pod_ip_capacity(node: &model::Node) -> Result<Option<u64>, ClusterError> {
-    const CAP: u64 = 1 << 32;
-    if node.pod_cidrs.is_empty() {
-        return Ok(None);
-    }
-    let mut total: u64 = 0;
-    for cidr in &node.pod_cidrs {
-        let net: ipnet::IpNet = cidr.parse().map_err(|_| ClusterError::BadCidr {
-            node: node.meta.name.clone(),
-            cidr: cidr.clone(),
-        })?;
-        let host_bits = u32::from(net.max_prefix_len() - net.prefix_len());
-        let size = if host_bits >= 63 {
-            CAP
-        } else {
-            (1u64 << host_bits).min(CAP)
-        };
-        total = total.saturating_add(size.saturating_sub(3));
-    }
-    Ok(Some(total.min(CAP)))
-}
-
-/// Normalises an image name as upstream's image locality does: a name without a tag or
-/// digest gets ":latest".
-pub fn normalize_image_name(name: &str) -> String {
-    let last = name.rsplit('/').next().unwrap_or(name);
-    if name.contains('@') || last.contains(':') {
-        name.to_string()
-    } else {
-        format!("{name}:latest")
     }
 }
 

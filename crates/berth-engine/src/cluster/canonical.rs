@@ -17,6 +17,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
+use crate::labels::HoldsSymbols;
+use crate::resources::{RequestSum, clamp_i64};
 
 /// The canonical form: one entry per object, aggregate or index entry, keyed so a mismatch
 /// names what differs.

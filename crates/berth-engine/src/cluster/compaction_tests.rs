@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::canonical::{canonical, with_nodes_in_slot_order};
 use super::*;
+use crate::labels::HoldsSymbols;
 use crate::model::{Node, Pod, SelectorKind, WhenUnsatisfiable};
 use crate::registry::scheduler_for;
 use crate::testkit::{labelled, namespace, node, selector, selector_object};
