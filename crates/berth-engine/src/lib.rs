@@ -19,6 +19,7 @@ pub mod resources;
 pub mod rules;
 pub mod scheduler;
 pub mod simulation;
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod types;
 mod victim_cache;

@@ -8,9 +8,6 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bench;
-mod bench_extender;
-mod bench_preemption;
-mod bench_wasm;
 mod bundled;
 mod check;
 mod convert;

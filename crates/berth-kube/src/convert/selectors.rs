@@ -195,3 +195,12 @@ pub(crate) fn topology_selector_term(
         match_fields: Vec::new(),
     })
 }
+
+/// A label selector that may be absent (absent selects nothing or everything, as the
+/// caller decides).
+pub(super) fn optional_selector(
+    selector: Option<&meta::LabelSelector>,
+    at: Field<'_>,
+) -> Result<Option<LabelSelector>, Problem> {
+    selector.map(|s| label_selector(s, at)).transpose()
+}

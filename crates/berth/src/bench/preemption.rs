@@ -10,13 +10,14 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use berth_engine::model::{Container, Meta, Pod};
 use berth_engine::preemption::{DisruptionBudgets, PreemptionOutcome};
-use berth_engine::testkit::MI;
 use berth_engine::{Cluster, Nominator, Scheduler};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use crate::bench::{Args, peak_rss_mib, percentiles, synthetic_node};
+use super::args::Args;
+use super::measure::{peak_rss_mib, percentiles};
+use super::workload::{MI, synthetic_node};
 
 /// CPU of each running (victim) pod and of each preemptor, in millicores: nodes have 16, 32
 /// or 64 cores, so they fill exactly.
@@ -48,7 +49,7 @@ fn pod(name: &str, node: Option<String>, priority: i32, start: Option<i64>) -> P
 }
 
 /// Builds the full cluster and times the preemptions.
-pub fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_json::Value> {
+pub(super) fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_json::Value> {
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
     let mut cluster = Cluster::new();
     let mut running = 0usize;

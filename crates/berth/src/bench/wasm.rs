@@ -7,14 +7,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use berth_engine::model::Node;
 use berth_policy::EffectivePolicy;
 use berth_wasm::{PluginHost, Reloader, Runtime};
 use serde_json::json;
 
-use crate::Format;
-use crate::bench::{Args, Workload, config, measure, print_result};
-use crate::plugins;
+use super::args::{Args, Workload, config};
+use super::measure::{measure, print_result};
+use crate::{Format, plugins};
 
 /// The built-in rules of the node-label workload.
 const BUILTIN_POLICY: &str = r#"{"kind": "Policy", "apiVersion": "v1",
@@ -33,18 +32,8 @@ const ROUNDS: usize = 3;
 /// How long files must be quiet before a reload, as `berth run` watches them.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
-/// The node-label workload's labels: disk-ssd on even nodes, net-fast on every third.
-pub fn label_node(node: &mut Node, i: usize) {
-    if i.is_multiple_of(2) {
-        node.meta.labels.insert("disk-ssd".into(), "true".into());
-    }
-    if i.is_multiple_of(3) {
-        node.meta.labels.insert("net-fast".into(), "true".into());
-    }
-}
-
 /// The node-label workload's policy, built-in or as plugins.
-pub fn node_label_policy(wasm: bool) -> Result<EffectivePolicy> {
+pub(super) fn node_label_policy(wasm: bool) -> Result<EffectivePolicy> {
     let (text, name) = if wasm {
         (WASM_POLICY, "node-label-wasm policy")
     } else {
@@ -73,7 +62,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// Runs the built-in and the plugin variant of the node-label workload, interleaved, and
 /// prints both with the per-pod time ratio.
-pub fn compare(args: &Args) -> Result<()> {
+pub(super) fn compare(args: &Args) -> Result<()> {
     if args.workload != Workload::NodeLabel {
         bail!("--compare-wasm needs --workload node-label");
     }
@@ -153,7 +142,7 @@ fn variant(module: &[u8], k: usize) -> Vec<u8> {
 
 /// Writes a new version of a score plugin `rounds` times, by rename as editors and
 /// ConfigMaps do, and times each from the write until the new version is live.
-pub fn reload_latency(flag: Option<&Path>, rounds: usize, format: Format) -> Result<()> {
+pub(super) fn reload_latency(flag: Option<&Path>, rounds: usize, format: Format) -> Result<()> {
     if rounds == 0 {
         bail!("--reload-latency needs at least 1 round");
     }

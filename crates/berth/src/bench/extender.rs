@@ -15,7 +15,8 @@ use berth_extender::Verb;
 use berth_extender::server::{ExtenderServer, Rules};
 use serde_json::json;
 
-use crate::bench::{self, Args};
+use super::args::{Args, config};
+use super::measure;
 use crate::extenders::Extenders;
 use crate::{bundled, plugins};
 
@@ -48,7 +49,7 @@ fn rules() -> Rules {
 }
 
 /// Runs both variants and returns one result for each.
-pub fn measure(args: &Args) -> Result<Vec<serde_json::Value>> {
+pub(super) fn measure(args: &Args) -> Result<Vec<serde_json::Value>> {
     [false, true]
         .into_iter()
         .map(|cache| measure_one(args, cache))
@@ -91,9 +92,9 @@ fn measure_one(args: &Args, node_cache_capable: bool) -> Result<serde_json::Valu
     add_documents(&extenders, args)?;
 
     let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());
-    let (scheduler, _plugins) = plugins::scheduler(&policy, &dir, bench::config(args))?;
+    let (scheduler, _plugins) = plugins::scheduler(&policy, &dir, config(args))?;
     let mut scheduler = scheduler.with_extenders(extenders.engine());
-    let mut result = bench::measure(args, &mut scheduler)?;
+    let mut result = measure::measure(args, &mut scheduler)?;
 
     let pods = args.pods() as u64;
     let (filters, prioritizes) = (server.filter_calls(), server.prioritize_calls());

@@ -1,0 +1,430 @@
+//! Pods: their spec as the scheduler reads it, and their priority.
+
+use std::collections::HashMap;
+
+use berth_engine::model::{self, VolumeSource};
+use k8s_openapi::api::core::v1::{self as core, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+
+use super::field::{Field, Problem};
+use super::selectors::{node_selector, node_selector_term, optional_selector};
+
+use super::{
+    ConvertError, DEFAULT_SCHEDULER_NAME, PREFERRED, REQUIRED, amount, convert, object_ref,
+    resource_list, taint_effect,
+};
+
+/// Whether the pod has finished (phase Succeeded or Failed): the scheduler ignores it.
+pub fn is_terminal(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|status| status.phase.as_deref())
+        .is_some_and(|phase| phase == "Succeeded" || phase == "Failed")
+}
+
+/// Pod priorities as the Priority admission plugin assigns them: `spec.priority` when set,
+/// else the named class's value, else the global default class's, else 0.
+#[derive(Debug, Clone)]
+pub struct PriorityResolver {
+    values: HashMap<String, i32>,
+    global_default: Option<(String, i32)>,
+}
+
+/// Classes the API server creates in every cluster, so pods may name them even when a
+/// cluster file lists no PriorityClass.
+const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
+    ("system-node-critical", 2_000_001_000),
+    ("system-cluster-critical", 2_000_000_000),
+];
+
+impl Default for PriorityResolver {
+    fn default() -> Self {
+        Self::new(&[])
+    }
+}
+
+impl PriorityResolver {
+    /// A resolver over `classes` plus the built-in `system-*-critical` classes.
+    pub fn new(classes: &[PriorityClass]) -> Self {
+        let mut values: HashMap<String, i32> = SYSTEM_PRIORITY_CLASSES
+            .iter()
+            .map(|&(name, value)| (name.to_owned(), value))
+            .collect();
+        let mut global_default: Option<(String, i32)> = None;
+        for class in classes {
+            let Some(name) = class.metadata.name.as_deref() else {
+                continue;
+            };
+            values.insert(name.to_owned(), class.value);
+            // Upstream takes the lowest value when several classes claim to be the default.
+            if class.global_default == Some(true)
+                && global_default
+                    .as_ref()
+                    .is_none_or(|(_, value)| class.value < *value)
+            {
+                global_default = Some((name.to_owned(), class.value));
+            }
+        }
+        PriorityResolver {
+            values,
+            global_default,
+        }
+    }
+
+    /// The pod's priority and class name; `Err` carries the class name when it is unknown.
+    fn resolve<'a>(&'a self, spec: &'a core::PodSpec) -> Result<(i32, &'a str), &'a str> {
+        match spec
+            .priority_class_name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+        {
+            Some(class) => match (spec.priority, self.values.get(class)) {
+                (Some(priority), _) | (None, Some(&priority)) => Ok((priority, class)),
+                (None, None) => Err(class),
+            },
+            // Admission also records the default class's name in the pod.
+            None => Ok(match (spec.priority, &self.global_default) {
+                (Some(priority), _) => (priority, ""),
+                (None, Some((class, priority))) => (*priority, class),
+                (None, None) => (0, ""),
+            }),
+        }
+    }
+}
+
+/// Converts a Pod, resolving its priority with `priorities`. A priority class that does not
+/// exist (admission would have rejected the pod) gives priority 0 and a warning in `warnings`.
+pub fn pod(
+    pod: &Pod,
+    priorities: &PriorityResolver,
+    warnings: &mut Vec<String>,
+) -> Result<model::Pod, ConvertError> {
+    convert(pod, |meta| {
+        let at = Field::root("spec");
+        let Some(spec) = pod.spec.as_ref() else {
+            return Err(at.problem("missing (a Pod needs spec.containers)"));
+        };
+        let (priority, priority_class_name) = match priorities.resolve(spec) {
+            Ok((priority, class)) => (priority, class.to_owned()),
+            Err(class) => {
+                warnings.push(format!(
+                    "{}: spec.priorityClassName: PriorityClass {class:?} not found, using priority 0",
+                    object_ref(pod)
+                ));
+                (0, class.to_owned())
+            }
+        };
+        let app_containers = containers(&spec.containers, at.name("containers"))?;
+        let init_containers = containers(
+            spec.init_containers.as_deref().unwrap_or_default(),
+            at.name("initContainers"),
+        )?;
+        let affinity = spec
+            .affinity
+            .as_ref()
+            .map(|affinity| convert_affinity(affinity, at.name("affinity")))
+            .transpose()?
+            .unwrap_or_default();
+        let tolerations_at = at.name("tolerations");
+        let tolerations = spec
+            .tolerations
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(index, t)| toleration(t, tolerations_at.index(index)))
+            .collect::<Result<_, _>>()?;
+        let spread_at = at.name("topologySpreadConstraints");
+        let topology_spread_constraints = spec
+            .topology_spread_constraints
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(index, c)| spread_constraint(c, spread_at.index(index)))
+            .collect::<Result<_, _>>()?;
+        let volumes = spec
+            .volumes
+            .iter()
+            .flatten()
+            .map(|v| model::Volume {
+                name: v.name.clone(),
+                source: volume_source(v, &meta.name),
+            })
+            .collect();
+        let preempt_never = match spec.preemption_policy.as_deref() {
+            None | Some("PreemptLowerPriority") => false,
+            Some("Never") => true,
+            Some(other) => {
+                return Err(at.name("preemptionPolicy").problem(format!(
+                    "unknown policy {other:?} (expected PreemptLowerPriority, Never)"
+                )));
+            }
+        };
+        let status = pod.status.as_ref();
+        Ok(model::Pod {
+            preempt_never,
+            nominated_node_name: status
+                .and_then(|s| s.nominated_node_name.clone())
+                .filter(|n| !n.is_empty()),
+            start_time: status
+                .and_then(|s| s.start_time.as_ref())
+                .map(|t| t.0.as_second()),
+            node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
+            scheduler_name: spec
+                .scheduler_name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_owned()),
+            priority,
+            priority_class_name,
+            containers: app_containers,
+            init_containers,
+            overhead: resource_list(spec.overhead.as_ref(), at.name("overhead"))?,
+            node_selector: spec.node_selector.clone().unwrap_or_default(),
+            affinity,
+            tolerations,
+            volumes,
+            host_network: spec.host_network.unwrap_or(false),
+            topology_spread_constraints,
+            meta,
+        })
+    })
+}
+
+fn containers(list: &[core::Container], at: Field<'_>) -> Result<Vec<model::Container>, Problem> {
+    list.iter()
+        .enumerate()
+        .map(|(index, c)| container(c, at.index(index)))
+        .collect()
+}
+
+fn container(container: &core::Container, at: Field<'_>) -> Result<model::Container, Problem> {
+    let resources = container.resources.as_ref();
+    let resources_at = at.name("resources");
+    let requests = resources.and_then(|r| r.requests.as_ref());
+    let mut converted = resource_list(requests, resources_at.name("requests"))?;
+    // The API server's defaulting: a limit without a request is the request too.
+    let limits_at = resources_at.name("limits");
+    for (name, limit) in resources
+        .and_then(|r| r.limits.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        if !requests.is_some_and(|requests| requests.contains_key(name)) {
+            converted.push((name.clone(), amount(name, limit, limits_at.key(name))?));
+        }
+    }
+    Ok(model::Container {
+        name: container.name.clone(),
+        image: container.image.clone().unwrap_or_default(),
+        requests: converted,
+        ports: container
+            .ports
+            .iter()
+            .flatten()
+            .map(|port| model::ContainerPort {
+                host_port: port.host_port.unwrap_or(0),
+                host_ip: port.host_ip.clone().unwrap_or_default(),
+                protocol: port.protocol.clone().unwrap_or_default(),
+            })
+            .collect(),
+    })
+}
+
+fn convert_affinity(affinity: &core::Affinity, at: Field<'_>) -> Result<model::Affinity, Problem> {
+    let mut converted = model::Affinity::default();
+    if let Some(node) = &affinity.node_affinity {
+        let at = at.name("nodeAffinity");
+        converted.node_required = node
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()
+            .map(|required| node_selector(required, at.name(REQUIRED)))
+            .transpose()?;
+        let preferred_at = at.name(PREFERRED);
+        converted.node_preferred = node
+            .preferred_during_scheduling_ignored_during_execution
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(index, preferred)| {
+                let at = preferred_at.index(index);
+                Ok(model::PreferredNodeTerm {
+                    weight: preferred.weight,
+                    term: node_selector_term(&preferred.preference, at.name("preference"))?,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(pod) = &affinity.pod_affinity {
+        let at = at.name("podAffinity");
+        converted.pod_required = pod_affinity_terms(
+            pod.required_during_scheduling_ignored_during_execution
+                .as_deref(),
+            at.name(REQUIRED),
+        )?;
+        converted.pod_preferred = weighted_pod_affinity_terms(
+            pod.preferred_during_scheduling_ignored_during_execution
+                .as_deref(),
+            at.name(PREFERRED),
+        )?;
+    }
+    if let Some(anti) = &affinity.pod_anti_affinity {
+        let at = at.name("podAntiAffinity");
+        converted.anti_required = pod_affinity_terms(
+            anti.required_during_scheduling_ignored_during_execution
+                .as_deref(),
+            at.name(REQUIRED),
+        )?;
+        converted.anti_preferred = weighted_pod_affinity_terms(
+            anti.preferred_during_scheduling_ignored_during_execution
+                .as_deref(),
+            at.name(PREFERRED),
+        )?;
+    }
+    Ok(converted)
+}
+
+fn pod_affinity_terms(
+    terms: Option<&[core::PodAffinityTerm]>,
+    at: Field<'_>,
+) -> Result<Vec<model::PodAffinityTerm>, Problem> {
+    terms
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(index, term)| pod_affinity_term(term, at.index(index)))
+        .collect()
+}
+
+fn weighted_pod_affinity_terms(
+    terms: Option<&[core::WeightedPodAffinityTerm]>,
+    at: Field<'_>,
+) -> Result<Vec<model::WeightedPodAffinityTerm>, Problem> {
+    terms
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(index, weighted)| {
+            let at = at.index(index);
+            Ok(model::WeightedPodAffinityTerm {
+                weight: weighted.weight,
+                term: pod_affinity_term(&weighted.pod_affinity_term, at.name("podAffinityTerm"))?,
+            })
+        })
+        .collect()
+}
+
+fn pod_affinity_term(
+    term: &core::PodAffinityTerm,
+    at: Field<'_>,
+) -> Result<model::PodAffinityTerm, Problem> {
+    Ok(model::PodAffinityTerm {
+        label_selector: optional_selector(term.label_selector.as_ref(), at.name("labelSelector"))?,
+        namespaces: term.namespaces.clone().unwrap_or_default(),
+        namespace_selector: optional_selector(
+            term.namespace_selector.as_ref(),
+            at.name("namespaceSelector"),
+        )?,
+        topology_key: term.topology_key.clone(),
+    })
+}
+
+fn toleration(toleration: &core::Toleration, at: Field<'_>) -> Result<model::Toleration, Problem> {
+    let operator = match toleration.operator.as_deref() {
+        None | Some("" | "Equal") => model::TolerationOperator::Equal,
+        Some("Exists") => model::TolerationOperator::Exists,
+        Some(other) => {
+            return Err(at.name("operator").problem(format!(
+                "unknown operator {other:?} (expected Equal, Exists)"
+            )));
+        }
+    };
+    let effect = match toleration.effect.as_deref() {
+        None | Some("") => None,
+        Some(effect) => Some(taint_effect(effect, at.name("effect"))?),
+    };
+    Ok(model::Toleration {
+        key: toleration.key.clone().unwrap_or_default(),
+        operator,
+        value: toleration.value.clone().unwrap_or_default(),
+        effect,
+    })
+}
+
+fn spread_constraint(
+    constraint: &core::TopologySpreadConstraint,
+    at: Field<'_>,
+) -> Result<model::TopologySpreadConstraint, Problem> {
+    let when_unsatisfiable = match constraint.when_unsatisfiable.as_str() {
+        "DoNotSchedule" => model::WhenUnsatisfiable::DoNotSchedule,
+        "ScheduleAnyway" => model::WhenUnsatisfiable::ScheduleAnyway,
+        other => {
+            return Err(at.name("whenUnsatisfiable").problem(format!(
+                "unknown value {other:?} (expected DoNotSchedule, ScheduleAnyway)"
+            )));
+        }
+    };
+    Ok(model::TopologySpreadConstraint {
+        max_skew: constraint.max_skew,
+        topology_key: constraint.topology_key.clone(),
+        when_unsatisfiable,
+        label_selector: optional_selector(
+            constraint.label_selector.as_ref(),
+            at.name("labelSelector"),
+        )?,
+    })
+}
+
+/// The volume's source as the volume rules see it. A generic ephemeral volume is the PVC
+/// `<pod>-<volume>` its controller creates, which is how upstream's rules treat it.
+fn volume_source(volume: &core::Volume, pod_name: &str) -> VolumeSource {
+    if let Some(claim) = &volume.persistent_volume_claim {
+        VolumeSource::Pvc {
+            claim_name: claim.claim_name.clone(),
+        }
+    } else if volume.ephemeral.is_some() {
+        VolumeSource::Pvc {
+            claim_name: format!("{pod_name}-{}", volume.name),
+        }
+    } else if let Some(gce) = &volume.gce_persistent_disk {
+        VolumeSource::GcePersistentDisk {
+            pd_name: gce.pd_name.clone(),
+            read_only: gce.read_only.unwrap_or(false),
+        }
+    } else if let Some(ebs) = &volume.aws_elastic_block_store {
+        VolumeSource::AwsElasticBlockStore {
+            volume_id: ebs.volume_id.clone(),
+        }
+    } else if let Some(rbd) = &volume.rbd {
+        VolumeSource::Rbd {
+            monitors: rbd.monitors.clone(),
+            pool: rbd
+                .pool
+                .clone()
+                .filter(|pool| !pool.is_empty())
+                .unwrap_or_else(|| "rbd".to_owned()),
+            image: rbd.image.clone(),
+            read_only: rbd.read_only.unwrap_or(false),
+        }
+    } else if let Some(iscsi) = &volume.iscsi {
+        VolumeSource::Iscsi {
+            target_portal: iscsi.target_portal.clone(),
+            iqn: iscsi.iqn.clone(),
+            lun: iscsi.lun,
+            read_only: iscsi.read_only.unwrap_or(false),
+        }
+    } else if let Some(azure) = &volume.azure_disk {
+        VolumeSource::AzureDisk {
+            disk_name: azure.disk_name.clone(),
+        }
+    } else if let Some(cinder) = &volume.cinder {
+        VolumeSource::Cinder {
+            volume_id: cinder.volume_id.clone(),
+        }
+    } else if let Some(csi) = &volume.csi {
+        VolumeSource::Csi {
+            driver: csi.driver.clone(),
+        }
+    } else {
+        VolumeSource::Other
+    }
+}

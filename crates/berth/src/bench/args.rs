@@ -1,0 +1,105 @@
+//! The arguments of `berth bench` and the cycle settings they make.
+
+use std::path::PathBuf;
+
+use berth_engine::CycleConfig;
+
+use crate::Format;
+
+/// A benchmark workload.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// Pods with requests, Services and ReplicaSets, scheduled by the OpenShift policy.
+    Basic,
+    /// As basic, and every pod has required anti-affinity against its app on the hostname.
+    AntiAffinity,
+    /// Nodes labelled disk-ssd (half) and net-fast (a third), scheduled by a labelsPresence
+    /// predicate and a labelPreference priority; `--compare-wasm` runs the same logic as
+    /// WASM plugins beside it.
+    NodeLabel,
+    /// Every node full of priority-0 pods; each pending pod has priority 1000 and must
+    /// preempt. Reports preemptions per second (`--running` is ignored: the nodes are
+    /// filled to capacity).
+    Preemption,
+    /// As basic, plus a filter and prioritize HTTP extender on 127.0.0.1 served in process;
+    /// runs with `nodeCacheCapable` off then on and reports the share of time in its calls.
+    Extender,
+}
+
+impl Workload {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Workload::Basic => "basic",
+            Workload::AntiAffinity => "anti-affinity",
+            Workload::NodeLabel => "node-label",
+            Workload::Preemption => "preemption",
+            Workload::Extender => "extender",
+        }
+    }
+}
+
+/// Arguments of `berth bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The workload.
+    #[arg(long, value_enum, default_value_t = Workload::Basic)]
+    pub(super) workload: Workload,
+    /// Number of nodes.
+    #[arg(long, default_value_t = 5000)]
+    pub(super) nodes: usize,
+    /// Number of pods running before the benchmark starts.
+    #[arg(long, default_value_t = 1000)]
+    pub(super) running: usize,
+    /// Number of pending pods to schedule (default 10,000; 1,000 for `--workload
+    /// preemption`).
+    #[arg(long)]
+    pub(super) pods: Option<usize>,
+    /// Policy file (default: the bundled OpenShift policy).
+    #[arg(long)]
+    pub(super) policy: Option<PathBuf>,
+    /// Seed of the synthetic cluster and of tie-breaking.
+    #[arg(long, default_value_t = 1)]
+    pub(super) seed: u64,
+    /// Percentage of nodes to find feasible before scoring (100 = score every feasible node).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub(super) percentage_of_nodes_to_score: u32,
+    /// kube-scheduler feature gates, as upstream's flag: `DefaultPodTopologySpread=false`
+    /// (default: v1.22's, DefaultPodTopologySpread=true).
+    #[arg(long, value_parser = crate::feature_gates, default_value = "")]
+    pub(super) feature_gates: berth_engine::FeatureGates,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub(super) output: Format,
+    /// With `--workload node-label`: also run the same rules as WASM plugins
+    /// (node-label-filter.wasm, node-label-score.wasm) and print both with the ratio.
+    #[arg(long)]
+    pub(super) compare_wasm: bool,
+    /// Directory of WASM plugin modules (default: the policy file's directory, or
+    /// plugins/dist for `--compare-wasm`).
+    #[arg(long)]
+    pub(super) plugins: Option<PathBuf>,
+    /// Instead of scheduling, measure hot reload: write a new version of a plugin module this
+    /// many times and time each until it is live.
+    #[arg(long)]
+    pub(super) reload_latency: Option<usize>,
+}
+
+impl Args {
+    /// The number of pending pods.
+    pub(super) fn pods(&self) -> usize {
+        self.pods.unwrap_or(match self.workload {
+            Workload::Preemption => 1000,
+            _ => 10000,
+        })
+    }
+}
+
+/// The cycle settings of a run.
+pub(super) fn config(args: &Args) -> CycleConfig {
+    CycleConfig {
+        seed: args.seed,
+        percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
+        feature_gates: args.feature_gates,
+        ..CycleConfig::default()
+    }
+}

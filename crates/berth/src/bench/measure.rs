@@ -1,0 +1,99 @@
+//! Timing the scheduling of the synthetic cluster's pending pods.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use berth_engine::Scheduler;
+use berth_engine::model::Pod;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::args::Args;
+use super::workload::{apps, build_cluster, synthetic_pod};
+use crate::Format;
+
+/// Prints one result object.
+pub(super) fn print_result(result: &serde_json::Value, format: Format) {
+    match format {
+        Format::Json => println!("{result}"),
+        Format::Table => {
+            for (k, v) in result.as_object().into_iter().flatten() {
+                println!("{k:>14}: {v}");
+            }
+        }
+    }
+}
+
+/// Builds the seeded cluster and pending pods and times scheduling them with `scheduler`.
+pub(super) fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_json::Value> {
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    let apps = apps(args);
+    let mut cluster = build_cluster(&mut rng, args, apps)?;
+    let pending: Vec<Pod> = (0..args.pods())
+        .map(|i| synthetic_pod(&mut rng, args.workload, &format!("pending-{i}"), apps, None))
+        .collect();
+
+    // The loop runs on a worker of rayon's pool, as a long-running scheduler thread would:
+    // called from outside the pool, every parallel pass would be handed to the pool while
+    // the calling thread sleeps, paying two thread wake-ups per pod.
+    let (latencies, scheduled, elapsed) = rayon::scope(|_| -> Result<_> {
+        let mut latencies = Vec::with_capacity(pending.len());
+        let mut scheduled = 0usize;
+        let start = Instant::now();
+        for pod in pending {
+            let t = Instant::now();
+            let info = cluster.compile_pod(pod);
+            let decision = scheduler.schedule(&cluster, &info, false);
+            if let Some(node) = decision.node {
+                cluster.insert_pod(info, Some(node))?;
+                scheduled += 1;
+            }
+            latencies.push(t.elapsed().as_nanos() as u64);
+        }
+        Ok((latencies, scheduled, start.elapsed().as_secs_f64()))
+    })?;
+    // A digest of every placement, so runs of different policies can be compared for equal
+    // decisions, not just equal counts.
+    let placements = cluster.pods().fold(0xcbf2_9ce4_8422_2325u64, |h, (id, p)| {
+        let node = p.node.map_or(u64::MAX, |n| u64::from(n.0));
+        (h ^ (u64::from(id.0) << 32 | node)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let pct = percentiles(latencies);
+    Ok(json!({
+        "workload": args.workload.name(),
+        "nodes": args.nodes,
+        "running": args.running,
+        "pods": args.pods(),
+        "scheduled": scheduled,
+        "placement_digest": format!("{placements:016x}"),
+        "pods_per_sec": (args.pods() as f64 / elapsed).round(),
+        "mean_us": (elapsed * 1e6 / args.pods().max(1) as f64 * 10.0).round() / 10.0,
+        "p50_us": (pct(0.50) * 10.0).round() / 10.0,
+        "p99_us": (pct(0.99) * 10.0).round() / 10.0,
+        "peak_rss_mib": peak_rss_mib(),
+    }))
+}
+
+/// Per-pod latencies (ns) as a percentile function in µs.
+pub(super) fn percentiles(mut latencies: Vec<u64>) -> impl Fn(f64) -> f64 {
+    latencies.sort_unstable();
+    move |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+            .map_or(0.0, |ns| *ns as f64 / 1000.0)
+    }
+}
+
+/// Peak resident memory of this process (VmHWM), in MiB; 0 where /proc is unavailable.
+pub(super) fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| (kb / 1024.0 * 10.0).round() / 10.0)
+}

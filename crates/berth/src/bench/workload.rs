@@ -1,0 +1,175 @@
+//! The synthetic cluster of `berth bench`, seeded: nodes spread over regions and zones, and
+//! pods from ReplicaSets behind Services, as upstream's scheduler_perf shapes them.
+//!
+//! It builds its objects itself rather than with the engine's test kit, which only tests
+//! compile in.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use berth_engine::Cluster;
+use berth_engine::labels::{LabelSelector, Operator, Requirement};
+use berth_engine::model::{
+    Container, Meta, Node, OwnerRef, Pod, PodAffinityTerm, PodSelector, SelectorKind,
+};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::args::{Args, Workload};
+
+const REGIONS: usize = 3;
+const ZONES_PER_REGION: usize = 3;
+const PODS_PER_APP: usize = 20;
+pub(super) const MI: i64 = 1 << 20;
+const GI: i64 = 1 << 30;
+
+/// The number of apps (a Service and a ReplicaSet each) the pods of a run are spread over.
+pub(super) fn apps(args: &Args) -> usize {
+    ((args.running + args.pods()) / PODS_PER_APP).max(1)
+}
+
+pub(super) fn build_cluster(rng: &mut ChaCha8Rng, args: &Args, apps: usize) -> Result<Cluster> {
+    let mut cluster = Cluster::new();
+    for i in 0..args.nodes {
+        let mut node = synthetic_node(rng, i);
+        if args.workload == Workload::NodeLabel {
+            label_node(&mut node, i);
+        }
+        cluster.add_node(node)?;
+    }
+    for a in 0..apps {
+        let app = app_name(a);
+        for kind in [SelectorKind::Service, SelectorKind::ReplicaSet] {
+            cluster.upsert_selector_object(&PodSelector {
+                kind,
+                meta: Meta {
+                    name: app.clone(),
+                    namespace: "bench".into(),
+                    uid: format!("{app}-{kind:?}"),
+                    ..Meta::default()
+                },
+                selector: Some(app_selector(&app)),
+            });
+        }
+    }
+    for i in 0..args.running {
+        let node = format!("node-{}", rng.random_range(0..args.nodes));
+        let pod = synthetic_pod(
+            rng,
+            args.workload,
+            &format!("running-{i}"),
+            apps,
+            Some(node),
+        );
+        cluster.add_pod(pod)?;
+    }
+    Ok(cluster)
+}
+
+fn app_name(a: usize) -> String {
+    format!("app-{a}")
+}
+
+pub(crate) fn synthetic_node(rng: &mut ChaCha8Rng, i: usize) -> Node {
+    let region = i % REGIONS;
+    let zone = (i / REGIONS) % ZONES_PER_REGION;
+    let (cores, mem_gi) = [(16, 64), (32, 128), (64, 256)][rng.random_range(0..3)];
+    let name = format!("node-{i}");
+    let zone_name = format!("region-{region}-zone-{zone}");
+    let region_name = format!("region-{region}");
+    let labels: BTreeMap<String, String> = [
+        ("kubernetes.io/hostname", name.as_str()),
+        ("topology.kubernetes.io/region", &region_name),
+        ("topology.kubernetes.io/zone", &zone_name),
+        ("region", &region_name),
+        ("zone", &zone_name),
+        (
+            "node.kubernetes.io/instance-type",
+            ["small", "medium", "large"][cores / 32],
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut node = Node {
+        meta: Meta {
+            name,
+            labels,
+            ..Meta::default()
+        },
+        allocatable: vec![
+            ("cpu".into(), cores as i64 * 1000),
+            ("memory".into(), mem_gi * GI),
+            ("pods".into(), 110),
+        ],
+        ..Node::default()
+    };
+    node.conditions.ready = Some(true);
+    node
+}
+
+pub(super) fn synthetic_pod(
+    rng: &mut ChaCha8Rng,
+    workload: Workload,
+    name: &str,
+    apps: usize,
+    node: Option<String>,
+) -> Pod {
+    let app = app_name(rng.random_range(0..apps));
+    let mut pod = Pod {
+        meta: Meta {
+            name: name.into(),
+            namespace: "bench".into(),
+            uid: name.into(),
+            labels: [("app".to_string(), app.clone())].into(),
+            owners: vec![OwnerRef {
+                kind: "ReplicaSet".into(),
+                name: app.clone(),
+                uid: format!("{app}-ReplicaSet"),
+                controller: true,
+            }],
+            ..Meta::default()
+        },
+        node_name: node,
+        scheduler_name: "berth".into(),
+        containers: vec![Container {
+            name: "main".into(),
+            image: format!("registry.example/{app}:1"),
+            requests: vec![
+                ("cpu".into(), rng.random_range(1..=10) * 100),
+                ("memory".into(), rng.random_range(1..=8) * 128 * MI),
+            ],
+            ports: Vec::new(),
+        }],
+        ..Pod::default()
+    };
+    if workload == Workload::AntiAffinity {
+        pod.affinity.anti_required.push(PodAffinityTerm {
+            label_selector: Some(app_selector(&app)),
+            topology_key: "kubernetes.io/hostname".into(),
+            ..PodAffinityTerm::default()
+        });
+    }
+    pod
+}
+
+/// A selector of the pods of one app.
+fn app_selector(app: &str) -> LabelSelector {
+    LabelSelector {
+        requirements: vec![Requirement {
+            key: "app".into(),
+            operator: Operator::In,
+            values: vec![app.into()],
+        }],
+    }
+}
+
+/// The node-label workload's labels: disk-ssd on even nodes, net-fast on every third.
+fn label_node(node: &mut Node, i: usize) {
+    if i.is_multiple_of(2) {
+        node.meta.labels.insert("disk-ssd".into(), "true".into());
+    }
+    if i.is_multiple_of(3) {
+        node.meta.labels.insert("net-fast".into(), "true".into());
+    }
+}
