@@ -99,7 +99,7 @@ pub fn toleration_whitelist(annotations: &BTreeMap<String, String>) -> Option<To
     let converted = list
         .iter()
         .enumerate()
-        .map(|(index, t)| super::toleration(t, at.index(index)))
+        .map(|(index, t)| super::pod::toleration(t, at.index(index)))
         .collect::<Result<Vec<_>, _>>();
     Some(match converted {
         Ok(tolerations) => TolerationWhitelist::Tolerations(tolerations),

@@ -328,7 +328,10 @@ fn pod_affinity_term(
     })
 }
 
-fn toleration(toleration: &core::Toleration, at: Field<'_>) -> Result<model::Toleration, Problem> {
+pub(super) fn toleration(
+    toleration: &core::Toleration,
+    at: Field<'_>,
+) -> Result<model::Toleration, Problem> {
     let operator = match toleration.operator.as_deref() {
         None | Some("" | "Equal") => model::TolerationOperator::Equal,
         Some("Exists") => model::TolerationOperator::Exists,
