@@ -675,4 +675,103 @@ mod tests {
             Some("priority Cost: this entry names a WASM plugin, but plugins are not enabled here")
         );
     }
+
+    /// The upstream plugin of every built-in entry, as v1.22's legacy_registry.go registers
+    /// them (none for Berth's own predicates and the v1.12-only ones).
+    #[test]
+    fn entries_name_their_upstream_plugins() {
+        let text = r#"{"predicates": [{"name": "CheckNodeCondition"},
+            {"name": "CheckNodeUnschedulable"}, {"name": "GeneralPredicates"},
+            {"name": "NoDiskConflict"}, {"name": "PodToleratesNodeNoExecuteTaints"},
+            {"name": "Lp", "argument": {"labelsPresence": {"labels": ["a"], "presence": true}}},
+            {"name": "Sa", "argument": {"serviceAffinity": {"labels": ["a"]}}},
+            {"name": "MaxEBSVolumeCount"}, {"name": "MaxGCEPDVolumeCount"},
+            {"name": "MaxCSIVolumeCountPred"}, {"name": "MaxAzureDiskVolumeCount"},
+            {"name": "MaxCinderVolumeCount"}, {"name": "CheckVolumeBinding"},
+            {"name": "NoVolumeZoneConflict"}, {"name": "CheckNodeMemoryPressure"},
+            {"name": "EvenPodsSpread"}, {"name": "MatchInterPodAffinity"},
+            {"name": "CheckPodCIDRCapacity"}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1},
+            {"name": "MostRequestedPriority", "weight": 1},
+            {"name": "BalancedResourceAllocation", "weight": 1},
+            {"name": "SelectorSpreadPriority", "weight": 1},
+            {"name": "InterPodAffinityPriority", "weight": 1},
+            {"name": "NodeAffinityPriority", "weight": 1},
+            {"name": "TaintTolerationPriority", "weight": 1},
+            {"name": "ImageLocalityPriority", "weight": 1},
+            {"name": "NodePreferAvoidPodsPriority", "weight": 1},
+            {"name": "EqualPriority", "weight": 1},
+            {"name": "EvenPodsSpreadPriority", "weight": 1},
+            {"name": "Za", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "z"}}},
+            {"name": "Pr", "weight": 1, "argument": {"labelPreference": {"label": "p", "presence": true}}},
+            {"name": "Rc", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {
+                "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
+                "resources": [{"name": "cpu", "weight": 1}]}}}]}"#;
+        let policy = berth_policy::parse(text, "p.json").expect("valid policy");
+        let filters: Vec<(&str, Vec<&str>)> = policy
+            .predicates
+            .iter()
+            .map(|p| (p.name.as_str(), upstream_filter_plugins(&p.kind).to_vec()))
+            .collect();
+        let want: Vec<(&str, Vec<&str>)> = vec![
+            ("CheckNodeCondition", vec![]),
+            ("CheckNodeUnschedulable", vec!["NodeUnschedulable"]),
+            (
+                "GeneralPredicates",
+                vec!["NodeResourcesFit", "NodeName", "NodePorts", "NodeAffinity"],
+            ),
+            ("CheckPodCIDRCapacity", vec![]),
+            ("NoDiskConflict", vec!["VolumeRestrictions"]),
+            ("PodToleratesNodeTaints", vec!["TaintToleration"]),
+            ("PodToleratesNodeNoExecuteTaints", vec![]),
+            ("Lp", vec!["NodeLabel"]),
+            ("Sa", vec!["ServiceAffinity"]),
+            ("MaxEBSVolumeCount", vec!["EBSLimits"]),
+            ("MaxGCEPDVolumeCount", vec!["GCEPDLimits"]),
+            ("MaxCSIVolumeCountPred", vec!["NodeVolumeLimits"]),
+            ("MaxAzureDiskVolumeCount", vec!["AzureDiskLimits"]),
+            ("MaxCinderVolumeCount", vec!["CinderLimits"]),
+            ("CheckVolumeBinding", vec!["VolumeBinding"]),
+            ("NoVolumeZoneConflict", vec!["VolumeZone"]),
+            ("CheckNodeMemoryPressure", vec![]),
+            ("EvenPodsSpread", vec!["PodTopologySpread"]),
+            ("MatchInterPodAffinity", vec!["InterPodAffinity"]),
+        ];
+        assert_eq!(filters, want);
+        let scores = |gates| -> Vec<(&str, Option<&str>)> {
+            policy
+                .priorities
+                .iter()
+                .map(|p| (p.name.as_str(), upstream_score_plugin(&p.kind, gates)))
+                .collect()
+        };
+        let on = scores(FeatureGates::default());
+        assert_eq!(
+            on,
+            [
+                (
+                    "LeastRequestedPriority",
+                    Some("NodeResourcesLeastAllocated")
+                ),
+                ("MostRequestedPriority", Some("NodeResourcesMostAllocated")),
+                (
+                    "BalancedResourceAllocation",
+                    Some("NodeResourcesBalancedAllocation")
+                ),
+                ("SelectorSpreadPriority", Some("PodTopologySpread")),
+                ("InterPodAffinityPriority", Some("InterPodAffinity")),
+                ("NodeAffinityPriority", Some("NodeAffinity")),
+                ("TaintTolerationPriority", Some("TaintToleration")),
+                ("ImageLocalityPriority", Some("ImageLocality")),
+                ("NodePreferAvoidPodsPriority", Some("NodePreferAvoidPods")),
+                ("EqualPriority", None),
+                ("EvenPodsSpreadPriority", Some("PodTopologySpread")),
+                ("Za", Some("ServiceAffinity")),
+                ("Pr", Some("NodeLabel")),
+                ("Rc", Some("RequestedToCapacityRatio")),
+            ]
+        );
+        let off = scores(FeatureGates::parse("DefaultPodTopologySpread=false").unwrap());
+        assert_eq!(off[3], ("SelectorSpreadPriority", Some("SelectorSpread")));
+    }
 }

@@ -311,3 +311,59 @@ fn a_policy_failing_the_callers_check_is_rejected() {
     assert_eq!(reloader.status().policy_reloads, 1);
     assert!(reloader.take_scheduler().is_some());
 }
+
+/// The policy file is read by the parser the caller gives (`berth run --config` reads a
+/// KubeSchedulerConfiguration), at start and on every reload; its errors are reported like
+/// a Policy's.
+#[test]
+fn the_policy_file_is_read_by_the_given_parser() {
+    let plugins = Plugins::new(&[("modes", fixture("modes"))]);
+    let path = plugins.dir.path().join("labels.txt");
+    std::fs::write(&path, "gpu").expect("file");
+    // A toy format: the label keys a node must have, one policy entry for all of them.
+    let parser: berth_wasm::PolicyParser = Arc::new(|text: &str, source: &str| {
+        let labels: Vec<&str> = text.split_whitespace().collect();
+        if labels.is_empty() {
+            return berth_policy::parse("", source);
+        }
+        let policy = serde_json::json!({"predicates": [{"name": "Labels", "argument":
+            {"labelsPresence": {"labels": labels, "presence": true}}}], "priorities": []});
+        berth_policy::parse(&policy.to_string(), source)
+    });
+    let (reloader, mut sched) = Reloader::start_parsed(
+        plugins.host.clone(),
+        &path,
+        CycleConfig::default(),
+        Duration::from_millis(50),
+        None,
+        parser,
+    )
+    .expect("reloader");
+    let labels = |r: &Reloader| match &r.policy().predicates.last().expect("entry").kind {
+        berth_policy::PredicateKind::CheckNodeLabelPresence { labels, .. } => labels.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(labels(&reloader), ["gpu"]);
+    let mut cl = cluster(labelled_nodes(6), vec![]);
+    let placed = schedule(&mut cl, &mut sched, vec![pod("p1").build()]);
+    assert_eq!(index(&placed[0]) % 3, 0, "a gpu node");
+
+    save(&path, b"ssd");
+    wait_for("the new file", || reloader.status().policy_reloads == 1);
+    assert_eq!(labels(&reloader), ["ssd"]);
+    let mut sched = reloader.take_scheduler().expect("a new scheduler");
+    let placed = schedule(&mut cl, &mut sched, vec![pod("p2").build()]);
+    assert_eq!(index(&placed[0]) % 3, 1, "an ssd node");
+
+    save(&path, b" ");
+    wait_for("a rejected file", || reloader.status().policy_failures == 1);
+    let status = reloader.status();
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("the file is empty")),
+        "{status:?}"
+    );
+    assert_eq!(labels(&reloader), ["ssd"], "the running policy stays");
+}

@@ -139,4 +139,26 @@ fn a_converted_policy_schedules_as_the_policy_does() {
         "{}",
         text(&wrong.stderr)
     );
+
+    // `berth run` reads the same way, before it contacts any cluster.
+    let run = berth(&["run", "--config", &policy]);
+    assert!(!run.status.success());
+    assert!(
+        text(&run.stderr).contains("(this is a Policy file: give it with --policy)"),
+        "{}",
+        text(&run.stderr)
+    );
+    let run = berth(&["run", "--config", &config]);
+    assert!(!run.status.success());
+    assert!(
+        text(&run.stderr).contains("no profile has schedulerName \"berth\""),
+        "{}",
+        text(&run.stderr)
+    );
+    let run = berth(&["run", "--policy", &policy, "--config", &config]);
+    assert!(
+        text(&run.stderr).contains("cannot be used with"),
+        "{}",
+        text(&run.stderr)
+    );
 }
