@@ -407,14 +407,22 @@ impl Cache {
                 let name = node.meta.name.clone();
                 // Kept up to date even when the model is unchanged: extenders get the node
                 // as the API server has it.
-                if let Some(documents) = &self.documents
-                    && let Err(e) = documents.set_node(&name, &object)
-                {
-                    warn!(node = %name, error = %e, "node JSON not kept for the extenders");
-                }
+                let newly_held = match &self.documents {
+                    Some(documents) => documents.set_node(&name, &object).unwrap_or_else(|e| {
+                        warn!(node = %name, error = %e, "node JSON not kept for the extenders");
+                        false
+                    }),
+                    None => false,
+                };
                 let existing = self.cluster.node_by_name(&name);
                 if existing.is_some_and(|id| *self.cluster.node(id).node == node) {
-                    return Effect::None;
+                    // A relist after the extenders came to need node JSON fills it in: a pod
+                    // refused because its node had none may fit now.
+                    return if newly_held {
+                        Effect::CouldHelp
+                    } else {
+                        Effect::None
+                    };
                 }
                 if let Err(e) = self.cluster.upsert_node(node) {
                     warn!(node = %name, error = %e, "node left out of the cache");
@@ -1055,6 +1063,29 @@ mod tests {
         assert_eq!(f.queue.place("default/big"), Some(Place::Unschedulable));
         f.node(Change::Apply(node("n2", 4)));
         assert_eq!(f.queue.place("default/big"), Some(Place::Active));
+    }
+
+    /// A reloaded policy's extender needs node JSON the store did not keep: a pod refused
+    /// for want of it is retried when the relist fills it in, though the node is unchanged.
+    #[test]
+    fn node_json_filled_in_by_a_relist_retries_unschedulable_pods() {
+        let mut f = Fixture::new();
+        let documents = Documents::pods_only();
+        f.cache.set_documents(documents.clone());
+        f.node(Change::Apply(node("n1", 4)));
+        f.pod(Change::Apply(pod("p", "berth", 100)));
+        let queued = f.queue.pop(f.now).unwrap();
+        f.queue.unschedulable(queued, f.now);
+        f.now += std::time::Duration::from_secs(5);
+        documents.widen_to(&Documents::new());
+        f.node(Change::Apply(node("n1", 4)));
+        assert!(documents.nodes(&["n1"]).is_ok());
+        assert_eq!(f.queue.place("default/p"), Some(Place::Active));
+        // Once held, an unchanged node retries nothing.
+        let queued = f.queue.pop(f.now).unwrap();
+        f.queue.unschedulable(queued, f.now);
+        f.node(Change::Apply(node("n1", 4)));
+        assert_eq!(f.queue.place("default/p"), Some(Place::Unschedulable));
     }
 
     #[test]

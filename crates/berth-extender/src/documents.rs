@@ -160,14 +160,14 @@ impl Documents {
         self.inner.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Stores (or replaces) node `name`.
-    pub fn set_node<T: Serialize>(&self, name: &str, node: &T) -> Result<(), DocumentError> {
+    /// Stores (or replaces) node `name`; true when the store held no JSON for it before, so
+    /// a pod refused for want of it may fit now.
+    pub fn set_node<T: Serialize>(&self, name: &str, node: &T) -> Result<bool, DocumentError> {
         if !self.keeps_nodes() {
-            return Ok(());
+            return Ok(false);
         }
         let json = encode("node", name, node)?;
-        self.write().nodes.insert(name.to_string(), json);
-        Ok(())
+        Ok(self.write().nodes.insert(name.to_string(), json).is_none())
     }
 
     /// Forgets node `name`.
