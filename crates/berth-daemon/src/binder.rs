@@ -26,6 +26,7 @@ use crate::Input;
 use crate::extenders::ExtenderSet;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
+use crate::queue::QueuedPod;
 
 /// Why a binding was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -469,9 +470,10 @@ impl Binder {
 /// What the scheduling thread asks of the API, as a trait so the loop can be tested
 /// without one.
 pub trait Backend {
-    /// Binds an assumed pod; the outcome comes back as [`Input::Bound`].
-    /// Binds a pod to a node, after writing its claims' volume bindings.
-    fn bind(&self, pod: &model::Pod, node: &str, volumes: VolumeBindings);
+    /// Binds an assumed pod (with its queue history, for the metrics of a scheduled pod) to
+    /// a node, after writing its claims' volume bindings; the outcome comes back as
+    /// [`Input::Bound`].
+    fn bind(&self, queued: &QueuedPod, node: &str, volumes: VolumeBindings);
     /// Reports that a pod fits no node.
     fn unschedulable(&self, pod: &model::Pod, message: &str, set_condition: bool);
     /// Carries out a preemption: nominates `preemptor` to `node` (first, so a replica
@@ -489,7 +491,10 @@ pub trait Backend {
 }
 
 impl Backend for Binder {
-    fn bind(&self, pod: &model::Pod, node: &str, volumes: VolumeBindings) {
+    fn bind(&self, queued: &QueuedPod, node: &str, volumes: VolumeBindings) {
+        let pod = &queued.pod;
+        // Upstream counts the attempt that placed the pod too.
+        let (attempts, queued_at) = (queued.attempts.saturating_add(1), queued.queued_at);
         let this = self.clone();
         let reference = pod_reference(pod);
         let (namespace, name, uid) = (
@@ -525,6 +530,10 @@ impl Backend for Binder {
                     Err(e) => warn!(pod = %key, %node, error = %e, "binding rejected"),
                 }
                 let bound = result.is_ok();
+                if bound {
+                    this.metrics
+                        .pod_scheduled(attempts, queued_at.elapsed().as_secs_f64());
+                }
                 drop(permit);
                 // The scheduling thread may have stopped (shutdown); the outcome no longer
                 // matters then.

@@ -27,7 +27,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use tracing::{debug, warn};
 
-use crate::queue::{Queue, QueuedPod};
+use crate::queue::{Queue, QueuedPod, event};
 use crate::unreadable::{self, Unreadable};
 
 /// The namespace (for namespaced kinds) and name of an object.
@@ -298,6 +298,13 @@ impl Cache {
         self.assumed.len()
     }
 
+    /// Upstream's cache sizes (`scheduler_scheduler_cache_size`): nodes, pods (assigned,
+    /// assumed, and bound to a node the cache does not have) and assumed pods.
+    pub fn upstream_sizes(&self) -> (usize, usize, usize) {
+        let c = self.cluster.sizes();
+        (c.nodes, c.pods + self.unplaced.len(), self.assumed.len())
+    }
+
     /// Compiles a pending pod against the cluster's interner.
     pub fn compile(&mut self, pod: model::Pod) -> PodInfo {
         self.cluster.compile_pod(pod)
@@ -387,10 +394,13 @@ impl Cache {
             Effect::Synced => {
                 self.synced.insert(kind);
             }
-            Effect::CouldHelp => {
-                let moved = queue.move_all_unschedulable(now);
+            Effect::CouldHelp(event) => {
+                let moved = queue.move_all_unschedulable(now, event);
                 if moved > 0 {
-                    debug!(?kind, moved, "cluster event: retrying unschedulable pods");
+                    debug!(
+                        ?kind,
+                        event, moved, "cluster event: retrying unschedulable pods"
+                    );
                 }
             }
             Effect::None => {}
@@ -419,7 +429,7 @@ impl Cache {
                     // A relist after the extenders came to need node JSON fills it in: a pod
                     // refused because its node had none may fit now.
                     return if newly_held {
-                        Effect::CouldHelp
+                        Effect::CouldHelp(event::NODE_UPDATE)
                     } else {
                         Effect::None
                     };
@@ -430,8 +440,9 @@ impl Cache {
                 }
                 if existing.is_none() {
                     self.place_waiting_pods(&name);
+                    return Effect::CouldHelp(event::NODE_ADD);
                 }
-                Effect::CouldHelp
+                Effect::CouldHelp(event::NODE_UPDATE)
             }
             Change::Delete(key) => {
                 if let Some(documents) = &self.documents {
@@ -491,7 +502,7 @@ impl Cache {
                     .is_some();
                 self.unplaced.remove(&pod_key);
                 if was_assigned {
-                    Effect::CouldHelp
+                    Effect::CouldHelp(event::ASSIGNED_POD_DELETE)
                 } else {
                     Effect::None
                 }
@@ -660,7 +671,7 @@ impl Cache {
             debug!(pod = %key, "re-created while the watch was away: the old pod no longer counts");
         }
         let effect = if stale {
-            Effect::CouldHelp
+            Effect::CouldHelp(event::ASSIGNED_POD_DELETE)
         } else {
             Effect::None
         };
@@ -708,6 +719,12 @@ impl Cache {
         match change {
             Change::Synced => Effect::Synced,
             Change::Apply(object) => {
+                let name = object.metadata.name.as_deref().unwrap_or_default();
+                let known = self
+                    .cluster
+                    .interner()
+                    .get(name)
+                    .is_some_and(|sym| self.cluster.namespace(sym).is_some());
                 if let Some(ns) = converted(convert::namespace(&object)) {
                     if let Some(model::TolerationWhitelist::Invalid(why)) = &ns.toleration_whitelist
                     {
@@ -721,7 +738,7 @@ impl Cache {
                     }
                     self.cluster.upsert_namespace(&ns);
                 }
-                Effect::CouldHelp
+                Effect::CouldHelp(cluster_event(Kind::Namespace, !known))
             }
             Change::Delete(key) => {
                 self.cluster.remove_namespace(&key.name);
@@ -742,8 +759,11 @@ impl Cache {
                 let Some(selector) = converted(convert(&object)) else {
                     return Effect::None;
                 };
+                // An upsert replaces in place or appends: a longer list means a new object.
+                let before = self.cluster.selector_objects().len();
                 self.cluster.upsert_selector_object(&selector);
-                Effect::CouldHelp
+                let added = self.cluster.selector_objects().len() > before;
+                Effect::CouldHelp(cluster_event(kind_of_selector(kind), added))
             }
             Change::Delete(key) => {
                 self.cluster
@@ -758,9 +778,8 @@ impl Cache {
             change,
             &mut self.cluster,
             convert::persistent_volume,
-            |c, pv| {
-                c.upsert_persistent_volume(pv);
-            },
+            Kind::PersistentVolume,
+            |c, pv| c.upsert_persistent_volume(pv).is_some(),
             |c, key| {
                 c.remove_persistent_volume(&key.name);
             },
@@ -772,9 +791,8 @@ impl Cache {
             change,
             &mut self.cluster,
             convert::persistent_volume_claim,
-            |c, claim| {
-                c.upsert_persistent_volume_claim(claim);
-            },
+            Kind::PersistentVolumeClaim,
+            |c, claim| c.upsert_persistent_volume_claim(claim).is_some(),
             |c, key| {
                 c.remove_persistent_volume_claim(key.namespace(), &key.name);
             },
@@ -786,9 +804,8 @@ impl Cache {
             change,
             &mut self.cluster,
             convert::storage_class,
-            |c, class| {
-                c.upsert_storage_class(class);
-            },
+            Kind::StorageClass,
+            |c, class| c.upsert_storage_class(class).is_some(),
             |c, key| {
                 c.remove_storage_class(&key.name);
             },
@@ -800,9 +817,8 @@ impl Cache {
             change,
             &mut self.cluster,
             convert::csi_node,
-            |c, csi| {
-                c.upsert_csi_node(csi);
-            },
+            Kind::CsiNode,
+            |c, csi| c.upsert_csi_node(csi).is_some(),
             |c, key| {
                 c.remove_csi_node(&key.name);
             },
@@ -814,10 +830,12 @@ impl Cache {
         match change {
             Change::Synced => Effect::Synced,
             Change::Apply(object) => {
+                let before = self.budgets.len();
                 if let Some(pdb) = converted(convert::pod_disruption_budget(&object)) {
                     self.budgets.upsert(&mut self.cluster, &pdb);
                 }
-                Effect::CouldHelp
+                let added = self.budgets.len() > before;
+                Effect::CouldHelp(cluster_event(Kind::PodDisruptionBudget, added))
             }
             Change::Delete(key) => {
                 self.budgets
@@ -850,10 +868,53 @@ impl Cache {
 enum Effect {
     /// Nothing.
     None,
-    /// The event could make an unschedulable pod fit.
-    CouldHelp,
+    /// The event (its metric label) could make an unschedulable pod fit.
+    CouldHelp(&'static str),
     /// The kind's first list is complete.
     Synced,
+}
+
+/// Upstream's label of a cluster event (`scheduler_queue_incoming_pods_total`'s `event`):
+/// the resource, then Add or Update.
+fn cluster_event(kind: Kind, added: bool) -> &'static str {
+    match (kind, added) {
+        (Kind::Node, true) => event::NODE_ADD,
+        (Kind::Node, false) => event::NODE_UPDATE,
+        (Kind::Pod, true) => "AssignedPodAdd",
+        (Kind::Pod, false) => "AssignedPodUpdate",
+        (Kind::Namespace, true) => "NamespaceAdd",
+        (Kind::Namespace, false) => "NamespaceUpdate",
+        (Kind::Service, true) => "ServiceAdd",
+        (Kind::Service, false) => "ServiceUpdate",
+        (Kind::ReplicationController, true) => "ReplicationControllerAdd",
+        (Kind::ReplicationController, false) => "ReplicationControllerUpdate",
+        (Kind::ReplicaSet, true) => "ReplicaSetAdd",
+        (Kind::ReplicaSet, false) => "ReplicaSetUpdate",
+        (Kind::StatefulSet, true) => "StatefulSetAdd",
+        (Kind::StatefulSet, false) => "StatefulSetUpdate",
+        (Kind::PersistentVolume, true) => "PersistentVolumeAdd",
+        (Kind::PersistentVolume, false) => "PersistentVolumeUpdate",
+        (Kind::PersistentVolumeClaim, true) => "PersistentVolumeClaimAdd",
+        (Kind::PersistentVolumeClaim, false) => "PersistentVolumeClaimUpdate",
+        (Kind::StorageClass, true) => "StorageClassAdd",
+        (Kind::StorageClass, false) => "StorageClassUpdate",
+        (Kind::CsiNode, true) => "CSINodeAdd",
+        (Kind::CsiNode, false) => "CSINodeUpdate",
+        (Kind::PriorityClass, true) => "PriorityClassAdd",
+        (Kind::PriorityClass, false) => "PriorityClassUpdate",
+        (Kind::PodDisruptionBudget, true) => "PodDisruptionBudgetAdd",
+        (Kind::PodDisruptionBudget, false) => "PodDisruptionBudgetUpdate",
+    }
+}
+
+/// The watched kind of a selector object.
+fn kind_of_selector(kind: model::SelectorKind) -> Kind {
+    match kind {
+        model::SelectorKind::Service => Kind::Service,
+        model::SelectorKind::ReplicationController => Kind::ReplicationController,
+        model::SelectorKind::ReplicaSet => Kind::ReplicaSet,
+        model::SelectorKind::StatefulSet => Kind::StatefulSet,
+    }
 }
 
 /// The key of an object from its metadata.
@@ -879,16 +940,15 @@ fn apply_keyed<K, T>(
     change: Change<K>,
     cluster: &mut Cluster,
     convert: fn(&K) -> Result<T, ConvertError>,
-    upsert: fn(&mut Cluster, T),
+    kind: Kind,
+    upsert: fn(&mut Cluster, T) -> bool,
     remove: fn(&mut Cluster, &ObjectKey),
 ) -> Effect {
     match change {
         Change::Synced => Effect::Synced,
         Change::Apply(object) => {
-            if let Some(value) = converted(convert(&object)) {
-                upsert(cluster, value);
-            }
-            Effect::CouldHelp
+            let replaced = converted(convert(&object)).is_some_and(|value| upsert(cluster, value));
+            Effect::CouldHelp(cluster_event(kind, !replaced))
         }
         Change::Delete(key) => {
             remove(cluster, &key);
@@ -1036,6 +1096,85 @@ mod tests {
         f.pod(Change::Apply(bound(pod("a", "berth", 700), "n2")));
         assert_eq!(f.on("n1"), (0, vec![]));
         assert_eq!(f.on("n2"), (700, vec!["a".into()]));
+    }
+
+    /// Each event that retries the unschedulable pods is counted under upstream's label for
+    /// it: the resource and whether it was added or changed.
+    #[test]
+    fn retrying_events_are_labelled_by_resource_and_action() {
+        use crate::metrics::tests::value;
+        let metrics = crate::metrics::Metrics::new("berth");
+        let mut f = Fixture::new();
+        f.queue = Queue::new(QueueConfig::default()).with_metrics(metrics.clone());
+        f.node(Change::Apply(node("n1", 1)));
+        f.pod(Change::Apply(bound(pod("a", "other", 500), "n1")));
+        f.pod(Change::Apply(pod("big", "berth", 4000)));
+        let service = |selector: &str| {
+            serde_json::from_value::<Service>(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"selector": {"app": selector}}
+            }))
+            .expect("service")
+        };
+        let mut changed = node("n1", 1);
+        changed
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert("disk".into(), "ssd".into());
+        type Event = Box<dyn Fn(&mut Fixture)>;
+        let events: [(&str, Event); 5] = [
+            (
+                "NodeAdd",
+                Box::new(|f| f.node(Change::Apply(node("n2", 1)))),
+            ),
+            (
+                "NodeUpdate",
+                Box::new(move |f| f.node(Change::Apply(changed.clone()))),
+            ),
+            (
+                "AssignedPodDelete",
+                Box::new(|f| f.pod(Change::Delete(delete("a")))),
+            ),
+            (
+                "ServiceAdd",
+                Box::new(move |f| {
+                    f.cache.apply(
+                        WatchEvent::Service(Change::Apply(service("web"))),
+                        &mut f.queue,
+                        f.now,
+                    )
+                }),
+            ),
+            (
+                "ServiceUpdate",
+                Box::new(move |f| {
+                    f.cache.apply(
+                        WatchEvent::Service(Change::Apply(service("api"))),
+                        &mut f.queue,
+                        f.now,
+                    )
+                }),
+            ),
+        ];
+        for (label, event) in events {
+            let queued = f.queue.pop(f.now).expect("big is active");
+            f.queue.unschedulable(queued, f.now);
+            f.now += std::time::Duration::from_secs(10);
+            event(&mut f);
+            assert_eq!(f.queue.place("default/big"), Some(Place::Active), "{label}");
+            let text = metrics.encode();
+            assert_eq!(
+                value(
+                    &text,
+                    &format!(
+                        r#"scheduler_queue_incoming_pods_total{{queue="active",event="{label}"}}"#
+                    )
+                ),
+                Some(1.0),
+                "{label} in\n{text}"
+            );
+        }
     }
 
     #[test]

@@ -8,13 +8,15 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use berth_engine::Scheduler;
+use berth_engine::{FeatureGates, Scheduler};
+use berth_policy::EffectivePolicy;
 use tokio::sync::{oneshot, watch};
 use tracing::{error, info, warn};
 
 use crate::Input;
 use crate::binder::Binder;
 use crate::client::{ClientError, ClientSettings, connect};
+use crate::configz::{self, Configz};
 use crate::extenders::ExtenderSet;
 use crate::leader::{Leadership, LeaseSettings, campaign};
 use crate::metrics::{Metrics, ReloadSource};
@@ -22,9 +24,9 @@ use crate::queue::QueueConfig;
 use crate::scheduling::{Health, SchedulerUpdates, SchedulingLoop};
 use crate::watch::Relists;
 
-/// Newer schedulers, each with the extenders of the policy it was built from.
-pub type PolicyUpdates =
-    Box<dyn FnMut() -> Option<(Scheduler, Vec<berth_policy::Extender>)> + Send>;
+/// Newer schedulers, each with the policy it was built from (its extenders are called,
+/// /configz shows it).
+pub type PolicyUpdates = Box<dyn FnMut() -> Option<(Scheduler, EffectivePolicy)> + Send>;
 
 /// Hot reloading, from whatever watches the policy file and plugins: newer schedulers to swap
 /// in between cycles, and reload totals for /metrics.
@@ -46,20 +48,22 @@ pub struct DaemonConfig {
     pub client: ClientSettings,
     /// Leader election; None = schedule at once, alone.
     pub leader_election: Option<LeaseSettings>,
-    /// Where to serve /metrics, /healthz and /readyz; None = nowhere.
+    /// Where to serve /metrics, /healthz, /readyz and /configz; None = nowhere.
     pub metrics_addr: Option<SocketAddr>,
     /// Queue timing.
     pub queue: QueueConfig,
     /// How long in-flight bindings may take to finish at shutdown.
     pub shutdown_grace: Duration,
-    /// The Policy's extenders, in call order: called in every cycle (and by the binder for
-    /// a bindVerb); a reloaded policy's extenders replace them.
-    pub extenders: Vec<berth_policy::Extender>,
+    /// The policy the scheduler was built from: its extenders are called in every cycle
+    /// (and by the binder for a bindVerb), /configz shows it; a reloaded policy replaces it.
+    pub policy: EffectivePolicy,
+    /// The feature gates the scheduler was built with (for /configz).
+    pub feature_gates: FeatureGates,
 }
 
 impl DaemonConfig {
-    /// Upstream-like defaults for a scheduler called `scheduler_name`.
-    pub fn new(scheduler_name: &str, identity: &str) -> Self {
+    /// Upstream-like defaults for a scheduler called `scheduler_name` running `policy`.
+    pub fn new(scheduler_name: &str, identity: &str, policy: EffectivePolicy) -> Self {
         DaemonConfig {
             scheduler_name: scheduler_name.to_string(),
             identity: identity.to_string(),
@@ -68,7 +72,8 @@ impl DaemonConfig {
             metrics_addr: None,
             queue: QueueConfig::default(),
             shutdown_grace: Duration::from_secs(5),
-            extenders: Vec::new(),
+            policy,
+            feature_gates: FeatureGates::default(),
         }
     }
 }
@@ -107,6 +112,9 @@ pub async fn run(
     let runtime = tokio::runtime::Handle::current();
     let (inputs, receiver) = mpsc::channel::<Input>();
     let mut metrics = Metrics::new(&config.scheduler_name);
+    if let Some(lease) = &config.leader_election {
+        metrics = metrics.with_lease(&lease.name);
+    }
     let mut updates = None;
     if let Some(r) = reloading {
         metrics = metrics.with_reload_source(r.status);
@@ -114,7 +122,7 @@ pub async fn run(
     }
     let relists = Relists::default();
     let extenders = ExtenderSet::new(
-        &config.extenders,
+        &config.policy.extenders,
         &runtime,
         metrics.extender_observer(),
         relists.clone(),
@@ -123,7 +131,20 @@ pub async fn run(
         info!(count = extenders.len(), "calling the policy's extenders");
     }
     let scheduler = scheduler.with_extenders(extenders.engine());
-    let updates = updates.map(|next| with_extenders(next, extenders.clone()));
+    let configz = Arc::new(Configz::default());
+    configz.set(&configz::document(
+        &config.policy,
+        &scheduler,
+        config.feature_gates,
+    ));
+    let updates = updates.map(|next| {
+        with_extenders(
+            next,
+            extenders.clone(),
+            configz.clone(),
+            config.feature_gates,
+        )
+    });
     let health = Arc::new(Health::default());
     let (stop_tx, stop) = watch::channel(false);
 
@@ -132,7 +153,8 @@ pub async fn run(
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(|source| DaemonError::Listen { addr, source })?;
-            info!(addr = %listener.local_addr().unwrap_or(addr), "serving /metrics, /healthz, /readyz");
+            info!(addr = %listener.local_addr().unwrap_or(addr),
+                "serving /metrics, /healthz, /readyz, /configz");
             let mut stop = stop.clone();
             let shutdown = async move {
                 let _ = stop.wait_for(|s| *s).await;
@@ -141,6 +163,7 @@ pub async fn run(
                 listener,
                 metrics.clone(),
                 health.clone(),
+                configz.clone(),
                 shutdown,
             )))
         }
@@ -242,13 +265,18 @@ pub async fn run(
     }
 }
 
-/// Attaches the extenders of each reloaded policy to its scheduler. A policy whose
-/// extenders cannot be set up is refused whole: its scheduler is dropped, and the running
-/// policy and extenders stay.
-fn with_extenders(mut next: PolicyUpdates, extenders: ExtenderSet) -> SchedulerUpdates {
+/// Attaches the extenders of each reloaded policy to its scheduler, and shows the policy on
+/// /configz once it is swapped in. A policy whose extenders cannot be set up is refused
+/// whole: its scheduler is dropped, and the running policy and extenders stay.
+fn with_extenders(
+    mut next: PolicyUpdates,
+    extenders: ExtenderSet,
+    configz: Arc<Configz>,
+    gates: FeatureGates,
+) -> SchedulerUpdates {
     Box::new(move || {
-        let (scheduler, config) = next()?;
-        match extenders.update(&config) {
+        let (scheduler, policy) = next()?;
+        match extenders.update(&policy.extenders) {
             Ok(changed) => {
                 if changed {
                     info!(
@@ -256,7 +284,9 @@ fn with_extenders(mut next: PolicyUpdates, extenders: ExtenderSet) -> SchedulerU
                         "the reloaded policy's extenders are now called"
                     );
                 }
-                Some(scheduler.with_extenders(extenders.engine()))
+                let scheduler = scheduler.with_extenders(extenders.engine());
+                configz.set(&configz::document(&policy, &scheduler, gates));
+                Some(scheduler)
             }
             Err(e) => {
                 error!(

@@ -9,6 +9,7 @@
 pub mod binder;
 pub mod cache;
 pub mod client;
+pub mod configz;
 mod daemon;
 pub mod extenders;
 pub mod leader;

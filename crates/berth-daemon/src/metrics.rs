@@ -1,6 +1,6 @@
 //! Prometheus metrics, with upstream kube-scheduler's names where the meaning matches.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -111,9 +111,32 @@ pub struct ReloadCounts {
 /// Where the reload totals come from, read at each scrape.
 pub type ReloadSource = Arc<dyn Fn() -> ReloadCounts + Send + Sync>;
 
+/// The reload source and the lock that makes each scrape's catch-up of the counters to the
+/// source's totals one step (two scrapes at once would otherwise both add the difference).
+struct Reloads {
+    source: ReloadSource,
+    catch_up: Mutex<()>,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LeaderLabels {
     name: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AttemptsLabels {
+    attempts: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct IncomingLabels {
+    queue: &'static str,
+    event: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheTypeLabels {
+    r#type: &'static str,
 }
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -133,14 +156,60 @@ pub struct Metrics {
     extender_duration: HistogramFamily<ExtenderLabels>,
     protection_rejections: Family<ProtectionLabels, Counter>,
     leader: Family<LeaderLabels, Gauge>,
-    reloads: Family<ReloadLabels, Gauge>,
-    reload_source: Option<ReloadSource>,
+    lease: Option<String>,
+    reloads: Family<ReloadLabels, Counter>,
+    reload_source: Option<Arc<Reloads>>,
+    algorithm_duration: Histogram,
+    sli_duration: HistogramFamily<AttemptsLabels>,
+    pod_attempts: Histogram,
+    incoming: Family<IncomingLabels, Counter>,
+    cache_size: Family<CacheTypeLabels, Gauge>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics")
+            .field("profile", &self.profile)
+            .finish_non_exhaustive()
+    }
 }
 
 fn latency_histogram() -> Histogram {
     // 100 us .. ~3.3 s, doubling: cycles are sub-millisecond to tens of milliseconds,
     // API calls milliseconds to seconds.
     Histogram::new(exponential_buckets(0.0001, 2.0, 16))
+}
+
+// Upstream's bucket layouts (pkg/scheduler/metrics/metrics.go), so dashboards and alerts
+// written for kube-scheduler read the same buckets.
+
+/// 1 ms .. ~16 s, doubling: scheduling_attempt_duration_seconds and
+/// scheduling_algorithm_duration_seconds.
+fn attempt_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+/// 0.1 ms .. ~200 ms, doubling: framework_extension_point_duration_seconds.
+fn extension_point_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 12))
+}
+
+/// 10 us .. ~22 ms, by 1.5: plugin_execution_duration_seconds.
+fn plugin_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.00001, 1.5, 20))
+}
+
+/// 10 ms .. ~88 min, doubling: pod_scheduling_sli_duration_seconds.
+fn sli_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.01, 2.0, 20))
+}
+
+/// Upstream's `attempts` label: the count, with 15 and more as one value.
+fn attempts_label(attempts: u32) -> &'static str {
+    const LABELS: [&str; 15] = [
+        "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14",
+    ];
+    LABELS.get(attempts as usize).copied().unwrap_or("15+")
 }
 
 impl Metrics {
@@ -150,28 +219,62 @@ impl Metrics {
         let attempts = Family::<ResultLabels, Counter>::default();
         registry.register(
             "scheduler_schedule_attempts",
-            "Number of attempts to schedule pods, by the result.",
+            "Number of attempts to schedule pods, by the result",
             attempts.clone(),
         );
         let attempt_duration = HistogramFamily::<ResultLabels>::new_with_constructor(
-            latency_histogram as fn() -> Histogram,
+            attempt_histogram as fn() -> Histogram,
         );
         registry.register(
             "scheduler_scheduling_attempt_duration_seconds",
-            "Scheduling attempt latency in seconds (scheduling algorithm + assume).",
+            "Scheduling attempt latency in seconds (scheduling algorithm + assume)",
             attempt_duration.clone(),
+        );
+        let algorithm_duration = attempt_histogram();
+        registry.register(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds (filtering and scoring one pod)",
+            algorithm_duration.clone(),
+        );
+        let sli_duration = HistogramFamily::<AttemptsLabels>::new_with_constructor(
+            sli_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the \
+             scheduling queue to its binding, which may involve multiple scheduling attempts",
+            sli_duration.clone(),
+        );
+        // 1, 2, 4, 8, 16 attempts.
+        let pod_attempts = Histogram::new(exponential_buckets(1.0, 2.0, 5));
+        registry.register(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod",
+            pod_attempts.clone(),
+        );
+        let incoming = Family::<IncomingLabels, Counter>::default();
+        registry.register(
+            "scheduler_queue_incoming_pods",
+            "Number of pods added to scheduling queues by event and queue type",
+            incoming.clone(),
+        );
+        let cache_size = Family::<CacheTypeLabels, Gauge>::default();
+        registry.register(
+            "scheduler_scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache",
+            cache_size.clone(),
         );
         let pending = Family::<QueueLabels, Gauge>::default();
         registry.register(
             "scheduler_pending_pods",
-            "Number of pending pods, by the queue type.",
+            "Number of pending pods, by the queue type",
             pending.clone(),
         );
         let cache_entries = Family::<TableLabels, Gauge>::default();
         registry.register(
             "berth_cache_entries",
             "Entries in the scheduler's cache tables that grow with the cluster (interned \
-             strings, pods, nodes, label indexes...), by table: they follow the live objects.",
+             strings, pods, nodes, label indexes...), by table: they follow the live objects",
             cache_entries.clone(),
         );
         let phase_duration = HistogramFamily::<PhaseLabels>::new_with_constructor(
@@ -179,23 +282,23 @@ impl Metrics {
         );
         registry.register(
             "berth_scheduling_phase_duration_seconds",
-            "Duration of each phase of a scheduling cycle.",
+            "Duration of each phase of a scheduling cycle",
             phase_duration.clone(),
         );
         let bind_duration = HistogramFamily::<BindLabels>::new_with_constructor(
-            latency_histogram as fn() -> Histogram,
+            extension_point_histogram as fn() -> Histogram,
         );
         registry.register(
             "scheduler_framework_extension_point_duration_seconds",
-            "Latency for running an extension point (Bind: the pods/binding request).",
+            "Latency for running an extension point (Bind: the pods/binding request)",
             bind_duration.clone(),
         );
         let rule_duration = HistogramFamily::<RuleLabels>::new_with_constructor(
-            latency_histogram as fn() -> Histogram,
+            plugin_histogram as fn() -> Histogram,
         );
         registry.register(
             "scheduler_plugin_execution_duration_seconds",
-            "Duration of each rule's (and WASM plugin's) per-pod preparation, by policy entry.",
+            "Duration of each rule's (and WASM plugin's) per-pod preparation, by policy entry",
             rule_duration.clone(),
         );
         let extender_duration = HistogramFamily::<ExtenderLabels>::new_with_constructor(
@@ -204,27 +307,27 @@ impl Metrics {
         registry.register(
             "berth_extender_call_duration_seconds",
             "Duration of each call to a Policy extender, by extender (URL prefix), verb and \
-             result (success or error; the _count series count the calls).",
+             result (success or error; the _count series count the calls)",
             extender_duration.clone(),
         );
         let protection_rejections = Family::<ProtectionLabels, Counter>::default();
         registry.register(
             "berth_protection_rejected_nodes",
             "Nodes a Berth protection (CheckTolerationRestriction, CheckPodCIDRCapacity) \
-             rejected in scheduling attempts that placed no pod, by predicate.",
+             rejected in scheduling attempts that placed no pod, by predicate",
             protection_rejections.clone(),
         );
-        let reloads = Family::<ReloadLabels, Gauge>::default();
+        let reloads = Family::<ReloadLabels, Counter>::default();
         registry.register(
             "berth_reloads",
             "Hot reloads of the policy file and plugin modules so far, applied or rejected \
-             (a rejected one leaves the last good version running; the log says why).",
+             (a rejected one leaves the last good version running; the log says why)",
             reloads.clone(),
         );
         let leader = Family::<LeaderLabels, Gauge>::default();
         registry.register(
             "leader_election_master_status",
-            "Whether this replica holds the lease (1) or not (0).",
+            "Whether this replica holds the lease (1) or not (0), by lease name",
             leader.clone(),
         );
         Metrics {
@@ -242,6 +345,12 @@ impl Metrics {
             reloads,
             reload_source: None,
             leader,
+            lease: None,
+            algorithm_duration,
+            sli_duration,
+            pod_attempts,
+            incoming,
+            cache_size,
         }
     }
 
@@ -283,7 +392,10 @@ impl Metrics {
 
     /// Reports reload totals from `source` at every scrape.
     pub fn with_reload_source(mut self, source: ReloadSource) -> Self {
-        self.reload_source = Some(source);
+        self.reload_source = Some(Arc::new(Reloads {
+            source,
+            catch_up: Mutex::new(()),
+        }));
         self
     }
 
@@ -349,28 +461,76 @@ impl Metrics {
         }
     }
 
-    /// Sets whether this replica leads.
+    /// Reports leadership under the Lease called `name` (client-go's `name` label); without
+    /// one (leader election off) `leader_election_master_status` has no series, as upstream.
+    pub fn with_lease(mut self, name: &str) -> Self {
+        self.lease = Some(name.to_string());
+        self
+    }
+
+    /// Sets whether this replica holds the lease.
     pub fn leader(&self, leading: bool) {
-        self.leader
-            .get_or_create(&LeaderLabels {
-                name: self.profile.clone(),
+        if let Some(name) = &self.lease {
+            self.leader
+                .get_or_create(&LeaderLabels { name: name.clone() })
+                .set(i64::from(leading));
+        }
+    }
+
+    /// Records the scheduling algorithm's time (filtering and scoring) for one pod.
+    pub fn algorithm(&self, seconds: f64) {
+        self.algorithm_duration.observe(seconds);
+    }
+
+    /// Records a pod bound after `attempts` scheduling attempts (the successful one
+    /// included), `seconds` after it entered the queue.
+    pub fn pod_scheduled(&self, attempts: u32, seconds: f64) {
+        self.pod_attempts.observe(f64::from(attempts));
+        self.sli_duration
+            .get_or_create(&AttemptsLabels {
+                attempts: attempts_label(attempts),
             })
-            .set(i64::from(leading));
+            .observe(seconds);
+    }
+
+    /// Counts a pod entering sub-queue `queue` (active, backoff, unschedulable) on `event`.
+    pub fn queue_incoming(&self, queue: &'static str, event: &'static str) {
+        self.incoming
+            .get_or_create(&IncomingLabels { queue, event })
+            .inc();
+    }
+
+    /// Sets upstream's cache sizes: nodes, pods (assumed ones included) and assumed pods.
+    pub fn cache_size(&self, nodes: usize, pods: usize, assumed_pods: usize) {
+        for (r#type, n) in [
+            ("nodes", nodes),
+            ("pods", pods),
+            ("assumed_pods", assumed_pods),
+        ] {
+            self.cache_size
+                .get_or_create(&CacheTypeLabels { r#type })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> String {
-        if let Some(source) = &self.reload_source {
-            let counts = source();
+        if let Some(reloads) = &self.reload_source {
+            let _one_at_a_time = reloads
+                .catch_up
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let counts = (reloads.source)();
             for (object, result, value) in [
                 ("policy", "applied", counts.policy_applied),
                 ("policy", "rejected", counts.policy_rejected),
                 ("module", "applied", counts.module_applied),
                 ("module", "rejected", counts.module_rejected),
             ] {
-                self.reloads
-                    .get_or_create(&ReloadLabels { object, result })
-                    .set(i64::try_from(value).unwrap_or(i64::MAX));
+                // The source keeps totals; the counter moves by what is new since the
+                // last scrape (totals never go down).
+                let counter = self.reloads.get_or_create(&ReloadLabels { object, result });
+                counter.inc_by(value.saturating_sub(counter.get()));
             }
         }
         let mut out = String::new();
@@ -381,12 +541,57 @@ impl Metrics {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The `# TYPE` of family `name` in `text`.
+    pub(crate) fn family_type<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("# TYPE {name} ")))
+    }
+
+    /// The value of the sample `series` (name and labels exactly as printed).
+    pub(crate) fn value(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    /// The bucket bounds of the histogram series `name{labels}` (labels as printed, without
+    /// braces; empty for none), +Inf left out.
+    fn buckets(text: &str, name: &str, labels: &str) -> Vec<f64> {
+        // The encoder puts `le` first: `name_bucket{le="0.001",a="b"} n`.
+        let prefix = format!("{name}_bucket{{le=\"");
+        let rest = if labels.is_empty() {
+            "}".to_string()
+        } else {
+            format!(",{labels}}}")
+        };
+        text.lines()
+            .filter_map(|l| {
+                let (le, after) = l.strip_prefix(&prefix)?.split_once('"')?;
+                after.starts_with(&rest).then_some(le)
+            })
+            .filter(|le| *le != "+Inf")
+            .map(|le| le.parse().expect("numeric bound"))
+            .collect()
+    }
+
+    /// Upstream's ExponentialBuckets(start, factor, count).
+    fn exponential(start: f64, factor: f64, count: i32) -> Vec<f64> {
+        (0..count).map(|i| start * factor.powi(i)).collect()
+    }
+
+    fn assert_buckets(text: &str, name: &str, labels: &str, want: Vec<f64>) {
+        let got = buckets(text, name, labels);
+        assert_eq!(got.len(), want.len(), "{name}: {got:?} vs {want:?}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= w * 1e-9, "{name}: {got:?} vs {want:?}");
+        }
+    }
 
     #[test]
     fn upstream_names_appear_in_the_text_format() {
-        let m = Metrics::new("berth");
+        let m = Metrics::new("berth").with_lease("berth-lease");
         m.attempt(AttemptResult::Scheduled, 0.002);
         m.attempt(AttemptResult::Unschedulable, 0.001);
         m.pending(3, 1, 2);
@@ -409,20 +614,14 @@ mod tests {
             "node(s) had taint {gpu: }, that namespace c may not tolerate",
             1,
         )]);
-        let m = m.with_reload_source(Arc::new(|| ReloadCounts {
-            module_rejected: 2,
-            ..ReloadCounts::default()
-        }));
         let text = m.encode();
         for line in [
             r#"scheduler_schedule_attempts_total{result="scheduled",profile="berth"} 1"#,
             r#"scheduler_schedule_attempts_total{result="unschedulable",profile="berth"} 1"#,
             r#"scheduler_pending_pods{queue="active"} 3"#,
             r#"scheduler_pending_pods{queue="unschedulable"} 2"#,
-            r#"leader_election_master_status{name="berth"} 1"#,
+            r#"leader_election_master_status{name="berth-lease"} 1"#,
             r#"berth_cache_entries{table="interned_strings"} 42"#,
-            r#"berth_reloads{object="module",result="rejected"} 2"#,
-            r#"berth_reloads{object="policy",result="applied"} 0"#,
             r#"berth_protection_rejected_nodes_total{predicate="CheckTolerationRestriction"} 4"#,
             r#"berth_protection_rejected_nodes_total{predicate="CheckPodCIDRCapacity"} 2"#,
         ] {
@@ -435,5 +634,187 @@ mod tests {
         assert!(text.contains(
             r#"scheduler_plugin_execution_duration_seconds_count{plugin="GpuModel",extension_point="PreFilter",status="Success"} 1"#
         ), "{text}");
+        // Help texts end with one period (the encoder adds it).
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with("# HELP") && l.ends_with("..")),
+            "{text}"
+        );
+    }
+
+    /// Each family upstream has: its name, type, labels and bucket layout as in
+    /// pkg/scheduler/metrics/metrics.go, and the values it records.
+    #[test]
+    fn upstream_families_have_upstream_types_labels_and_buckets() {
+        let m = Metrics::new("berth").with_lease("berth");
+        m.attempt(AttemptResult::Scheduled, 0.003);
+        m.algorithm(0.0025);
+        m.algorithm(0.5);
+        m.pod_scheduled(1, 0.2);
+        m.pod_scheduled(3, 12.0);
+        m.pod_scheduled(20, 100.0);
+        m.queue_incoming("active", "UnschedulablePodAdd");
+        m.queue_incoming("active", "UnschedulablePodAdd");
+        m.queue_incoming("backoff", "NodeAdd");
+        m.cache_size(3, 7, 2);
+        m.bind(true, 0.01);
+        m.rule("PodFitsResources", "PreFilter", 0.00002);
+        m.leader(false);
+        m.pending(1, 0, 0);
+        let text = m.encode();
+
+        for (name, kind) in [
+            ("scheduler_schedule_attempts", "counter"),
+            ("scheduler_scheduling_attempt_duration_seconds", "histogram"),
+            (
+                "scheduler_scheduling_algorithm_duration_seconds",
+                "histogram",
+            ),
+            ("scheduler_pod_scheduling_sli_duration_seconds", "histogram"),
+            ("scheduler_pod_scheduling_attempts", "histogram"),
+            ("scheduler_queue_incoming_pods", "counter"),
+            ("scheduler_scheduler_cache_size", "gauge"),
+            ("scheduler_pending_pods", "gauge"),
+            (
+                "scheduler_framework_extension_point_duration_seconds",
+                "histogram",
+            ),
+            ("scheduler_plugin_execution_duration_seconds", "histogram"),
+            ("leader_election_master_status", "gauge"),
+        ] {
+            assert_eq!(family_type(&text, name), Some(kind), "{name} in\n{text}");
+        }
+
+        assert_buckets(
+            &text,
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "",
+            exponential(0.001, 2.0, 15),
+        );
+        assert_eq!(
+            value(
+                &text,
+                "scheduler_scheduling_algorithm_duration_seconds_count"
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            value(
+                &text,
+                r#"scheduler_scheduling_algorithm_duration_seconds_bucket{le="0.004"}"#
+            ),
+            Some(1.0)
+        );
+        assert_buckets(
+            &text,
+            "scheduler_scheduling_attempt_duration_seconds",
+            r#"result="scheduled",profile="berth""#,
+            exponential(0.001, 2.0, 15),
+        );
+        assert_buckets(
+            &text,
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            r#"attempts="1""#,
+            exponential(0.01, 2.0, 20),
+        );
+        // The attempts label: the count, 15 and more as one value.
+        for (attempts, sum) in [("1", 0.2), ("3", 12.0), ("15+", 100.0)] {
+            assert_eq!(
+                value(
+                    &text,
+                    &format!(
+                        r#"scheduler_pod_scheduling_sli_duration_seconds_sum{{attempts="{attempts}"}}"#
+                    )
+                ),
+                Some(sum),
+                "{text}"
+            );
+        }
+        assert_buckets(
+            &text,
+            "scheduler_pod_scheduling_attempts",
+            "",
+            exponential(1.0, 2.0, 5),
+        );
+        assert_eq!(
+            value(&text, "scheduler_pod_scheduling_attempts_sum"),
+            Some(24.0)
+        );
+        assert_eq!(
+            value(
+                &text,
+                r#"scheduler_pod_scheduling_attempts_bucket{le="4.0"}"#
+            ),
+            Some(2.0),
+            "{text}"
+        );
+        assert_buckets(
+            &text,
+            "scheduler_framework_extension_point_duration_seconds",
+            r#"extension_point="Bind",status="Success",profile="berth""#,
+            exponential(0.0001, 2.0, 12),
+        );
+        assert_buckets(
+            &text,
+            "scheduler_plugin_execution_duration_seconds",
+            r#"plugin="PodFitsResources",extension_point="PreFilter",status="Success""#,
+            exponential(0.00001, 1.5, 20),
+        );
+        for (series, want) in [
+            (
+                r#"scheduler_queue_incoming_pods_total{queue="active",event="UnschedulablePodAdd"}"#,
+                2.0,
+            ),
+            (
+                r#"scheduler_queue_incoming_pods_total{queue="backoff",event="NodeAdd"}"#,
+                1.0,
+            ),
+            (r#"scheduler_scheduler_cache_size{type="nodes"}"#, 3.0),
+            (r#"scheduler_scheduler_cache_size{type="pods"}"#, 7.0),
+            (
+                r#"scheduler_scheduler_cache_size{type="assumed_pods"}"#,
+                2.0,
+            ),
+            (r#"leader_election_master_status{name="berth"}"#, 0.0),
+        ] {
+            assert_eq!(value(&text, series), Some(want), "{series} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn without_a_lease_there_is_no_leader_series() {
+        let m = Metrics::new("berth");
+        m.leader(true);
+        let text = m.encode();
+        assert!(!text.contains("leader_election_master_status{"), "{text}");
+    }
+
+    /// The reload source keeps totals; the counters follow them from scrape to scrape.
+    #[test]
+    fn reloads_are_a_counter_that_follows_the_source_totals() {
+        let totals = Arc::new(Mutex::new(ReloadCounts::default()));
+        let source = totals.clone();
+        let m = Metrics::new("berth").with_reload_source(Arc::new(move || *source.lock().unwrap()));
+        let applied = r#"berth_reloads_total{object="policy",result="applied"}"#;
+        let rejected = r#"berth_reloads_total{object="module",result="rejected"}"#;
+        let text = m.encode();
+        assert_eq!(family_type(&text, "berth_reloads"), Some("counter"));
+        assert_eq!(value(&text, applied), Some(0.0));
+        totals.lock().unwrap().policy_applied = 2;
+        totals.lock().unwrap().module_rejected = 1;
+        let text = m.encode();
+        assert_eq!(
+            (value(&text, applied), value(&text, rejected)),
+            (Some(2.0), Some(1.0))
+        );
+        // Scraped again with nothing new: unchanged (not added twice).
+        let text = m.encode();
+        assert_eq!(
+            (value(&text, applied), value(&text, rejected)),
+            (Some(2.0), Some(1.0))
+        );
+        totals.lock().unwrap().policy_applied = 5;
+        assert_eq!(value(&m.encode(), applied), Some(5.0));
     }
 }

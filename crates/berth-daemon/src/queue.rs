@@ -10,6 +10,32 @@ use std::time::{Duration, Instant};
 
 use berth_engine::model;
 
+use crate::metrics::Metrics;
+
+/// Why a pod entered a sub-queue: upstream's `event` label of
+/// `scheduler_queue_incoming_pods_total` (a cluster event's resource and action, or the
+/// queue's own reasons).
+pub mod event {
+    /// A new pending pod of this scheduler.
+    pub const POD_ADD: &str = "UnschedulablePodAdd";
+    /// An unschedulable pod changed.
+    pub const POD_UPDATE: &str = "UnschedulablePodUpdate";
+    /// An attempt failed (no node fits, or the assumption or binding failed).
+    pub const SCHEDULE_ATTEMPT_FAILURE: &str = "ScheduleAttemptFailure";
+    /// A pod's backoff expired.
+    pub const BACKOFF_COMPLETE: &str = "BackoffComplete";
+    /// A pod stayed unschedulable for the whole timeout (60 s).
+    pub const UNSCHEDULABLE_TIMEOUT: &str = "UnschedulableTimeout";
+    /// A node appeared.
+    pub const NODE_ADD: &str = "NodeAdd";
+    /// A node changed (or its JSON, which an extender needs, was filled in).
+    pub const NODE_UPDATE: &str = "NodeUpdate";
+    /// A bound pod went away (deleted, finished, or replaced by a re-created pending one).
+    pub const ASSIGNED_POD_DELETE: &str = "AssignedPodDelete";
+    /// Berth's own: a reloaded policy or plugin was swapped in.
+    pub const POLICY_RELOAD: &str = "PolicyReload";
+}
+
 /// Queue timing, upstream's defaults.
 #[derive(Debug, Clone, Copy)]
 pub struct QueueConfig {
@@ -40,18 +66,22 @@ pub struct QueuedPod {
     pub attempts: u32,
     /// When the last attempt ended; backoff counts from here.
     pub last_attempt: Option<Instant>,
+    /// When the pod entered the queue (pod_scheduling_sli_duration_seconds counts from
+    /// here to its binding).
+    pub queued_at: Instant,
     /// The last FitError message reported on the pod, so an unchanged condition is not
     /// patched again.
     pub reported: Option<String>,
 }
 
 impl QueuedPod {
-    /// A pod never tried before.
-    pub fn new(pod: model::Pod) -> Self {
+    /// A pod never tried before, entering the queue at `now`.
+    pub fn new(pod: model::Pod, now: Instant) -> Self {
         QueuedPod {
             pod,
             attempts: 0,
             last_attempt: None,
+            queued_at: now,
             reported: None,
         }
     }
@@ -98,6 +128,7 @@ pub struct Queue {
     backoff: BTreeSet<(Instant, u64, String)>,
     unschedulable: usize,
     next_seq: u64,
+    metrics: Option<Metrics>,
 }
 
 impl Queue {
@@ -110,6 +141,19 @@ impl Queue {
             backoff: BTreeSet::new(),
             unschedulable: 0,
             next_seq: 0,
+            metrics: None,
+        }
+    }
+
+    /// Counts the pods entering each sub-queue in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    fn incoming(&self, queue: &'static str, event: Option<&'static str>) {
+        if let (Some(m), Some(event)) = (&self.metrics, event) {
+            m.queue_incoming(queue, event);
         }
     }
 
@@ -118,17 +162,20 @@ impl Queue {
     pub fn upsert(&mut self, pod: model::Pod, now: Instant) {
         let key = pod.key();
         match self.take(&key) {
-            None => self.push_active(QueuedPod::new(pod)),
+            None => self.push_active(QueuedPod::new(pod, now), Some(event::POD_ADD)),
             Some((mut queued, slot)) => {
                 let unchanged = queued.pod == pod;
                 queued.pod = pod;
+                // A pod updated where it is stays there: nothing enters a queue.
                 match slot {
-                    Slot::Active(_) => self.push_active(queued),
-                    Slot::Backoff(at, _) => self.push_backoff(queued, at),
+                    Slot::Active(_) => self.push_active(queued, None),
+                    Slot::Backoff(at, _) => self.push_backoff(queued, at, None),
                     Slot::Unschedulable(since) if unchanged => {
-                        self.push_unschedulable(queued, since)
+                        self.push_unschedulable(queued, since, None)
                     }
-                    Slot::Unschedulable(_) => self.activate_or_backoff(queued, now),
+                    Slot::Unschedulable(_) => {
+                        self.activate_or_backoff(queued, now, event::POD_UPDATE)
+                    }
                 }
             }
         }
@@ -174,7 +221,7 @@ impl Queue {
                 .entries
                 .remove(&key)
                 .expect("backoff pods have entries");
-            self.push_active(entry.pod);
+            self.push_active(entry.pod, Some(event::BACKOFF_COMPLETE));
         }
         if self.unschedulable == 0 {
             return;
@@ -190,7 +237,7 @@ impl Queue {
             .collect();
         for key in stale {
             let (queued, _) = self.take(&key).expect("listed above");
-            self.activate_or_backoff(queued, now);
+            self.activate_or_backoff(queued, now, event::UNSCHEDULABLE_TIMEOUT);
         }
     }
 
@@ -198,7 +245,7 @@ impl Queue {
     pub fn unschedulable(&mut self, mut queued: QueuedPod, now: Instant) {
         queued.attempts += 1;
         queued.last_attempt = Some(now);
-        self.push_unschedulable(queued, now);
+        self.push_unschedulable(queued, now, Some(event::SCHEDULE_ATTEMPT_FAILURE));
     }
 
     /// A pod whose attempt failed for another reason (a rejected binding): counts the
@@ -207,12 +254,12 @@ impl Queue {
         queued.attempts += 1;
         queued.last_attempt = Some(now);
         let at = now + self.backoff_duration(queued.attempts);
-        self.push_backoff(queued, at);
+        self.push_backoff(queued, at, Some(event::SCHEDULE_ATTEMPT_FAILURE));
     }
 
-    /// A cluster event that could make unschedulable pods fit: retries them all (after any
-    /// remaining backoff). Returns how many moved.
-    pub fn move_all_unschedulable(&mut self, now: Instant) -> usize {
+    /// A cluster event (`event`, its metric label) that could make unschedulable pods fit:
+    /// retries them all (after any remaining backoff). Returns how many moved.
+    pub fn move_all_unschedulable(&mut self, now: Instant, event: &'static str) -> usize {
         if self.unschedulable == 0 {
             return 0;
         }
@@ -224,7 +271,7 @@ impl Queue {
             .collect();
         for key in &keys {
             let (queued, _) = self.take(key).expect("listed above");
-            self.activate_or_backoff(queued, now);
+            self.activate_or_backoff(queued, now, event);
         }
         keys.len()
     }
@@ -279,10 +326,10 @@ impl Queue {
             .map(|at| at + self.backoff_duration(queued.attempts))
     }
 
-    fn activate_or_backoff(&mut self, queued: QueuedPod, now: Instant) {
+    fn activate_or_backoff(&mut self, queued: QueuedPod, now: Instant, event: &'static str) {
         match self.backoff_expiry(&queued) {
-            Some(at) if at > now => self.push_backoff(queued, at),
-            _ => self.push_active(queued),
+            Some(at) if at > now => self.push_backoff(queued, at, Some(event)),
+            _ => self.push_active(queued, Some(event)),
         }
     }
 
@@ -291,7 +338,8 @@ impl Queue {
         self.next_seq
     }
 
-    fn push_active(&mut self, queued: QueuedPod) {
+    fn push_active(&mut self, queued: QueuedPod, event: Option<&'static str>) {
+        self.incoming("active", event);
         let key = queued.key();
         let order = (
             Reverse(queued.pod.priority),
@@ -308,7 +356,8 @@ impl Queue {
         );
     }
 
-    fn push_backoff(&mut self, queued: QueuedPod, at: Instant) {
+    fn push_backoff(&mut self, queued: QueuedPod, at: Instant, event: Option<&'static str>) {
+        self.incoming("backoff", event);
         let key = queued.key();
         let seq = self.seq();
         self.backoff.insert((at, seq, key.clone()));
@@ -321,7 +370,13 @@ impl Queue {
         );
     }
 
-    fn push_unschedulable(&mut self, queued: QueuedPod, since: Instant) {
+    fn push_unschedulable(
+        &mut self,
+        queued: QueuedPod,
+        since: Instant,
+        event: Option<&'static str>,
+    ) {
+        self.incoming("unschedulable", event);
         self.unschedulable += 1;
         self.entries.insert(
             queued.key(),
@@ -434,7 +489,10 @@ mod tests {
         q.unschedulable(b, t0);
         assert_eq!(q.lengths(), (0, 0, 2));
         // Half a second later a node appears: both still back off (1 s after one failure).
-        assert_eq!(q.move_all_unschedulable(t0 + Duration::from_millis(500)), 2);
+        assert_eq!(
+            q.move_all_unschedulable(t0 + Duration::from_millis(500), event::NODE_ADD),
+            2
+        );
         assert_eq!(q.lengths(), (0, 2, 0));
         assert!(q.pop(t0 + Duration::from_millis(900)).is_none());
         assert_eq!(

@@ -15,7 +15,7 @@ use crate::binder::{Backend, BindError, BindOutcome};
 use crate::cache::Cache;
 use crate::leader::Leadership;
 use crate::metrics::{AttemptResult, Metrics, Phase};
-use crate::queue::{Queue, QueueConfig, QueuedPod};
+use crate::queue::{Queue, QueueConfig, QueuedPod, event};
 
 /// State shared with the health endpoints.
 #[derive(Debug, Default)]
@@ -56,7 +56,7 @@ impl<B: Backend> SchedulingLoop<B> {
     ) -> Self {
         SchedulingLoop {
             cache: Cache::new(scheduler_name),
-            queue: Queue::new(queue),
+            queue: Queue::new(queue).with_metrics(metrics.clone()),
             scheduler,
             updates: None,
             backend,
@@ -87,7 +87,7 @@ impl<B: Backend> SchedulingLoop<B> {
     fn refresh_scheduler(&mut self, now: Instant) {
         if let Some(next) = self.updates.as_mut().and_then(|updates| updates()) {
             self.scheduler = next;
-            let moved = self.queue.move_all_unschedulable(now);
+            let moved = self.queue.move_all_unschedulable(now, event::POLICY_RELOAD);
             tracing::info!(
                 requeued = moved,
                 "a reloaded policy or plugin is now in use"
@@ -200,6 +200,8 @@ impl<B: Backend> SchedulingLoop<B> {
         let (active, backoff, unschedulable) = self.queue.lengths();
         self.metrics.pending(active, backoff, unschedulable);
         self.metrics.cache_entries(&self.cache.sizes());
+        let (nodes, pods, assumed) = self.cache.upstream_sizes();
+        self.metrics.cache_size(nodes, pods, assumed);
     }
 
     /// One scheduling cycle: decide, then assume and hand the binding off, or report why
@@ -221,8 +223,9 @@ impl<B: Backend> SchedulingLoop<B> {
             self.metrics
                 .rule(rule, point.as_str(), elapsed.as_secs_f64());
         }
-        self.metrics
-            .phase(Phase::Algorithm, (decided - compiled).as_secs_f64());
+        let algorithm = (decided - compiled).as_secs_f64();
+        self.metrics.phase(Phase::Algorithm, algorithm);
+        self.metrics.algorithm(algorithm);
         let key = queued.key();
         for w in &decision.extender_warnings {
             warn!(pod = %key, extender = %w.extender, error = %w.message,
@@ -231,20 +234,21 @@ impl<B: Backend> SchedulingLoop<B> {
         let failure = decision.failure_message();
         match (decision.node, failure) {
             (Some(node), _) => {
-                let pod = queued.pod.clone();
+                // The pod with its history, to retry if it cannot be assumed.
+                let retry = queued.clone();
                 self.cache.clear_nomination(&key);
                 match self.cache.assume(&self.scheduler, queued, info, node) {
                     Ok((node_name, volumes)) => {
                         self.metrics
                             .phase(Phase::Assume, decided.elapsed().as_secs_f64());
                         debug!(pod = %key, node = %node_name, "assumed");
-                        self.backend.bind(&pod, &node_name, volumes);
+                        self.backend.bind(&retry, &node_name, volumes);
                         self.metrics
                             .attempt(AttemptResult::Scheduled, start.elapsed().as_secs_f64());
                     }
                     Err(e) => {
                         error!(pod = %key, error = %e, "could not assume the pod");
-                        self.queue.backoff(QueuedPod::new(pod), now);
+                        self.queue.backoff(retry, now);
                         self.metrics
                             .attempt(AttemptResult::Error, start.elapsed().as_secs_f64());
                     }
@@ -384,7 +388,8 @@ mod tests {
     }
 
     impl Backend for Recorder {
-        fn bind(&self, pod: &berth_engine::model::Pod, node: &str, volumes: VolumeBindings) {
+        fn bind(&self, queued: &QueuedPod, node: &str, volumes: VolumeBindings) {
+            let pod = &queued.pod;
             let mut calls = self.0.borrow_mut();
             if !volumes.bound.is_empty() || !volumes.provisioning.is_empty() {
                 calls.push(Call::Volumes(
@@ -447,7 +452,7 @@ mod tests {
                 scheduler,
                 calls.clone(),
                 QueueConfig::default(),
-                Metrics::new("berth"),
+                Metrics::new("berth").with_lease("berth-lease"),
                 Arc::new(Health::default()),
             );
             let mut f = Fixture {
@@ -652,6 +657,122 @@ mod tests {
         assert!(
             text.contains(r#"plugin="PodToleratesNodeTaints",extension_point="PreFilter""#),
             "{text}"
+        );
+    }
+
+    /// Upstream's families move as the loop works: pods entering each sub-queue by event,
+    /// the algorithm's time per cycle, the cache's sizes, the lease.
+    #[test]
+    fn the_metrics_follow_the_queue_the_cycles_and_the_cache() {
+        use crate::metrics::tests::value;
+        let mut f = Fixture::new();
+        f.node(node("n1", 1));
+        f.pod(pod("a", "berth", 600));
+        f.pod(pod("big", "berth", 2000));
+        f.run();
+        assert!(matches!(
+            &f.calls.take()[..],
+            [Call::Bind(..), Call::Unschedulable(..)]
+        ));
+        let incoming = |text: &str, queue: &str, event: &str| {
+            value(
+                text,
+                &format!(
+                    r#"scheduler_queue_incoming_pods_total{{queue="{queue}",event="{event}"}}"#
+                ),
+            )
+        };
+        let size = |text: &str, kind: &str| {
+            value(
+                text,
+                &format!(r#"scheduler_scheduler_cache_size{{type="{kind}"}}"#),
+            )
+        };
+        let text = f.lp.metrics.encode();
+        assert_eq!(incoming(&text, "active", "UnschedulablePodAdd"), Some(2.0));
+        assert_eq!(
+            incoming(&text, "unschedulable", "ScheduleAttemptFailure"),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(
+                &text,
+                "scheduler_scheduling_algorithm_duration_seconds_count"
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            (
+                size(&text, "nodes"),
+                size(&text, "pods"),
+                size(&text, "assumed_pods")
+            ),
+            (Some(1.0), Some(1.0), Some(1.0))
+        );
+        assert_eq!(
+            value(
+                &text,
+                r#"leader_election_master_status{name="berth-lease"}"#
+            ),
+            Some(1.0)
+        );
+
+        // A new node: big backs off (its one failure was just now), then becomes active.
+        f.node(node("n2", 4));
+        let text = f.lp.metrics.encode();
+        assert_eq!(incoming(&text, "backoff", "NodeAdd"), Some(1.0));
+        f.now += Duration::from_secs(1);
+        f.lp.step(f.now);
+        assert_eq!(f.calls.take(), [bind("big", "n2")]);
+        // The watch confirms a: no longer assumed, still a pod in the cache.
+        f.pod(bound(pod("a", "berth", 600), "n1"));
+        f.lp.step(f.now);
+        let text = f.lp.metrics.encode();
+        assert_eq!(incoming(&text, "active", "BackoffComplete"), Some(1.0));
+        assert_eq!(
+            (
+                size(&text, "nodes"),
+                size(&text, "pods"),
+                size(&text, "assumed_pods")
+            ),
+            (Some(2.0), Some(2.0), Some(1.0))
+        );
+
+        // A reloaded policy retries the unschedulable pods; an updated pod is retried too.
+        f.pod(pod("huge", "berth", 100_000));
+        f.pod(pod("vast", "berth", 100_000));
+        f.run();
+        f.now += Duration::from_secs(5);
+        let mut vast = pod("vast", "berth", 100_000);
+        vast.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("tier".into(), "batch".into());
+        f.pod(vast);
+        let policy = berth_policy::parse(POLICY, "test.json").unwrap();
+        let mut reloaded =
+            Some(berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap());
+        f.lp.updates = Some(Box::new(move || reloaded.take()));
+        f.lp.step(f.now);
+        let text = f.lp.metrics.encode();
+        assert_eq!(
+            incoming(&text, "active", "UnschedulablePodUpdate"),
+            Some(1.0)
+        );
+        assert_eq!(incoming(&text, "active", "PolicyReload"), Some(1.0));
+        assert_eq!(
+            incoming(&text, "unschedulable", "ScheduleAttemptFailure"),
+            Some(4.0),
+            "{text}"
+        );
+        f.lp.handle(Input::Leader(false), f.now);
+        let text = f.lp.metrics.encode();
+        assert_eq!(
+            value(
+                &text,
+                r#"leader_election_master_status{name="berth-lease"}"#
+            ),
+            Some(0.0)
         );
     }
 

@@ -1,4 +1,4 @@
-//! The operations endpoints: /metrics, /healthz, /readyz.
+//! The operations endpoints: /metrics, /healthz, /readyz, /configz.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use tokio::net::TcpListener;
 
+use crate::configz::Configz;
 use crate::metrics::Metrics;
 use crate::scheduling::Health;
 
@@ -18,6 +19,7 @@ pub async fn serve(
     listener: TcpListener,
     metrics: Metrics,
     health: Arc<Health>,
+    configz: Arc<Configz>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let live = health.clone();
@@ -50,6 +52,13 @@ pub async fn serve(
             get(move || {
                 let synced = ready.synced.load(Ordering::Relaxed);
                 async move { status(synced, "caches not synced") }
+            }),
+        )
+        .route(
+            "/configz",
+            get(move || {
+                let text = configz.text();
+                async move { ([(header::CONTENT_TYPE, "application/json")], text) }
             }),
         );
     axum::serve(listener, app)

@@ -82,17 +82,8 @@ pub fn run(
             }
         }
         Format::Json => {
-            let mut value = serde_json::to_value(&policy)?;
-            value["featureGates"] =
-                json!({"DefaultPodTopologySpread": gates.default_pod_topology_spread});
-            value["rules"] = json!({
-                "filters": scheduler.filters().iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
-                "scores": scheduler
-                    .scores()
-                    .iter()
-                    .map(|s| json!({"name": s.name, "weight": s.weight}))
-                    .collect::<Vec<_>>(),
-            });
+            // The document `berth run` serves on /configz, plus the plugins loaded.
+            let mut value = berth_daemon::configz::document(&policy, &scheduler, gates);
             if !loaded.is_empty() {
                 value["plugins"] = loaded
                     .iter()

@@ -80,8 +80,9 @@ pub struct Args {
     /// suffix).
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
-    /// Address of /metrics, /healthz and /readyz.
-    #[arg(long, default_value = "127.0.0.1:10259")]
+    /// Address of /metrics, /healthz, /readyz and /configz (plain HTTP; kube-scheduler's old
+    /// insecure port 10251, not its HTTPS port 10259).
+    #[arg(long, default_value = "127.0.0.1:10251")]
     metrics_addr: SocketAddr,
     /// API requests per second, sustained (bindings, events, status updates, watches).
     #[arg(long, alias = "qps", default_value_t = 50.0)]
@@ -192,11 +193,7 @@ pub fn run(args: &Args) -> Result<()> {
     let reloading = Reloading {
         updates: {
             let reloader = reloader.clone();
-            Box::new(move || {
-                reloader
-                    .take_update()
-                    .map(|(scheduler, policy)| (scheduler, policy.extenders))
-            })
+            Box::new(move || reloader.take_update())
         },
         status: {
             let reloader = reloader.clone();
@@ -214,14 +211,14 @@ pub fn run(args: &Args) -> Result<()> {
 
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
     let identity = args.identity.clone().unwrap_or_else(default_identity);
-    let mut daemon = DaemonConfig::new(&args.scheduler_name, &identity);
+    let mut daemon = DaemonConfig::new(&args.scheduler_name, &identity, policy);
     daemon.client = ClientSettings {
         kubeconfig: args.kubeconfig.clone(),
         qps: args.kube_api_qps,
         burst: args.kube_api_burst,
     };
     daemon.metrics_addr = Some(args.metrics_addr);
-    daemon.extenders = policy.extenders.clone();
+    daemon.feature_gates = args.feature_gates;
     if args.leader_elect.unwrap_or(in_cluster) {
         let namespace = args
             .leader_elect_resource_namespace

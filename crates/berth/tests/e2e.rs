@@ -137,11 +137,39 @@ async fn pods_land_where_the_policy_says_and_failures_are_explained() {
 
         let (code, metrics) = berth.get("/metrics")?;
         assert_eq!(code, 200);
+        // Upstream's families, moved by what this replica did: three pods bound at their
+        // first attempt out of four added, 3 nodes, this replica holding the lease.
+        for line in [
+            r#"scheduler_schedule_attempts_total{result="scheduled",profile="berth"} 3"#,
+            "scheduler_pod_scheduling_attempts_count 3",
+            "scheduler_pod_scheduling_attempts_sum 3",
+            r#"scheduler_pod_scheduling_sli_duration_seconds_count{attempts="1"} 3"#,
+            r#"scheduler_queue_incoming_pods_total{queue="active",event="UnschedulablePodAdd"} 4"#,
+            r#"scheduler_scheduler_cache_size{type="nodes"} 3"#,
+            &format!(r#"leader_election_master_status{{name="{LEASE}"}} 1"#),
+        ] {
+            assert!(metrics.contains(line), "missing {line} in\n{metrics}");
+        }
+        let algorithm = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("scheduler_scheduling_algorithm_duration_seconds_count "))
+            .and_then(|n| n.parse::<u64>().ok());
+        assert!(algorithm.is_some_and(|n| n >= 4), "{metrics}");
+        // /configz: the policy in effect, as JSON.
+        let (code, configz) = berth.get("/configz")?;
+        assert_eq!(code, 200);
+        let configz: serde_json::Value = serde_json::from_str(&configz)?;
+        let policy: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(POLICY)?)?;
+        assert_eq!(
+            configz["priorities"].as_array().map(Vec::len),
+            policy["priorities"].as_array().map(Vec::len),
+            "{configz}"
+        );
         assert!(
-            metrics.contains(
-                r#"scheduler_schedule_attempts_total{result="scheduled",profile="berth"} 3"#
-            ),
-            "{metrics}"
+            configz["rules"]["filters"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty()),
+            "{configz}"
         );
         assert_eq!(berth.get("/healthz")?.0, 200);
         let status = berth.terminate()?;
@@ -1431,6 +1459,14 @@ async fn a_reloaded_policy_swaps_its_extenders_and_a_bad_one_is_refused() {
                 .log()
                 .contains("the reloaded policy's extenders are now called")
         );
+        // /configz shows the reloaded policy.
+        let (_, configz) = berth.get("/configz")?;
+        let configz: serde_json::Value = serde_json::from_str(&configz)?;
+        assert_eq!(
+            configz["extenders"][0]["urlPrefix"],
+            second.url_prefix(),
+            "{configz}"
+        );
         let asked = |server: &ExtenderServer, pod: &str| {
             server
                 .calls()
@@ -1485,7 +1521,7 @@ async fn a_reloaded_policy_swaps_its_extenders_and_a_bad_one_is_refused() {
         // The metrics count it as a rejected reload.
         let (_, metrics) = berth.get("/metrics")?;
         assert!(
-            metrics.contains(r#"berth_reloads{object="policy",result="rejected"} 1"#),
+            metrics.contains(r#"berth_reloads_total{object="policy",result="rejected"} 1"#),
             "{metrics}"
         );
         berth.terminate()?;

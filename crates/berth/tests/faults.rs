@@ -546,7 +546,7 @@ async fn the_policy_and_a_plugin_replaced_at_full_rate() {
             let applied = |object: &str| {
                 metrics.lines().any(|l| {
                     l.starts_with(&format!(
-                        r#"berth_reloads{{object="{object}",result="applied"}}"#
+                        r#"berth_reloads_total{{object="{object}",result="applied"}}"#
                     )) && !l.ends_with(" 0")
                 })
             };
