@@ -135,6 +135,12 @@ struct IncomingLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabels {
+    plugin: String,
+    profile: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CacheTypeLabels {
     r#type: &'static str,
 }
@@ -164,6 +170,7 @@ pub struct Metrics {
     pod_attempts: Histogram,
     incoming: Family<IncomingLabels, Counter>,
     cache_size: Family<CacheTypeLabels, Gauge>,
+    unschedulable: Family<PluginLabels, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -258,6 +265,14 @@ impl Metrics {
             "Number of pods added to scheduling queues by event and queue type",
             incoming.clone(),
         );
+        let unschedulable = Family::<PluginLabels, Gauge>::default();
+        registry.register(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod will increment \
+             the gauge for all plugins that caused it to not schedule and so this metric have \
+             meaning only when broken down by plugin",
+            unschedulable.clone(),
+        );
         let cache_size = Family::<CacheTypeLabels, Gauge>::default();
         registry.register(
             "scheduler_scheduler_cache_size",
@@ -351,6 +366,7 @@ impl Metrics {
             pod_attempts,
             incoming,
             cache_size,
+            unschedulable,
         }
     }
 
@@ -498,6 +514,19 @@ impl Metrics {
         self.incoming
             .get_or_create(&IncomingLabels { queue, event })
             .inc();
+    }
+
+    /// Adds `delta` (a pod entering, +1, or leaving, -1, the unschedulable sub-queue) to the
+    /// unschedulable pods of each of `plugins`, the filters that rejected it.
+    pub fn unschedulable_pods(&self, plugins: &[String], delta: i64) {
+        for plugin in plugins {
+            self.unschedulable
+                .get_or_create(&PluginLabels {
+                    plugin: plugin.clone(),
+                    profile: self.profile.clone(),
+                })
+                .inc_by(delta);
+        }
     }
 
     /// Sets upstream's cache sizes: nodes, pods (assumed ones included) and assumed pods.
@@ -662,6 +691,10 @@ pub(crate) mod tests {
         m.rule("PodFitsResources", "PreFilter", 0.00002);
         m.leader(false);
         m.pending(1, 0, 0);
+        let plugins = ["NodeResourcesFit".to_string(), "NodeAffinity".to_string()];
+        m.unschedulable_pods(&plugins, 1);
+        m.unschedulable_pods(&plugins, 1);
+        m.unschedulable_pods(&plugins[1..], -1);
         let text = m.encode();
 
         for (name, kind) in [
@@ -682,6 +715,7 @@ pub(crate) mod tests {
             ),
             ("scheduler_plugin_execution_duration_seconds", "histogram"),
             ("leader_election_master_status", "gauge"),
+            ("scheduler_unschedulable_pods", "gauge"),
         ] {
             assert_eq!(family_type(&text, name), Some(kind), "{name} in\n{text}");
         }
@@ -777,6 +811,14 @@ pub(crate) mod tests {
                 2.0,
             ),
             (r#"leader_election_master_status{name="berth"}"#, 0.0),
+            (
+                r#"scheduler_unschedulable_pods{plugin="NodeResourcesFit",profile="berth"}"#,
+                2.0,
+            ),
+            (
+                r#"scheduler_unschedulable_pods{plugin="NodeAffinity",profile="berth"}"#,
+                1.0,
+            ),
         ] {
             assert_eq!(value(&text, series), Some(want), "{series} in\n{text}");
         }

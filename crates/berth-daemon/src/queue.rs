@@ -69,6 +69,10 @@ pub struct QueuedPod {
     /// When the pod entered the queue (pod_scheduling_sli_duration_seconds counts from
     /// here to its binding).
     pub queued_at: Instant,
+    /// The filters (upstream plugin names, or policy entry names where a rule is not one
+    /// upstream plugin) that rejected some node in the last attempt: the
+    /// `scheduler_unschedulable_pods` this pod counts under while unschedulable.
+    pub unschedulable_plugins: Vec<String>,
     /// The last FitError message reported on the pod, so an unchanged condition is not
     /// patched again.
     pub reported: Option<String>,
@@ -82,6 +86,7 @@ impl QueuedPod {
             attempts: 0,
             last_attempt: None,
             queued_at: now,
+            unschedulable_plugins: Vec::new(),
             reported: None,
         }
     }
@@ -377,6 +382,9 @@ impl Queue {
         event: Option<&'static str>,
     ) {
         self.incoming("unschedulable", event);
+        if let Some(m) = &self.metrics {
+            m.unschedulable_pods(&queued.unschedulable_plugins, 1);
+        }
         self.unschedulable += 1;
         self.entries.insert(
             queued.key(),
@@ -397,7 +405,12 @@ impl Queue {
             Slot::Backoff(at, seq) => {
                 self.backoff.remove(&(at, seq, key.to_string()));
             }
-            Slot::Unschedulable(_) => self.unschedulable -= 1,
+            Slot::Unschedulable(_) => {
+                self.unschedulable -= 1;
+                if let Some(m) = &self.metrics {
+                    m.unschedulable_pods(&entry.pod.unschedulable_plugins, -1);
+                }
+            }
         }
         Some((entry.pod, entry.slot))
     }

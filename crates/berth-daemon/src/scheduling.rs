@@ -255,6 +255,18 @@ impl<B: Backend> SchedulingLoop<B> {
                 }
             }
             (None, failure) => {
+                // Upstream's unschedulable plugins of this attempt.
+                queued.unschedulable_plugins = decision
+                    .fit_error
+                    .iter()
+                    .flat_map(|fit| &fit.filters)
+                    .map(|&i| {
+                        let f = &self.scheduler.filters()[i];
+                        f.upstream.unwrap_or(&f.name).to_string()
+                    })
+                    .collect();
+                queued.unschedulable_plugins.sort_unstable();
+                queued.unschedulable_plugins.dedup();
                 if let Some(fit) = &decision.fit_error {
                     self.metrics
                         .protection_rejections(fit.reasons.iter().map(|(r, n)| (r.as_str(), *n)));
@@ -716,6 +728,14 @@ mod tests {
             ),
             Some(1.0)
         );
+        // GeneralPredicates is four upstream plugins: it counts under its own name.
+        assert_eq!(
+            value(
+                &text,
+                r#"scheduler_unschedulable_pods{plugin="GeneralPredicates",profile="berth"}"#
+            ),
+            Some(1.0)
+        );
 
         // A new node: big backs off (its one failure was just now), then becomes active.
         f.node(node("n2", 4));
@@ -774,6 +794,67 @@ mod tests {
             ),
             Some(0.0)
         );
+    }
+
+    /// scheduler_unschedulable_pods counts the pods waiting in the unschedulable sub-queue
+    /// under each filter that rejected them: upstream's plugin name where the rule is one
+    /// plugin, the policy entry's name otherwise.
+    #[test]
+    fn unschedulable_pods_count_under_the_filters_that_rejected_them() {
+        use crate::metrics::tests::value;
+        let mut f = Fixture::new();
+        let policy = berth_policy::parse(
+            r#"{"predicates": [{"name": "PodFitsResources"}, {"name": "MatchNodeSelector"}],
+                "priorities": []}"#,
+            "test.json",
+        )
+        .unwrap();
+        f.lp.scheduler =
+            berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap();
+        let mut ssd = node("ssd", 1);
+        ssd.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("disk".into(), "ssd".into());
+        f.node(ssd);
+        f.node(node("plain", 8));
+        let mut picky = pod("picky", "berth", 2000);
+        picky.spec.as_mut().unwrap().node_selector =
+            Some([("disk".to_string(), "ssd".to_string())].into());
+        f.pod(picky);
+        f.pod(pod("huge", "berth", 100_000));
+        f.run();
+        let gauge = |f: &Fixture, plugin: &str| {
+            value(
+                &f.lp.metrics.encode(),
+                &format!(r#"scheduler_unschedulable_pods{{plugin="{plugin}",profile="berth"}}"#),
+            )
+        };
+        // picky: too little CPU on ssd, the wrong labels on plain; huge: CPU everywhere.
+        assert_eq!(gauge(&f, "NodeResourcesFit"), Some(2.0));
+        assert_eq!(gauge(&f, "NodeAffinity"), Some(1.0));
+        // huge is deleted; a bigger ssd node retries picky, which then leaves the queue.
+        f.lp.handle(
+            Input::Watch(Box::new(WatchEvent::Pod(Change::Delete(
+                crate::cache::ObjectKey::namespaced("default", "huge"),
+            )))),
+            f.now,
+        );
+        assert_eq!(gauge(&f, "NodeResourcesFit"), Some(1.0));
+        let mut bigger = node("ssd", 4);
+        bigger
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert("disk".into(), "ssd".into());
+        f.node(bigger);
+        assert_eq!(
+            (gauge(&f, "NodeResourcesFit"), gauge(&f, "NodeAffinity")),
+            (Some(0.0), Some(0.0))
+        );
+        f.now += Duration::from_secs(1);
+        f.lp.step(f.now);
+        assert!(f.calls.take().contains(&bind("picky", "ssd")));
     }
 
     #[test]

@@ -30,6 +30,8 @@ pub(crate) struct Status {
     pub reasons: Vec<Reason>,
     /// The kind of the failure (None when the node passes).
     pub kind: Option<FailureKind>,
+    /// The filters that failed (indices into the scheduler's filters), in policy order.
+    pub rejected_by: Vec<usize>,
 }
 
 impl Status {
@@ -121,6 +123,7 @@ impl PreparedFilters<'_> {
     fn status_view(&self, node: View<'_>) -> Status {
         let mut reasons = Vec::new();
         let mut kind = None;
+        let mut rejected_by = Vec::new();
         for (i, (c, owner)) in self.checks.iter().zip(&self.owners).enumerate() {
             let from = reasons.len();
             if node.check(i, c.as_ref(), &mut reasons) {
@@ -133,11 +136,16 @@ impl PreparedFilters<'_> {
                 .max()
                 .unwrap_or(FailureKind::Unschedulable);
             kind = kind.max(Some(k));
+            rejected_by.push(*owner);
             if !self.check_all {
                 break;
             }
         }
-        Status { reasons, kind }
+        Status {
+            reasons,
+            kind,
+            rejected_by,
+        }
     }
 
     /// Upstream's `RunFilterPluginsWithNominatedPods` for `pod` on the cluster's `node`:

@@ -87,6 +87,10 @@ pub fn scheduler_with_plugins(
         .map(|group| {
             Ok(NamedFilter {
                 name: group.name(),
+                upstream: match upstream_filter_plugins(group.first()) {
+                    [one] => Some(*one),
+                    _ => None,
+                },
                 rule: filter_for(
                     &group,
                     &ignored,

@@ -69,6 +69,9 @@ pub struct FitError {
     /// The nodes whose failure is UnschedulableAndUnresolvable (removing pods cannot help),
     /// in id order. Preemption considers only the others.
     pub unresolvable: Vec<NodeId>,
+    /// The filters that rejected at least one node (indices into [`Scheduler::filters`]),
+    /// ascending: upstream's unschedulable plugins of the pod.
+    pub filters: Vec<usize>,
 }
 
 impl FitError {
@@ -195,6 +198,9 @@ impl Decision {
 pub struct NamedFilter {
     /// The policy entry's name.
     pub name: String,
+    /// The kube-scheduler plugin the rule is, when it is exactly one (GeneralPredicates is
+    /// four, Berth's own and WASM entries none): the `plugin` label of upstream's metrics.
+    pub upstream: Option<&'static str>,
     /// The rule.
     pub rule: Arc<dyn FilterRule>,
 }
@@ -381,13 +387,13 @@ impl Scheduler {
     }
 
     /// Prepares every filter for `pod` (upstream's PreFilter), timing each; a filter that
-    /// rejects the pod everywhere ends preparation with its reasons and their kind.
+    /// rejects the pod everywhere ends preparation with its index, reasons and their kind.
     pub(crate) fn prepare_filters<'a>(
         filters: &'a [NamedFilter],
         check_all: bool,
         ctx: CycleContext<'a>,
         mut timed: impl FnMut(usize, Duration),
-    ) -> Result<PreparedFilters<'a>, (Vec<Reason>, FailureKind)> {
+    ) -> Result<PreparedFilters<'a>, (usize, Vec<Reason>, FailureKind)> {
         let mut prepared = PreparedFilters {
             checks: Vec::new(),
             owners: Vec::new(),
@@ -410,7 +416,7 @@ impl Scheduler {
                         .map(|r| f.rule.failure_kind(r))
                         .max()
                         .unwrap_or(FailureKind::Unschedulable);
-                    return Err((reasons, kind));
+                    return Err((index, reasons, kind));
                 }
             }
         }
@@ -435,6 +441,7 @@ impl Scheduler {
                     num_all_nodes: 0,
                     reasons: BTreeMap::new(),
                     unresolvable: Vec::new(),
+                    filters: Vec::new(),
                 },
                 explain.then(Explanation::default),
             );
@@ -460,7 +467,9 @@ impl Scheduler {
         );
         let prepared = match prepared {
             Ok(p) => p,
-            Err((reasons, kind)) => return reject_all(cluster, &reasons, kind, explain),
+            Err((filter, reasons, kind)) => {
+                return reject_all(cluster, filter, &reasons, kind, explain);
+            }
         };
         let nominated = (!nominator.is_empty()).then_some(nominator);
         if let Some(id) = pod
@@ -578,8 +587,10 @@ impl Scheduler {
         if chosen.is_empty() {
             let mut counts = BTreeMap::new();
             let mut unresolvable = Vec::new();
+            let mut filters = Vec::new();
             for id in visited() {
                 let s = status(id);
+                filters.extend(s.rejected_by);
                 for r in s.reasons {
                     *counts.entry(r.as_str().to_string()).or_insert(0) += 1;
                 }
@@ -597,6 +608,8 @@ impl Scheduler {
             }
             unresolvable.sort_unstable();
             unresolvable.dedup();
+            filters.sort_unstable();
+            filters.dedup();
             let explanation =
                 explain.then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], &[], 0));
             return Decision::unplaced(
@@ -604,6 +617,7 @@ impl Scheduler {
                     num_all_nodes: all,
                     reasons: counts,
                     unresolvable,
+                    filters,
                 },
                 explanation,
             )
@@ -883,7 +897,13 @@ fn normalized_columns(
     }
 }
 
-fn reject_all(cluster: &Cluster, reasons: &[Reason], kind: FailureKind, explain: bool) -> Decision {
+fn reject_all(
+    cluster: &Cluster,
+    filter: usize,
+    reasons: &[Reason],
+    kind: FailureKind,
+    explain: bool,
+) -> Decision {
     let all = cluster.node_count();
     let counts = reasons
         .iter()
@@ -899,6 +919,7 @@ fn reject_all(cluster: &Cluster, reasons: &[Reason], kind: FailureKind, explain:
             num_all_nodes: all,
             reasons: counts,
             unresolvable,
+            filters: vec![filter],
         },
         explain.then(|| {
             explain_nodes(
@@ -1123,6 +1144,7 @@ mod tests {
         let mut s = Scheduler::new(
             vec![NamedFilter {
                 name: "PodFitsResources".into(),
+                upstream: Some(resources_fit::UPSTREAM_PLUGIN),
                 rule: Arc::new(resources_fit::PodFitsResources::new(vec![])),
             }],
             vec![WeightedScore {
@@ -1170,6 +1192,69 @@ mod tests {
                 resources_fit::REASON_CPU,
                 node_selector::REASON
             )
+        );
+    }
+
+    /// The FitError names the filters that rejected some node (upstream's unschedulable
+    /// plugins), each with its upstream plugin when it is exactly one.
+    #[test]
+    fn fit_error_names_the_filters_that_rejected_nodes() {
+        let text = r#"{"predicates":[{"name":"PodFitsResources"},{"name":"MatchNodeSelector"},
+            {"name":"NoDiskConflict"}],"priorities":[]}"#;
+        let mut c = cluster(
+            vec![
+                node("a").cpu(100).label("disk", "ssd").build(),
+                node("b").cpu(8000).build(),
+            ],
+            vec![],
+        );
+        let p = c.compile_pod(pod("p").req(1000, 0).node_selector("disk", "ssd").build());
+        let s = scheduler(text, CycleConfig::default());
+        let names = |indices: &[usize]| -> Vec<(String, Option<&'static str>)> {
+            indices
+                .iter()
+                .map(|&i| (s.filters()[i].name.clone(), s.filters()[i].upstream))
+                .collect()
+        };
+        let mut s2 = scheduler(text, CycleConfig::default());
+        let fit = s2.schedule(&c, &p, false).fit_error.expect("unschedulable");
+        assert_eq!(
+            names(&fit.filters),
+            // In evaluation order (fixed, whatever the file's order).
+            [
+                (
+                    "MatchNodeSelector".to_string(),
+                    Some(node_selector::UPSTREAM_PLUGIN)
+                ),
+                (
+                    "PodFitsResources".to_string(),
+                    Some(resources_fit::UPSTREAM_PLUGIN)
+                ),
+            ]
+        );
+        // A pod only the node selector stops: that filter alone.
+        let empty = c.compile_pod(pod("q").node_selector("disk", "nvme").build());
+        let fit = s2
+            .schedule(&c, &empty, false)
+            .fit_error
+            .expect("unschedulable");
+        assert_eq!(
+            names(&fit.filters),
+            [(
+                "MatchNodeSelector".to_string(),
+                Some(node_selector::UPSTREAM_PLUGIN)
+            )]
+        );
+        // GeneralPredicates is four upstream plugins: no single one.
+        let general = scheduler(
+            r#"{"predicates":[{"name":"GeneralPredicates"}],"priorities":[]}"#,
+            CycleConfig::default(),
+        );
+        assert!(
+            general
+                .filters()
+                .iter()
+                .any(|f| f.name == "GeneralPredicates" && f.upstream.is_none())
         );
     }
 

@@ -155,6 +155,14 @@ async fn pods_land_where_the_policy_says_and_failures_are_explained() {
             .find_map(|l| l.strip_prefix("scheduler_scheduling_algorithm_duration_seconds_count "))
             .and_then(|n| n.parse::<u64>().ok());
         assert!(algorithm.is_some_and(|n| n >= 4), "{metrics}");
+        // too-big, rejected by GeneralPredicates (Insufficient cpu), counts under it while it
+        // waits in the unschedulable sub-queue (0 while a cluster event has it retried).
+        assert!(
+            metrics.contains(
+                r#"scheduler_unschedulable_pods{plugin="GeneralPredicates",profile="berth"} "#
+            ),
+            "{metrics}"
+        );
         // /configz: the policy in effect, as JSON.
         let (code, configz) = berth.get("/configz")?;
         assert_eq!(code, 200);
