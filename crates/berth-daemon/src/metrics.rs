@@ -313,7 +313,8 @@ impl Metrics {
         );
         registry.register(
             "scheduler_plugin_execution_duration_seconds",
-            "Duration of each rule's (and WASM plugin's) per-pod preparation, by policy entry",
+            "Duration of each rule's (and WASM plugin's) per-pod preparation, by upstream plugin \
+             (the policy entry's name where a rule is not one upstream plugin)",
             rule_duration.clone(),
         );
         let extender_duration = HistogramFamily::<ExtenderLabels>::new_with_constructor(

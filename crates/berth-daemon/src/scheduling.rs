@@ -260,10 +260,7 @@ impl<B: Backend> SchedulingLoop<B> {
                     .fit_error
                     .iter()
                     .flat_map(|fit| &fit.filters)
-                    .map(|&i| {
-                        let f = &self.scheduler.filters()[i];
-                        f.upstream.unwrap_or(&f.name).to_string()
-                    })
+                    .map(|&i| self.scheduler.filters()[i].plugin().to_string())
                     .collect();
                 queued.unschedulable_plugins.sort_unstable();
                 queued.unschedulable_plugins.dedup();
@@ -667,7 +664,7 @@ mod tests {
         // Each rule of the policy now running reports its preparation time.
         let text = f.lp.metrics.encode();
         assert!(
-            text.contains(r#"plugin="PodToleratesNodeTaints",extension_point="PreFilter""#),
+            text.contains(r#"plugin="TaintToleration",extension_point="PreFilter""#),
             "{text}"
         );
     }

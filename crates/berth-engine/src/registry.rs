@@ -111,6 +111,7 @@ pub fn scheduler_with_plugins(
         if let Some(rule) = rule {
             scores.push(WeightedScore {
                 name: group.name(),
+                upstream: upstream_score_plugin(group.first(), config.feature_gates),
                 weight: group.weight,
                 rule,
             });
