@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
+use crate::health::state::ProtectionState;
 use crate::labels::{Interner, LabelSelector, Labels, Selector, Sym};
 use crate::model::{
     self, CsiNode, PersistentVolume, PersistentVolumeClaim, SelectorKind, StorageClass,
@@ -105,6 +106,9 @@ pub struct Cluster {
     /// Interned strings after the last compaction: the next one waits until the interner
     /// has grown past twice that (plus a floor), so compacting costs O(1) per string.
     interned_after_compaction: usize,
+    /// The history-based protections' verdicts (open circuit breakers, quarantined
+    /// workloads), set by whoever runs their trackers; not derived from the objects.
+    protections: ProtectionState,
 }
 
 impl Default for Cluster {
@@ -179,7 +183,18 @@ impl Cluster {
             scoring_terms: TermIndex::default(),
             image_node_counts: FxHashMap::default(),
             interned_after_compaction: 0,
+            protections: ProtectionState::default(),
         }
+    }
+
+    /// The protections' verdicts the circuit-breaker and quarantine rules read.
+    pub fn protections(&self) -> &ProtectionState {
+        &self.protections
+    }
+
+    /// The protections' verdicts, for the trackers' owner to replace.
+    pub fn protections_mut(&mut self) -> &mut ProtectionState {
+        &mut self.protections
     }
 
     // ---- nodes ----

@@ -9,6 +9,7 @@ pub mod extender;
 pub mod features;
 mod filters;
 pub mod framework;
+pub mod health;
 pub mod labels;
 pub mod model;
 pub mod nominator;

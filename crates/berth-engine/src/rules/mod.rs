@@ -2,6 +2,7 @@
 //! constants and its own table-driven tests.
 
 pub mod balanced_allocation;
+pub mod circuit_breaker;
 pub mod default_pod_topology_spread;
 pub mod disk_conflict;
 pub mod general_predicates;
@@ -36,6 +37,7 @@ pub mod volume_binding;
 pub mod volume_limits;
 pub mod volume_util;
 pub mod volume_zone;
+pub mod workload_quarantine;
 
 /// The Berth protection (by its predicate's name) that gave a failure reason, if one did:
 /// `berth run` counts their rejections in a metric.
@@ -44,6 +46,10 @@ pub fn protection_of(reason: &str) -> Option<&'static str> {
         Some("CheckTolerationRestriction")
     } else if pod_cidr::is_own_reason(reason) {
         Some("CheckPodCIDRCapacity")
+    } else if circuit_breaker::is_own_reason(reason) {
+        Some("CheckNodeCircuitBreaker")
+    } else if workload_quarantine::is_own_reason(reason) {
+        Some("CheckWorkloadQuarantine")
     } else {
         None
     }

@@ -1,0 +1,154 @@
+//! CheckNodeCircuitBreaker (Berth): keeps pods off a node whose circuit breaker is open, and
+//! lets a single probe through while it is half-open. The breaker's state comes from the
+//! tracker in [`crate::health::breaker`], which the daemon (or `simulate`) runs and publishes
+//! into the cluster; this rule only reads it, so a healthy cluster costs one emptiness check
+//! per pod.
+
+use crate::cluster::NodeInfo;
+use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::health::state::{Circuit, ProtectionState};
+
+/// The reason for a node whose breaker is open.
+pub const OPEN: &str = "node(s) had an open circuit breaker";
+/// The reason for a half-open node whose probe pod has not started yet.
+pub const PROBING: &str = "node(s) had a half-open circuit breaker waiting for its probe pod";
+
+/// Whether `reason` is one of this rule's (for counting its rejections).
+pub fn is_own_reason(reason: &str) -> bool {
+    reason == OPEN || reason == PROBING
+}
+
+/// The rule.
+pub struct CheckNodeCircuitBreaker;
+
+struct Check<'a> {
+    state: &'a ProtectionState,
+    /// The pod's `namespace/name`: a probe that is retried passes its own node.
+    key: String,
+}
+
+impl NodeCheck for Check<'_> {
+    fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
+        let reason = match self.state.circuit(node.name()) {
+            None | Some(Circuit::HalfOpen { probe: None }) => return true,
+            Some(Circuit::HalfOpen { probe: Some(probe) }) if *probe == self.key => return true,
+            Some(Circuit::HalfOpen { .. }) => PROBING,
+            Some(Circuit::Open { .. }) => OPEN,
+        };
+        reasons.push(reason.into());
+        false
+    }
+}
+
+impl FilterRule for CheckNodeCircuitBreaker {
+    /// Removing pods does not mend a node's runtime.
+    fn failure_kind(&self, _reason: &Reason) -> FailureKind {
+        FailureKind::UnschedulableAndUnresolvable
+    }
+
+    fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
+        let state = ctx.cluster.protections();
+        if !state.any_circuit() {
+            return FilterPrep::Skip;
+        }
+        let meta = &ctx.pod.pod.meta;
+        FilterPrep::Check(Box::new(Check {
+            state,
+            key: format!("{}/{}", meta.namespace, meta.name),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::testkit::*;
+
+    fn open() -> Circuit {
+        Circuit::Open {
+            since: 100,
+            until: 400,
+            failures: vec![],
+        }
+    }
+
+    #[test]
+    fn open_nodes_are_rejected_a_half_open_one_takes_one_probe() {
+        let cases: &[(&str, Vec<(&str, Circuit)>, &str, &[&str])] = &[
+            ("all closed", vec![], "p", &["a", "b", "c"]),
+            ("one open", vec![("a", open())], "p", &["b", "c"]),
+            (
+                "half-open without probe",
+                vec![("a", Circuit::HalfOpen { probe: None })],
+                "p",
+                &["a", "b", "c"],
+            ),
+            (
+                "half-open probing with another pod",
+                vec![(
+                    "a",
+                    Circuit::HalfOpen {
+                        probe: Some("default/probe".into()),
+                    },
+                )],
+                "p",
+                &["b", "c"],
+            ),
+            (
+                "the probe itself",
+                vec![(
+                    "a",
+                    Circuit::HalfOpen {
+                        probe: Some("default/probe".into()),
+                    },
+                )],
+                "probe",
+                &["a", "b", "c"],
+            ),
+            (
+                "all open",
+                vec![("a", open()), ("b", open()), ("c", open())],
+                "p",
+                &[],
+            ),
+        ];
+        for (name, circuits, pod_name, want) in cases {
+            let nodes = vec![node("a").build(), node("b").build(), node("c").build()];
+            let mut cluster = cluster(nodes, vec![]);
+            let map: HashMap<String, Circuit> = circuits
+                .iter()
+                .map(|(n, c)| (n.to_string(), c.clone()))
+                .collect();
+            cluster.protections_mut().set_circuits(map);
+            let results = run_filter(
+                &CheckNodeCircuitBreaker,
+                &mut cluster,
+                pod(pod_name).build(),
+            );
+            assert_eq!(passing(&results), *want, "{name}");
+            for (node, reasons) in &results {
+                let want_reason = match circuits.iter().find(|(n, _)| n == node) {
+                    Some((_, Circuit::Open { .. })) => vec![OPEN.to_string()],
+                    _ if want.contains(&node.as_str()) => vec![],
+                    _ => vec![PROBING.to_string()],
+                };
+                assert_eq!(*reasons, want_reason, "{name}: {node}");
+            }
+        }
+    }
+
+    #[test]
+    fn reasons_are_recognised_and_unresolvable() {
+        assert!(is_own_reason(OPEN) && is_own_reason(PROBING));
+        assert!(!is_own_reason(
+            "node(s) had taint {a: b}, that the pod didn't tolerate"
+        ));
+        let reason: Reason = OPEN.into();
+        assert_eq!(
+            CheckNodeCircuitBreaker.failure_kind(&reason),
+            FailureKind::UnschedulableAndUnresolvable
+        );
+    }
+}
