@@ -121,7 +121,7 @@ pub fn scheduler_with_plugins(
         always_check_all_predicates: policy.always_check_all_predicates,
         ..config
     };
-    Ok(Scheduler::new(filters, scores, config))
+    Ok(Scheduler::new(filters, scores, config).with_trackers(crate::health::trackers_of(policy)))
 }
 
 /// Policy entries served by one rule, as v1.22 serves them by one framework plugin.
@@ -176,6 +176,8 @@ pub fn upstream_filter_plugins(kind: &PredicateKind) -> &'static [&'static str] 
         | P::MatchNamespaceNodeSelector { .. }
         | P::CheckPodCIDRCapacity { .. }
         | P::CheckTolerationRestriction { .. }
+        | P::CheckNodeCircuitBreaker(_)
+        | P::CheckWorkloadQuarantine(_)
         | P::PodToleratesNodeNoExecuteTaints
         | P::CheckNodeMemoryPressure
         | P::CheckNodePIDPressure
@@ -393,6 +395,17 @@ fn filter_for(
             Arc::new(toleration_restriction::CheckTolerationRestriction::new(
                 guards,
             ))
+        }
+        P::CheckNodeCircuitBreaker(_) => Arc::new(circuit_breaker::CheckNodeCircuitBreaker),
+        P::CheckWorkloadQuarantine(args) => {
+            let label = args
+                .quarantine_node_label
+                .as_ref()
+                .map(|(key, value)| workload_quarantine::NodeLabel {
+                    key: key.clone(),
+                    value: value.clone(),
+                });
+            Arc::new(workload_quarantine::CheckWorkloadQuarantine::new(label))
         }
         P::CheckNodeLabelPresence { .. } => {
             let (present, absent) = split_by_presence(group.kinds.iter().filter_map(|k| match k {

@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::health::Trackers;
 use crate::cluster::{Cluster, NodeId};
 use crate::extender::{self, Extender, ExtenderError};
 use crate::features::FeatureGates;
@@ -278,6 +279,8 @@ pub struct Scheduler {
     extenders: Vec<Arc<dyn Extender>>,
     /// Preemption's dry-run answers, reused across equal pods (see [`crate::victim_cache`]).
     victim_cache: VictimCache,
+    /// The history trackers the policy's protections read (see [`crate::health`]).
+    trackers: Trackers,
 }
 
 /// What a preemption attempt uses of its scheduler, borrowed at once.
@@ -301,7 +304,19 @@ impl Scheduler {
             timings: Vec::new(),
             extenders: Vec::new(),
             victim_cache: VictimCache::default(),
+            trackers: Trackers::default(),
         }
+    }
+
+    /// Records the trackers the policy's protections need; whoever feeds the cluster runs them.
+    pub fn with_trackers(mut self, trackers: Trackers) -> Self {
+        self.trackers = trackers;
+        self
+    }
+
+    /// The trackers the policy's protections need.
+    pub fn trackers(&self) -> Trackers {
+        self.trackers
     }
 
     /// Calls these extenders (in call order) after the scheduler's own filters, and for

@@ -7,15 +7,15 @@ use std::time::Duration;
 use crate::error::PolicyError;
 use crate::names::{self, Builtin, V122Argument};
 use crate::raw::{
-    RawExtender, RawManagedResource, RawPodIpCapacity, RawPolicy, RawPredicate,
+    RawCircuitBreaker, RawExtender, RawManagedResource, RawPodIpCapacity, RawPolicy, RawPredicate,
     RawPredicateArgument, RawPriority, RawPriorityArgument, RawRequestedToCapacityRatio,
-    RawTlsConfig, RawTolerationRestriction, RawWasm,
+    RawTlsConfig, RawTolerationRestriction, RawWasm, RawWorkloadQuarantine,
 };
 use crate::syntax;
 use crate::types::{
-    Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy, GuardedEffect,
+    CircuitBreakerArgs, Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy, GuardedEffect,
     ManagedResource, PodIpSource, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind,
-    ResourceWeight, ShapePoint, TaintGuard, WasmPlugin, WhenCapacityMissing,
+    ResourceWeight, ShapePoint, TaintGuard, WasmPlugin, WhenCapacityMissing, WorkloadQuarantineArgs,
 };
 
 /// The warning on an argument only Berth accepts.
@@ -257,6 +257,26 @@ impl Builder<'_> {
                 }
             }
             self.reject_repeat(&entries, &key, &path, &config.name)?;
+            // Each protection keeps one history of the cluster, so it has one set of
+            // thresholds.
+            if matches!(
+                config.kind,
+                PredicateKind::CheckNodeCircuitBreaker(_) | PredicateKind::CheckWorkloadQuarantine(_)
+            ) && let Some(first) = entries
+                .iter()
+                .find(|e| discriminant(&e.config.kind) == discriminant(&config.kind))
+            {
+                return Err(self.invalid(
+                    format!("{path}.name"),
+                    format!(
+                        "{:?} is a second {} after {}; a policy has one of each protection, \
+                         with one set of thresholds",
+                        config.name,
+                        config.kind.slot_name(),
+                        first.path
+                    ),
+                ));
+            }
             entries.push(Entry { key, path, config });
         }
         for kind in names::MANDATORY_PREDICATES {
@@ -482,6 +502,10 @@ impl Builder<'_> {
             self.toleration_restriction(restriction, &format!("{path}.tolerationRestriction"))
         } else if let Some(capacity) = argument.pod_ip_capacity {
             self.pod_ip_capacity(capacity, &format!("{path}.podIPCapacity"))
+        } else if let Some(breaker) = argument.circuit_breaker {
+            self.circuit_breaker(breaker, &format!("{path}.circuitBreaker"))
+        } else if let Some(quarantine) = argument.workload_quarantine {
+            self.workload_quarantine(quarantine, &format!("{path}.workloadQuarantine"))
         } else if let Some(wasm) = argument.wasm {
             Ok(PredicateKind::Wasm(
                 self.wasm(wasm, &format!("{path}.wasm"))?,
@@ -589,6 +613,143 @@ impl Builder<'_> {
     }
 
     /// `podIPCapacity{nodeLabel | nodeAnnotation | resource, whenMissing}`.
+    /// [`Self::bounded`] for a protection's count or seconds, which fit in u32.
+    fn bounded_u32(
+        &self,
+        value: Option<i64>,
+        path: String,
+        default: u32,
+        max: u32,
+    ) -> Result<u32, PolicyError> {
+        let v = self.bounded(value, &path, default.into(), max.into())?;
+        Ok(u32::try_from(v).expect("bounded by a u32"))
+    }
+
+    /// `circuitBreaker{failureThreshold, minWorkloads, windowSeconds, coolDownSeconds,
+    /// startTimeoutSeconds}`, each optional.
+    fn circuit_breaker(
+        &mut self,
+        raw: RawCircuitBreaker,
+        path: &str,
+    ) -> Result<PredicateKind, PolicyError> {
+        self.warn(path, BERTH_ARGUMENT);
+        const DAY: u32 = 86_400;
+        let d = CircuitBreakerArgs::DEFAULT;
+        let failure_threshold = self.bounded_u32(
+            raw.failure_threshold,
+            format!("{path}.failureThreshold"),
+            d.failure_threshold,
+            1_000,
+        )?;
+        let min_workloads = self.bounded_u32(
+            raw.min_workloads,
+            format!("{path}.minWorkloads"),
+            d.min_workloads,
+            1_000,
+        )?;
+        if min_workloads > failure_threshold {
+            return Err(self.invalid(
+                format!("{path}.minWorkloads"),
+                format!(
+                    "{min_workloads} workloads cannot fit in {failure_threshold} failures                      (failureThreshold); expected at most {failure_threshold}"
+                ),
+            ));
+        }
+        let args = CircuitBreakerArgs {
+            failure_threshold,
+            min_workloads,
+            window_seconds: self.bounded_u32(
+                raw.window_seconds,
+                format!("{path}.windowSeconds"),
+                d.window_seconds,
+                7 * DAY,
+            )?,
+            cool_down_seconds: self.bounded_u32(
+                raw.cool_down_seconds,
+                format!("{path}.coolDownSeconds"),
+                d.cool_down_seconds,
+                7 * DAY,
+            )?,
+            start_timeout_seconds: self.bounded_u32(
+                raw.start_timeout_seconds,
+                format!("{path}.startTimeoutSeconds"),
+                d.start_timeout_seconds,
+                DAY,
+            )?,
+        };
+        Ok(PredicateKind::CheckNodeCircuitBreaker(args))
+    }
+
+    /// `workloadQuarantine{nodeThreshold, windowSeconds, notReadyWithinSeconds,
+    /// coolDownSeconds, quarantineNodeLabel}`, each optional.
+    fn workload_quarantine(
+        &mut self,
+        raw: RawWorkloadQuarantine,
+        path: &str,
+    ) -> Result<PredicateKind, PolicyError> {
+        self.warn(path, BERTH_ARGUMENT);
+        const DAY: u32 = 86_400;
+        let d = WorkloadQuarantineArgs::DEFAULT;
+        let quarantine_node_label = match raw.quarantine_node_label {
+            None => None,
+            Some(text) => {
+                let (key, value) = match text.split_once('=') {
+                    Some((key, value)) => (key, Some(value)),
+                    None => (text.as_str(), None),
+                };
+                let label_path = format!("{path}.quarantineNodeLabel");
+                if let Some(problem) = syntax::qualified_name_error(key) {
+                    return Err(self.invalid(
+                        label_path,
+                        format!("invalid label {text:?}: expected key[=value]: {problem}"),
+                    ));
+                }
+                if let Some(problem) = value.and_then(syntax::label_value_error) {
+                    return Err(self.invalid(
+                        label_path,
+                        format!("invalid label {text:?}: expected key[=value]: {problem}"),
+                    ));
+                }
+                Some((key.to_owned(), value.map(str::to_owned)))
+            }
+        };
+        let node_threshold = self.bounded_u32(
+            raw.node_threshold,
+            format!("{path}.nodeThreshold"),
+            d.node_threshold,
+            1_000,
+        )?;
+        if node_threshold < 2 {
+            return Err(self.invalid(
+                format!("{path}.nodeThreshold"),
+                "1 node going NotReady is no cascade; expected 2 or more (default 3)",
+            ));
+        }
+        let args = WorkloadQuarantineArgs {
+            node_threshold,
+            window_seconds: self.bounded_u32(
+                raw.window_seconds,
+                format!("{path}.windowSeconds"),
+                d.window_seconds,
+                7 * DAY,
+            )?,
+            not_ready_within_seconds: self.bounded_u32(
+                raw.not_ready_within_seconds,
+                format!("{path}.notReadyWithinSeconds"),
+                d.not_ready_within_seconds,
+                DAY,
+            )?,
+            cool_down_seconds: self.bounded_u32(
+                raw.cool_down_seconds,
+                format!("{path}.coolDownSeconds"),
+                d.cool_down_seconds,
+                30 * DAY,
+            )?,
+            quarantine_node_label,
+        };
+        Ok(PredicateKind::CheckWorkloadQuarantine(args))
+    }
+
     fn pod_ip_capacity(
         &mut self,
         raw: RawPodIpCapacity,

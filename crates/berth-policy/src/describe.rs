@@ -120,6 +120,27 @@ fn predicate_line(predicate: &PredicateConfig) -> String {
             }
             PodIpSource::Resource(name) => capacity_arguments("allocatable", name, *when_missing),
         },
+        PredicateKind::CheckNodeCircuitBreaker(a) => format!(
+            " (opens after {} start failures from {} workloads within {}s; probes after {}s; a \
+             sandbox missing after {}s is a failure)",
+            a.failure_threshold,
+            a.min_workloads,
+            a.window_seconds,
+            a.cool_down_seconds,
+            a.start_timeout_seconds
+        ),
+        PredicateKind::CheckWorkloadQuarantine(a) => {
+            let nodes = match &a.quarantine_node_label {
+                None => "no node".to_owned(),
+                Some((key, None)) => format!("nodes labelled {key}"),
+                Some((key, Some(value))) => format!("nodes labelled {key}={value}"),
+            };
+            format!(
+                " (quarantines after {} nodes in a cascade within {}s, each NotReady within {}s \
+                 of receiving a pod; for {}s; {nodes} still take quarantined pods)",
+                a.node_threshold, a.window_seconds, a.not_ready_within_seconds, a.cool_down_seconds
+            )
+        }
         PredicateKind::Wasm(plugin) => wasm_arguments(plugin),
         PredicateKind::PodToleratesNodeTaints | PredicateKind::CheckNodeUnschedulable => {
             " (mandatory)".to_owned()

@@ -4,7 +4,8 @@
 //! Names v1.22 does not accept carry a note that becomes a warning.
 
 use crate::types::{
-    PodIpSource, PredicateKind, PriorityKind, ResourceWeight, ShapePoint, WhenCapacityMissing,
+    CircuitBreakerArgs, PodIpSource, PredicateKind, PriorityKind, ResourceWeight, ShapePoint,
+    WhenCapacityMissing, WorkloadQuarantineArgs,
 };
 
 /// A built-in name and what it stands for.
@@ -93,6 +94,16 @@ pub(crate) static PREDICATES: &[Builtin<PredicateKind>] = &[
             source: PodIpSource::PodCidr,
             when_missing: WhenCapacityMissing::Reject,
         },
+        BERTH_ONLY,
+    ),
+    noted(
+        "CheckNodeCircuitBreaker",
+        PredicateKind::CheckNodeCircuitBreaker(CircuitBreakerArgs::DEFAULT),
+        BERTH_ONLY,
+    ),
+    noted(
+        "CheckWorkloadQuarantine",
+        PredicateKind::CheckWorkloadQuarantine(WorkloadQuarantineArgs::DEFAULT),
         BERTH_ONLY,
     ),
     builtin("NoDiskConflict", PredicateKind::NoDiskConflict),

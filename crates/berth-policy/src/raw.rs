@@ -170,6 +170,8 @@ json_object! {
         namespace_node_selector: RawNamespaceNodeSelector = "namespaceNodeSelector",
         toleration_restriction: RawTolerationRestriction = "tolerationRestriction",
         pod_ip_capacity: RawPodIpCapacity = "podIPCapacity",
+        circuit_breaker: RawCircuitBreaker = "circuitBreaker",
+        workload_quarantine: RawWorkloadQuarantine = "workloadQuarantine",
         wasm: RawWasm = "wasm",
     }
 }
@@ -193,6 +195,37 @@ json_object! {
     ) {
         taint: String = "taint",
         namespaces: Vec<String> = "namespaces",
+    }
+}
+
+json_object! {
+    /// Berth's `circuitBreaker{...}`: every field optional, defaulted.
+    struct RawCircuitBreaker(
+        Keys::Exact,
+        "a circuitBreaker object {\"failureThreshold\": 3, \"minWorkloads\": 2, \
+         \"windowSeconds\": 600, \"coolDownSeconds\": 300, \"startTimeoutSeconds\": 120}"
+    ) {
+        failure_threshold: i64 = "failureThreshold",
+        min_workloads: i64 = "minWorkloads",
+        window_seconds: i64 = "windowSeconds",
+        cool_down_seconds: i64 = "coolDownSeconds",
+        start_timeout_seconds: i64 = "startTimeoutSeconds",
+    }
+}
+
+json_object! {
+    /// Berth's `workloadQuarantine{...}`: every field optional, defaulted.
+    struct RawWorkloadQuarantine(
+        Keys::Exact,
+        "a workloadQuarantine object {\"nodeThreshold\": 3, \"windowSeconds\": 3600, \
+         \"notReadyWithinSeconds\": 600, \"coolDownSeconds\": 3600, \
+         \"quarantineNodeLabel\": \"key[=value]\"}"
+    ) {
+        node_threshold: i64 = "nodeThreshold",
+        window_seconds: i64 = "windowSeconds",
+        not_ready_within_seconds: i64 = "notReadyWithinSeconds",
+        cool_down_seconds: i64 = "coolDownSeconds",
+        quarantine_node_label: String = "quarantineNodeLabel",
     }
 }
 

@@ -88,6 +88,10 @@ pub enum PredicateKind {
         /// The guarded taints, in file order.
         guards: Vec<TaintGuard>,
     },
+    /// Nodes whose circuit breaker is open are skipped (Berth extension).
+    CheckNodeCircuitBreaker(CircuitBreakerArgs),
+    /// Quarantined workloads' pods are kept off nodes (Berth extension).
+    CheckWorkloadQuarantine(WorkloadQuarantineArgs),
     /// The listed label keys are all present (or all absent) on the node.
     CheckNodeLabelPresence {
         /// Label keys to look for.
@@ -145,21 +149,23 @@ impl PredicateKind {
             Self::PodToleratesNodeTaints => 10,
             Self::PodToleratesNodeNoExecuteTaints => 11,
             Self::CheckTolerationRestriction { .. } => 12,
-            Self::CheckNodeLabelPresence { .. } => 13,
-            Self::CheckServiceAffinity { .. } => 14,
-            Self::MaxEBSVolumeCount => 15,
-            Self::MaxGCEPDVolumeCount => 16,
-            Self::MaxCSIVolumeCountPred => 17,
-            Self::MaxAzureDiskVolumeCount => 18,
-            Self::MaxCinderVolumeCount => 19,
-            Self::CheckVolumeBinding => 20,
-            Self::NoVolumeZoneConflict => 21,
-            Self::CheckNodeMemoryPressure => 22,
-            Self::CheckNodePIDPressure => 23,
-            Self::CheckNodeDiskPressure => 24,
-            Self::EvenPodsSpread => 25,
-            Self::MatchInterPodAffinity => 26,
-            Self::Wasm(_) => 27,
+            Self::CheckNodeCircuitBreaker(_) => 13,
+            Self::CheckWorkloadQuarantine(_) => 14,
+            Self::CheckNodeLabelPresence { .. } => 15,
+            Self::CheckServiceAffinity { .. } => 16,
+            Self::MaxEBSVolumeCount => 17,
+            Self::MaxGCEPDVolumeCount => 18,
+            Self::MaxCSIVolumeCountPred => 19,
+            Self::MaxAzureDiskVolumeCount => 20,
+            Self::MaxCinderVolumeCount => 21,
+            Self::CheckVolumeBinding => 22,
+            Self::NoVolumeZoneConflict => 23,
+            Self::CheckNodeMemoryPressure => 24,
+            Self::CheckNodePIDPressure => 25,
+            Self::CheckNodeDiskPressure => 26,
+            Self::EvenPodsSpread => 27,
+            Self::MatchInterPodAffinity => 28,
+            Self::Wasm(_) => 29,
         }
     }
 
@@ -179,6 +185,8 @@ impl PredicateKind {
             Self::PodToleratesNodeTaints => "PodToleratesNodeTaints",
             Self::PodToleratesNodeNoExecuteTaints => "PodToleratesNodeNoExecuteTaints",
             Self::CheckTolerationRestriction { .. } => "CheckTolerationRestriction",
+            Self::CheckNodeCircuitBreaker(_) => "CheckNodeCircuitBreaker",
+            Self::CheckWorkloadQuarantine(_) => "CheckWorkloadQuarantine",
             Self::CheckNodeLabelPresence { .. } => "CheckNodeLabelPresence",
             Self::CheckServiceAffinity { .. } => "CheckServiceAffinity",
             Self::MaxEBSVolumeCount => "MaxEBSVolumeCount",
@@ -231,6 +239,61 @@ impl WhenCapacityMissing {
             WhenCapacityMissing::PodCIDR => "PodCIDR",
         }
     }
+}
+
+/// `CheckNodeCircuitBreaker`'s thresholds (every field has a default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CircuitBreakerArgs {
+    /// Node-attributed start failures within the window that open a node's breaker.
+    pub failure_threshold: u32,
+    /// Distinct workloads those failures must come from.
+    pub min_workloads: u32,
+    /// Seconds over which failures are counted.
+    pub window_seconds: u32,
+    /// Seconds an open breaker keeps pods off before letting a probe through.
+    pub cool_down_seconds: u32,
+    /// Seconds a placed pod may wait for its sandbox before that counts as a failure.
+    pub start_timeout_seconds: u32,
+}
+
+impl CircuitBreakerArgs {
+    /// The thresholds of an entry without an argument.
+    pub const DEFAULT: CircuitBreakerArgs = CircuitBreakerArgs {
+        failure_threshold: 3,
+        min_workloads: 2,
+        window_seconds: 600,
+        cool_down_seconds: 300,
+        start_timeout_seconds: 120,
+    };
+}
+
+/// `CheckWorkloadQuarantine`'s thresholds (every field but the label has a default).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadQuarantineArgs {
+    /// Distinct nodes, each failing after the last, that quarantine a workload.
+    pub node_threshold: u32,
+    /// Seconds over which those nodes are counted.
+    pub window_seconds: u32,
+    /// Seconds before a node goes NotReady in which a pod placed there makes its workload
+    /// a suspect.
+    pub not_ready_within_seconds: u32,
+    /// Seconds a quarantine lasts unless released.
+    pub cool_down_seconds: u32,
+    /// Nodes labelled `key` (or `key=value`) still take quarantined pods; None: no node does.
+    pub quarantine_node_label: Option<(String, Option<String>)>,
+}
+
+impl WorkloadQuarantineArgs {
+    /// The thresholds of an entry without an argument.
+    pub const DEFAULT: WorkloadQuarantineArgs = WorkloadQuarantineArgs {
+        node_threshold: 3,
+        window_seconds: 3_600,
+        not_ready_within_seconds: 600,
+        cool_down_seconds: 3_600,
+        quarantine_node_label: None,
+    };
 }
 
 /// A taint `CheckTolerationRestriction` guards, with the namespaces the policy allows.

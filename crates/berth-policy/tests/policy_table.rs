@@ -284,6 +284,43 @@ const CASES: &[(&str, &str, Expect)] = &[
     ("an unknown field in a guarded taint", r#"{"predicates": [{"name": "G1", "argument":
         {"tolerationRestriction": {"taints": [{"taint": "a", "namespace": ["x"]}]}}}]}"#,
         Err(&["taints[0].namespace: unknown field `namespace`, expected one of: taint, namespaces"])),
+    ("CheckNodeCircuitBreaker by name takes the defaults", r#"{"predicates": [{"name": "CheckNodeCircuitBreaker"}]}"#,
+        Ok(&["CheckNodeCircuitBreaker=CheckNodeCircuitBreaker(CircuitBreakerArgs { failure_threshold: 3, min_workloads: 2, \
+              window_seconds: 600, cool_down_seconds: 300, start_timeout_seconds: 120 })",
+             "predicates[0]: \"CheckNodeCircuitBreaker\" is a Berth extension"])),
+    ("circuitBreaker thresholds, the rest defaulted", r#"{"predicates": [{"name": "CheckNodeCircuitBreaker",
+        "argument": {"circuitBreaker": {"failureThreshold": 5, "windowSeconds": 60, "startTimeoutSeconds": 30}}}]}"#,
+        Ok(&["CheckNodeCircuitBreaker(CircuitBreakerArgs { failure_threshold: 5, min_workloads: 2, \
+              window_seconds: 60, cool_down_seconds: 300, start_timeout_seconds: 30 })",
+             "predicates[0].argument.circuitBreaker: a Berth extension"])),
+    ("circuitBreaker with more workloads than failures", r#"{"predicates": [{"name": "B1",
+        "argument": {"circuitBreaker": {"failureThreshold": 2, "minWorkloads": 3}}}]}"#,
+        Err(&["predicates[0].argument.circuitBreaker.minWorkloads: 3 workloads cannot fit in 2 failures"])),
+    ("circuitBreaker with a zero window", r#"{"predicates": [{"name": "B1",
+        "argument": {"circuitBreaker": {"windowSeconds": 0}}}]}"#,
+        Err(&["circuitBreaker.windowSeconds: must be in 1..=604800 (default 600), got 0"])),
+    ("circuitBreaker with a misspelt field", r#"{"predicates": [{"name": "B1",
+        "argument": {"circuitBreaker": {"threshold": 2}}}]}"#,
+        Err(&["circuitBreaker.threshold: unknown field `threshold`, expected one of: failureThreshold, minWorkloads"])),
+    ("workloadQuarantine with a quarantine node label", r#"{"predicates": [{"name": "CheckWorkloadQuarantine",
+        "argument": {"workloadQuarantine": {"nodeThreshold": 2, "quarantineNodeLabel": "berth.dev/quarantine=true"}}}]}"#,
+        Ok(&["CheckWorkloadQuarantine(WorkloadQuarantineArgs { node_threshold: 2, window_seconds: 3600, \
+              not_ready_within_seconds: 600, cool_down_seconds: 3600, \
+              quarantine_node_label: Some((\"berth.dev/quarantine\", Some(\"true\"))) })"])),
+    ("two circuit breakers", r#"{"predicates": [{"name": "CheckNodeCircuitBreaker"},
+        {"name": "Strict", "argument": {"circuitBreaker": {"failureThreshold": 1, "minWorkloads": 1}}}]}"#,
+        Err(&["predicates[1].name: \"Strict\" is a second CheckNodeCircuitBreaker after predicates[0]; a policy has one \
+               of each protection"])),
+    ("workloadQuarantine of one node", r#"{"predicates": [{"name": "Q1",
+        "argument": {"workloadQuarantine": {"nodeThreshold": 1}}}]}"#,
+        Err(&["workloadQuarantine.nodeThreshold: 1 node going NotReady is no cascade; expected 2 or more"])),
+    ("workloadQuarantine with a bad label", r#"{"predicates": [{"name": "Q1",
+        "argument": {"workloadQuarantine": {"quarantineNodeLabel": "-q=x"}}}]}"#,
+        Err(&["workloadQuarantine.quarantineNodeLabel: invalid label \"-q=x\": expected key[=value]"])),
+    ("CheckWorkloadQuarantine with another kind's argument", r#"{"predicates": [{"name": "CheckWorkloadQuarantine",
+        "argument": {"circuitBreaker": {}}}]}"#,
+        Err(&["predicates[0].name: \"CheckWorkloadQuarantine\" is the built-in CheckWorkloadQuarantine, but its argument \
+               makes it a CheckNodeCircuitBreaker"])),
     ("podIPCapacity from a node label, rejecting nodes without it by default", r#"{"predicates": [
         {"name": "CheckPodCIDRCapacity", "argument": {"podIPCapacity": {"nodeLabel": "example.com/pod-ips"}}}]}"#,
         Ok(&["CheckPodCIDRCapacity=CheckPodCIDRCapacity { source: NodeLabel(\"example.com/pod-ips\"), when_missing: Reject }",
@@ -368,7 +405,7 @@ const CASES: &[(&str, &str, Expect)] = &[
         Err(&["policies/x.json: priorities[0].wieght: unknown field `wieght`, expected one of: name, weight, argument"])),
     ("unknown argument kind of a predicate", r#"{"predicates": [{"name": "X1", "argument": {"labelPresence": {}}}]}"#,
         Err(&["predicates[0].argument.labelPresence: unknown field `labelPresence`, expected one of: serviceAffinity, \
-               labelsPresence, namespaceNodeSelector, tolerationRestriction, podIPCapacity, wasm"])),
+               labelsPresence, namespaceNodeSelector, tolerationRestriction, podIPCapacity, circuitBreaker, workloadQuarantine, wasm"])),
     ("unknown field deep in requestedToCapacityRatioArguments", r#"{"priorities": [{"name": "R1", "weight": 1,
         "argument": {"requestedToCapacityRatioArguments": {"shape": [{"utilization": 0, "score": 1}, {"utilisation": 5}]}}}]}"#,
         Err(&["priorities[0].argument.requestedToCapacityRatioArguments.shape[1].utilisation: unknown field `utilisation`, \
@@ -411,7 +448,7 @@ const CASES: &[(&str, &str, Expect)] = &[
         Err(&["policies/x.json: predicates[0].name: predicate type not found for \"FooBar\"; expected one of: \
                CheckNodeCondition, CheckNodeUnschedulable, GeneralPredicates,", "MatchInterPodAffinity; or any name with \
                an argument (serviceAffinity, labelsPresence, namespaceNodeSelector, tolerationRestriction, \
-               podIPCapacity, wasm)"])),
+               podIPCapacity, circuitBreaker, workloadQuarantine, wasm)"])),
     ("unknown priority name lists the accepted ones", r#"{"priorities": [{"name": "Spread", "weight": 1}]}"#,
         Err(&["priorities[0].name: priority type not found for \"Spread\"; expected one of: LeastRequestedPriority,",
               "or any name with an argument (serviceAntiAffinity, labelPreference, requestedToCapacityRatioArguments, wasm)"])),
@@ -462,7 +499,7 @@ const CASES: &[(&str, &str, Expect)] = &[
         Err(&["extenders: the weights are too large"])),
     ("empty predicate argument", r#"{"predicates": [{"name": "X1", "argument": {}}]}"#,
         Err(&["predicates[0].argument: an argument must set exactly one of: serviceAffinity, labelsPresence, \
-               namespaceNodeSelector, tolerationRestriction, podIPCapacity, wasm; it sets none"])),
+               namespaceNodeSelector, tolerationRestriction, podIPCapacity, circuitBreaker, workloadQuarantine, wasm; it sets none"])),
     ("two predicate arguments", r#"{"predicates": [{"name": "X1", "argument":
         {"serviceAffinity": {"labels": ["a"]}, "labelsPresence": {"labels": ["b"], "presence": true}}}]}"#,
         Err(&["predicates[0].argument: an argument must set exactly one of", "it sets 2: serviceAffinity, labelsPresence"])),

@@ -96,6 +96,51 @@ pub fn sandbox_timeout_reason(seconds: i64) -> String {
     format!("sandbox not created after {seconds}s")
 }
 
+/// The trackers a policy needs, by their thresholds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Trackers {
+    /// The circuit breaker's, when the policy has `CheckNodeCircuitBreaker`.
+    pub breaker: Option<breaker::BreakerConfig>,
+    /// Containment's, when the policy has `CheckWorkloadQuarantine`.
+    pub quarantine: Option<quarantine::QuarantineConfig>,
+}
+
+impl Trackers {
+    /// Whether the policy needs any tracker.
+    pub fn any(&self) -> bool {
+        self.breaker.is_some() || self.quarantine.is_some()
+    }
+}
+
+/// The trackers `policy` needs (the policy crate allows one entry of each protection).
+pub fn trackers_of(policy: &berth_policy::EffectivePolicy) -> Trackers {
+    use berth_policy::PredicateKind as P;
+    let mut found = Trackers::default();
+    for predicate in &policy.predicates {
+        match &predicate.kind {
+            P::CheckNodeCircuitBreaker(a) => {
+                found.breaker = Some(breaker::BreakerConfig {
+                    failure_threshold: a.failure_threshold as usize,
+                    min_workloads: a.min_workloads as usize,
+                    window: a.window_seconds.into(),
+                    cool_down: a.cool_down_seconds.into(),
+                    start_timeout: a.start_timeout_seconds.into(),
+                })
+            }
+            P::CheckWorkloadQuarantine(a) => {
+                found.quarantine = Some(quarantine::QuarantineConfig {
+                    node_threshold: a.node_threshold as usize,
+                    window: a.window_seconds.into(),
+                    within: a.not_ready_within_seconds.into(),
+                    cool_down: a.cool_down_seconds.into(),
+                })
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
 /// The workload a pod is charged to: its controller owner.
 pub fn workload_of(pod: &crate::model::Pod) -> Option<Workload> {
     pod.meta

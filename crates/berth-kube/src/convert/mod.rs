@@ -12,6 +12,7 @@ mod node;
 mod pod;
 mod selectors;
 mod snapshot;
+mod status;
 mod storage;
 mod workloads;
 
@@ -35,6 +36,7 @@ pub(crate) use field::is_plain_key;
 pub use node::node;
 pub use pod::{PriorityResolver, is_terminal, pod};
 pub use snapshot::{Snapshot, snapshot};
+pub use status::{node_readiness, pod_start};
 pub use storage::{csi_node, persistent_volume, persistent_volume_claim, storage_class};
 pub use workloads::{
     namespace, pod_disruption_budget, replica_set, replication_controller, service, stateful_set,
