@@ -398,13 +398,12 @@ fn filter_for(
         }
         P::CheckNodeCircuitBreaker(_) => Arc::new(circuit_breaker::CheckNodeCircuitBreaker),
         P::CheckWorkloadQuarantine(args) => {
-            let label = args
-                .quarantine_node_label
-                .as_ref()
-                .map(|(key, value)| workload_quarantine::NodeLabel {
+            let label = args.quarantine_node_label.as_ref().map(|(key, value)| {
+                workload_quarantine::NodeLabel {
                     key: key.clone(),
                     value: value.clone(),
-                });
+                }
+            });
             Arc::new(workload_quarantine::CheckWorkloadQuarantine::new(label))
         }
         P::CheckNodeLabelPresence { .. } => {

@@ -12,7 +12,6 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::health::Trackers;
 use crate::cluster::{Cluster, NodeId};
 use crate::extender::{self, Extender, ExtenderError};
 use crate::features::FeatureGates;
@@ -21,6 +20,7 @@ use crate::framework::{
     CycleContext, FailureKind, FilterPrep, FilterRule, NodeScore, Reason, Reservation, ScorePrep,
     ScoreRule,
 };
+use crate::health::Trackers;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 use crate::victim_cache::VictimCache;

@@ -169,7 +169,9 @@ pub fn schedule_all_with(
             outcome.preemption = report;
         }
         if let Some(node_id) = decision.node {
-            outcome.node = Some(cluster.node(node_id).name().to_string());
+            let node_name = cluster.node(node_id).name().to_string();
+            cluster.protections_mut().placed(&node_name, &key);
+            outcome.node = Some(node_name);
             nominator.remove(&key);
             scheduler.reserve(cluster, &info, node_id);
             cluster.insert_pod(info, Some(node_id))?;

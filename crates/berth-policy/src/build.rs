@@ -13,9 +13,10 @@ use crate::raw::{
 };
 use crate::syntax;
 use crate::types::{
-    CircuitBreakerArgs, Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy, GuardedEffect,
-    ManagedResource, PodIpSource, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind,
-    ResourceWeight, ShapePoint, TaintGuard, WasmPlugin, WhenCapacityMissing, WorkloadQuarantineArgs,
+    CircuitBreakerArgs, Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy,
+    GuardedEffect, ManagedResource, PodIpSource, PredicateConfig, PredicateKind, PriorityConfig,
+    PriorityKind, ResourceWeight, ShapePoint, TaintGuard, WasmPlugin, WhenCapacityMissing,
+    WorkloadQuarantineArgs,
 };
 
 /// The warning on an argument only Berth accepts.
@@ -261,7 +262,8 @@ impl Builder<'_> {
             // thresholds.
             if matches!(
                 config.kind,
-                PredicateKind::CheckNodeCircuitBreaker(_) | PredicateKind::CheckWorkloadQuarantine(_)
+                PredicateKind::CheckNodeCircuitBreaker(_)
+                    | PredicateKind::CheckWorkloadQuarantine(_)
             ) && let Some(first) = entries
                 .iter()
                 .find(|e| discriminant(&e.config.kind) == discriminant(&config.kind))

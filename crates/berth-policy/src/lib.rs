@@ -28,9 +28,10 @@ pub use build::{
 };
 pub use error::PolicyError;
 pub use types::{
-    CircuitBreakerArgs, Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy, GuardedEffect,
-    ManagedResource, PodIpSource, PredicateConfig, PredicateKind, PriorityConfig, PriorityKind,
-    ResourceWeight, ShapePoint, TaintGuard, WasmPlugin, WhenCapacityMissing, WorkloadQuarantineArgs,
+    CircuitBreakerArgs, Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy,
+    GuardedEffect, ManagedResource, PodIpSource, PredicateConfig, PredicateKind, PriorityConfig,
+    PriorityKind, ResourceWeight, ShapePoint, TaintGuard, WasmPlugin, WhenCapacityMissing,
+    WorkloadQuarantineArgs,
 };
 
 /// Reads and parses a Policy file; errors name the file as given.

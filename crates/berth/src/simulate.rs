@@ -52,6 +52,15 @@ pub struct Args {
     /// Do not call the policy's extenders (each one left out is named on stderr).
     #[arg(long)]
     skip_extenders: bool,
+    /// The time (RFC 3339) at which the circuit breaker and workload quarantine judge the
+    /// cluster file's pod and node statuses (default: the newest time those statuses record,
+    /// i.e. when the snapshot was taken).
+    #[arg(long, value_parser = parse_now)]
+    now: Option<i64>,
+}
+
+fn parse_now(text: &str) -> Result<i64, String> {
+    berth_kube::protections::parse_time(text)
 }
 
 /// Runs the simulation and prints it.
@@ -109,6 +118,16 @@ pub fn run(args: &Args) -> Result<()> {
         Some(extenders)
     };
     let mut cluster = snapshot.cluster;
+    let trackers = scheduler.trackers();
+    if trackers.any() {
+        let now = args
+            .now
+            .or_else(|| berth_kube::protections::snapshot_time(&objects))
+            .unwrap_or(0);
+        for note in berth_kube::protections::apply(&mut cluster, trackers, &objects, now) {
+            eprintln!("protection: {note}");
+        }
+    }
     let budgets = snapshot.budgets;
     let mut pending = snapshot.pending;
     if let Some(name) = &args.scheduler_name {

@@ -56,6 +56,18 @@ impl ProtectionState {
         self.quarantines = quarantines;
     }
 
+    /// Notes a pod (`namespace/name`) placed on `node`: a half-open breaker waiting for a
+    /// probe takes it as its probe (the trackers do the same when they see the pod; this keeps
+    /// a run of placements without a tracker, such as `simulate`'s, to one probe per node).
+    pub fn placed(&mut self, node: &str, pod: &str) {
+        if let Some(Circuit::HalfOpen {
+            probe: probe @ None,
+        }) = self.circuits.get_mut(node)
+        {
+            *probe = Some(pod.to_owned());
+        }
+    }
+
     /// Whether some node's breaker is open or half-open.
     pub fn any_circuit(&self) -> bool {
         !self.circuits.is_empty()

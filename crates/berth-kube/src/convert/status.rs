@@ -17,7 +17,10 @@ pub fn pod_start(pod: &Pod) -> Option<PodStart> {
         .and_then(|s| s.node_name.clone())
         .filter(|n| !n.is_empty())?;
     let meta = &pod.metadata;
-    let namespace = meta.namespace.clone().unwrap_or_else(|| "default".to_owned());
+    let namespace = meta
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_owned());
     let name = meta.name.clone().unwrap_or_default();
     let key = format!("{namespace}/{name}");
     let owner = meta
@@ -40,7 +43,11 @@ pub fn pod_start(pod: &Pod) -> Option<PodStart> {
     let placed_at = condition("PodScheduled")
         .filter(|c| c.status == "True")
         .and_then(transition)
-        .or_else(|| status.and_then(|s| s.start_time.as_ref()).map(|t| t.0.as_second()))
+        .or_else(|| {
+            status
+                .and_then(|s| s.start_time.as_ref())
+                .map(|t| t.0.as_second())
+        })
         .or(created)
         .unwrap_or(0);
     // When kubelet last changed its mind about the pod being ready: the time a failure
@@ -79,13 +86,19 @@ pub fn pod_start(pod: &Pod) -> Option<PodStart> {
             Some(c) => c.status != "False",
             None => {
                 containers.is_empty()
-                    || !containers.iter().all(|c| waiting_reason(c) == Some("ContainerCreating"))
+                    || !containers
+                        .iter()
+                        .all(|c| waiting_reason(c) == Some("ContainerCreating"))
             }
         };
         StartState::Waiting { sandbox_ready }
     };
     Some(PodStart {
-        uid: meta.uid.clone().filter(|u| !u.is_empty()).unwrap_or_else(|| key.clone()),
+        uid: meta
+            .uid
+            .clone()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| key.clone()),
         key,
         node,
         owner,
@@ -117,7 +130,10 @@ fn waiting_reason(status: &ContainerStatus) -> Option<&str> {
 fn first_start(containers: &[&ContainerStatus]) -> Option<i64> {
     let mut first: Option<i64> = None;
     for c in containers {
-        for state in [c.state.as_ref(), c.last_state.as_ref()].into_iter().flatten() {
+        for state in [c.state.as_ref(), c.last_state.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             let started = state
                 .running
                 .as_ref()
@@ -148,7 +164,13 @@ fn failure_reason(containers: &[&ContainerStatus]) -> Option<String> {
             .as_ref()
             .and_then(|w| w.reason.as_deref())
             .filter(|r| !STILL_STARTING.contains(r))
-            .or_else(|| state.terminated.as_ref().and_then(|t| t.reason.as_deref()).filter(|r| is_node_reason(r)))
+            .or_else(|| {
+                state
+                    .terminated
+                    .as_ref()
+                    .and_then(|t| t.reason.as_deref())
+                    .filter(|r| is_node_reason(r))
+            })
     });
     let all: Vec<&str> = reasons.by_ref().collect();
     all.iter()
@@ -187,49 +209,72 @@ mod tests {
 
     #[test]
     fn starts_as_kubelet_reports_them() {
-        let waiting = |reason: &str| serde_json::json!([{"name": "c", "image": "x", "imageID": "",
-            "ready": false, "restartCount": 0, "state": {"waiting": {"reason": reason}}}]);
+        let waiting = |reason: &str| {
+            serde_json::json!([{"name": "c", "image": "x", "imageID": "",
+            "ready": false, "restartCount": 0, "state": {"waiting": {"reason": reason}}}])
+        };
         let not_ready_at = serde_json::json!([{"type": "ContainersReady", "status": "False",
             "lastTransitionTime": "2026-11-23T10:00:05Z"}]);
         let cases: Vec<(&str, serde_json::Value, StartState)> = vec![
-            ("no status yet", serde_json::json!({}), StartState::Waiting { sandbox_ready: true }),
+            (
+                "no status yet",
+                serde_json::json!({}),
+                StartState::Waiting {
+                    sandbox_ready: true,
+                },
+            ),
             (
                 "sandbox not created (condition)",
                 serde_json::json!({"conditions": conditions(serde_json::json!([
                     {"type": "PodReadyToStartContainers", "status": "False"}])),
                     "containerStatuses": waiting("ContainerCreating")}),
-                StartState::Waiting { sandbox_ready: false },
+                StartState::Waiting {
+                    sandbox_ready: false,
+                },
             ),
             (
                 "sandbox not created (older kubelet)",
                 serde_json::json!({"conditions": conditions(serde_json::json!([])),
                     "containerStatuses": waiting("ContainerCreating")}),
-                StartState::Waiting { sandbox_ready: false },
+                StartState::Waiting {
+                    sandbox_ready: false,
+                },
             ),
             (
                 "sandbox up, image pulling",
                 serde_json::json!({"conditions": conditions(serde_json::json!([
                     {"type": "PodReadyToStartContainers", "status": "True"}])),
                     "containerStatuses": waiting("ContainerCreating")}),
-                StartState::Waiting { sandbox_ready: true },
+                StartState::Waiting {
+                    sandbox_ready: true,
+                },
             ),
             (
                 "runtime error",
                 serde_json::json!({"conditions": conditions(not_ready_at.clone()),
                     "containerStatuses": waiting("CreateContainerError")}),
-                StartState::Failed { at: T0 + 5, reason: "CreateContainerError".into() },
+                StartState::Failed {
+                    at: T0 + 5,
+                    reason: "CreateContainerError".into(),
+                },
             ),
             (
                 "image pull",
                 serde_json::json!({"conditions": conditions(not_ready_at.clone()),
                     "containerStatuses": waiting("ImagePullBackOff")}),
-                StartState::Failed { at: T0 + 5, reason: "ImagePullBackOff".into() },
+                StartState::Failed {
+                    at: T0 + 5,
+                    reason: "ImagePullBackOff".into(),
+                },
             ),
             (
                 "refused by kubelet admission",
                 serde_json::json!({"phase": "Failed", "reason": "OutOfcpu",
                     "conditions": conditions(serde_json::json!([]))}),
-                StartState::Failed { at: T0 + 1, reason: "OutOfcpu".into() },
+                StartState::Failed {
+                    at: T0 + 1,
+                    reason: "OutOfcpu".into(),
+                },
             ),
             (
                 "running",
@@ -252,19 +297,33 @@ mod tests {
                     "containerStatuses": [{"name": "c", "image": "x", "imageID": "", "ready": false,
                     "restartCount": 0, "state": {"terminated": {"exitCode": 128,
                     "reason": "ContainerCannotRun", "startedAt": "1970-01-01T00:00:00Z"}}}]}),
-                StartState::Failed { at: T0 + 5, reason: "ContainerCannotRun".into() },
+                StartState::Failed {
+                    at: T0 + 5,
+                    reason: "ContainerCannotRun".into(),
+                },
             ),
         ];
         for (name, status, want) in cases {
             let got = pod_start(&pod(status)).expect("assigned");
             assert_eq!(got.state, want, "{name}");
-            assert_eq!((got.uid.as_str(), got.key.as_str(), got.node.as_str()), ("u1", "shop/web-1", "n1"));
+            assert_eq!(
+                (got.uid.as_str(), got.key.as_str(), got.node.as_str()),
+                ("u1", "shop/web-1", "n1")
+            );
             let owner = got.owner.expect("owner");
-            assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("ReplicaSet", "web"));
+            assert_eq!(
+                (owner.kind.as_str(), owner.name.as_str()),
+                ("ReplicaSet", "web")
+            );
         }
-        let placed = pod_start(&pod(serde_json::json!({"conditions": conditions(serde_json::json!([]))})));
+        let placed = pod_start(&pod(
+            serde_json::json!({"conditions": conditions(serde_json::json!([]))}),
+        ));
         assert_eq!(placed.map(|p| p.placed_at), Some(T0 + 1));
-        let unplaced: Pod = serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}, "spec": {"containers": []}})).expect("pod");
+        let unplaced: Pod = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "p"}, "spec": {"containers": []}}),
+        )
+        .expect("pod");
         assert_eq!(pod_start(&unplaced), None);
     }
 
@@ -278,7 +337,8 @@ mod tests {
         assert_eq!(node_readiness(&node("True")), Some((true, T0)));
         assert_eq!(node_readiness(&node("False")), Some((false, T0)));
         assert_eq!(node_readiness(&node("Unknown")), Some((false, T0)));
-        let bare: Node = serde_json::from_value(serde_json::json!({"metadata": {"name": "n1"}})).expect("node");
+        let bare: Node =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "n1"}})).expect("node");
         assert_eq!(node_readiness(&bare), None);
     }
 }
