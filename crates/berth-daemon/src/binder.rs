@@ -488,9 +488,42 @@ pub trait Backend {
     );
     /// Clears a pod's nomination (preemption cannot help it anywhere any more).
     fn clear_nomination(&self, pod: &model::Pod);
+    /// Records an Event about what a protection did (a node's circuit breaker opening).
+    fn protection_event(&self, regarding: ObjectReference, reason: &str, note: &str, warning: bool);
 }
 
 impl Backend for Binder {
+    fn protection_event(
+        &self,
+        regarding: ObjectReference,
+        reason: &str,
+        note: &str,
+        warning: bool,
+    ) {
+        let this = self.clone();
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_owned(),
+            note: Some(note.to_owned()),
+            action: "Protecting".into(),
+            secondary: None,
+        };
+        self.tasks.spawn_on(
+            async move {
+                let _permit = this.reports.acquire().await;
+                if let Err(e) = this.one_off.publish(&event, &regarding).await {
+                    warn!(object = ?regarding.name, reason = %event.reason, error = %e,
+                        "could not record the protection's event");
+                }
+            },
+            &self.runtime,
+        );
+    }
+
     fn bind(&self, queued: &QueuedPod, node: &str, volumes: VolumeBindings) {
         let pod = &queued.pod;
         // Upstream counts the attempt that placed the pod too.

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
+use berth_engine::health::Trackers;
 use berth_engine::preemption::DisruptionBudgets;
 use berth_engine::rules::volume_binding::VolumeBindings;
 use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
@@ -27,6 +28,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use tracing::{debug, warn};
 
+use crate::protections::{Notice, Protections, wall_clock};
 use crate::queue::{Queue, QueuedPod, event};
 use crate::unreadable::{self, Unreadable};
 
@@ -206,6 +208,10 @@ pub struct Cache {
     budgets: DisruptionBudgets,
     /// Pending pods of this scheduler that cannot be read, by pod key.
     unreadable: HashMap<String, Unreadable>,
+    /// The circuit breaker's and containment's trackers, when the policy has them.
+    protections: Protections,
+    /// Seconds since the epoch: the protections judge kubelets' timestamps by it.
+    clock: fn() -> i64,
 }
 
 impl Cache {
@@ -223,7 +229,46 @@ impl Cache {
             synced: HashSet::new(),
             documents: None,
             unreadable: HashMap::new(),
+            protections: Protections::new(Trackers::default()),
+            clock: wall_clock,
         }
+    }
+
+    /// Runs the trackers a (re)loaded policy's protections need.
+    pub fn set_trackers(&mut self, trackers: Trackers) {
+        let now = (self.clock)();
+        self.protections.reconfigure(trackers, now);
+        self.publish_protections();
+    }
+
+    /// Reads the time from `clock` instead of the machine's (tests).
+    pub fn set_clock(&mut self, clock: fn() -> i64) {
+        self.clock = clock;
+    }
+
+    /// Moves the protections to the current time; true when a verdict was lifted, so pods
+    /// turned away may fit now.
+    pub fn advance_protections(&mut self) -> bool {
+        if !self.protections.enabled() {
+            return false;
+        }
+        self.protections.advance((self.clock)());
+        self.publish_protections()
+    }
+
+    /// When the protections next need [`Cache::advance_protections`], in seconds since the
+    /// epoch.
+    pub fn protections_deadline(&self) -> Option<i64> {
+        self.protections.next_deadline()
+    }
+
+    /// What the protections did since the last call.
+    pub fn take_protection_notices(&mut self) -> Vec<Notice> {
+        self.protections.take_notices()
+    }
+
+    fn publish_protections(&mut self) -> bool {
+        self.protections.publish(&mut self.cluster)
     }
 
     /// Keeps the JSON of nodes and of this scheduler's pending pods in `documents`, for the
@@ -330,6 +375,8 @@ impl Cache {
             return Err(e);
         }
         let volumes = reservation.volumes.clone();
+        self.protections.assumed(&queued.pod, &name, (self.clock)());
+        self.publish_protections();
         self.assumed.insert(
             key,
             Assumed {
@@ -390,9 +437,20 @@ impl Cache {
             WatchEvent::PriorityClass(c) => self.priority_class(c),
             WatchEvent::PodDisruptionBudget(c) => self.pod_disruption_budget(c),
         };
+        let protections_lifted = self.publish_protections();
+        let could_help = match could_help {
+            Effect::None if protections_lifted => Effect::CouldHelp(event::PROTECTION_LIFTED),
+            other => other,
+        };
         match could_help {
             Effect::Synced => {
+                let was_synced = self.synced();
                 self.synced.insert(kind);
+                if !was_synced && self.synced() && self.protections.enabled() {
+                    // The lists came in no particular order: replay them in time order.
+                    self.protections.synced((self.clock)());
+                    self.publish_protections();
+                }
             }
             Effect::CouldHelp(event) => {
                 let moved = queue.move_all_unschedulable(now, event);
@@ -411,6 +469,7 @@ impl Cache {
         match change {
             Change::Synced => Effect::Synced,
             Change::Apply(object) => {
+                self.protections.node(&object);
                 let Some(node) = converted(convert::node(&object)) else {
                     return Effect::None;
                 };
@@ -445,6 +504,7 @@ impl Cache {
                 Effect::CouldHelp(event::NODE_UPDATE)
             }
             Change::Delete(key) => {
+                self.protections.node_deleted(&key.name);
                 if let Some(documents) = &self.documents {
                     documents.remove_node(&key.name);
                 }
@@ -489,6 +549,7 @@ impl Cache {
             Change::Synced => Effect::Synced,
             Change::Delete(key) => {
                 let pod_key = format!("{}/{}", key.namespace(), key.name);
+                self.protections.pod_deleted(&pod_key);
                 if let Some(documents) = &self.documents {
                     documents.remove_pod(&pod_key);
                 }
@@ -508,6 +569,8 @@ impl Cache {
                 }
             }
             Change::Apply(object) => {
+                // Before a finished pod is dropped: kubelet refusing a pod finishes it.
+                self.protections.pod(&object);
                 if convert::is_terminal(&object) {
                     let key = object_key(&object.metadata);
                     return self.pod(Change::Delete(key), queue, now);
@@ -759,6 +822,11 @@ impl Cache {
                 let Some(selector) = converted(convert(&object)) else {
                     return Effect::None;
                 };
+                let released = Protections::releases(&selector.meta);
+                let meta = &selector.meta;
+                let now = (self.clock)();
+                self.protections
+                    .owner(kind, &meta.namespace, &meta.name, released, now);
                 // An upsert replaces in place or appends: a longer list means a new object.
                 let before = self.cluster.selector_objects().len();
                 self.cluster.upsert_selector_object(&selector);
@@ -766,6 +834,9 @@ impl Cache {
                 Effect::CouldHelp(cluster_event(kind_of_selector(kind), added))
             }
             Change::Delete(key) => {
+                let now = (self.clock)();
+                self.protections
+                    .owner(kind, key.namespace(), &key.name, false, now);
                 self.cluster
                     .remove_selector_object(kind, key.namespace(), &key.name);
                 Effect::None

@@ -14,6 +14,7 @@ mod daemon;
 pub mod extenders;
 pub mod leader;
 pub mod metrics;
+pub mod protections;
 pub mod queue;
 pub mod scheduling;
 mod server;

@@ -9,6 +9,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::protections::ProtectionMetrics;
+
 /// Outcome of a scheduling attempt, upstream's `result` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttemptResult {
@@ -161,6 +163,7 @@ pub struct Metrics {
     rule_duration: HistogramFamily<RuleLabels>,
     extender_duration: HistogramFamily<ExtenderLabels>,
     protection_rejections: Family<ProtectionLabels, Counter>,
+    protections: ProtectionMetrics,
     leader: Family<LeaderLabels, Gauge>,
     lease: Option<String>,
     reloads: Family<ReloadLabels, Counter>,
@@ -329,10 +332,12 @@ impl Metrics {
         let protection_rejections = Family::<ProtectionLabels, Counter>::default();
         registry.register(
             "berth_protection_rejected_nodes",
-            "Nodes a Berth protection (CheckTolerationRestriction, CheckPodCIDRCapacity) \
+            "Nodes a Berth protection (CheckTolerationRestriction, CheckPodCIDRCapacity, \
+             CheckNodeCircuitBreaker, CheckWorkloadQuarantine) \
              rejected in scheduling attempts that placed no pod, by predicate",
             protection_rejections.clone(),
         );
+        let protections = ProtectionMetrics::register(&mut registry);
         let reloads = Family::<ReloadLabels, Counter>::default();
         registry.register(
             "berth_reloads",
@@ -358,6 +363,7 @@ impl Metrics {
             rule_duration,
             extender_duration,
             protection_rejections,
+            protections,
             reloads,
             reload_source: None,
             leader,
@@ -369,6 +375,11 @@ impl Metrics {
             cache_size,
             unschedulable,
         }
+    }
+
+    /// The circuit breaker's and containment's metrics.
+    pub fn protections(&self) -> &ProtectionMetrics {
+        &self.protections
     }
 
     /// Records one scheduling attempt.

@@ -34,6 +34,9 @@ pub mod event {
     pub const ASSIGNED_POD_DELETE: &str = "AssignedPodDelete";
     /// Berth's own: a reloaded policy or plugin was swapped in.
     pub const POLICY_RELOAD: &str = "PolicyReload";
+    /// Berth's own: a protection lifted a verdict (a circuit breaker half-open or closed,
+    /// a quarantine ended).
+    pub const PROTECTION_LIFTED: &str = "ProtectionLifted";
 }
 
 /// Queue timing, upstream's defaults.

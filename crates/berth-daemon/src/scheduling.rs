@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use berth_engine::preemption::PreemptionOutcome;
 use berth_engine::{FitError, PodInfo, Scheduler, model};
+use k8s_openapi::api::core::v1::ObjectReference;
 use tracing::{debug, error, info, warn};
 
 use crate::Input;
@@ -15,6 +16,7 @@ use crate::binder::{Backend, BindError, BindOutcome};
 use crate::cache::Cache;
 use crate::leader::Leadership;
 use crate::metrics::{AttemptResult, Metrics, Phase};
+use crate::protections::{self, Notice};
 use crate::queue::{Queue, QueueConfig, QueuedPod, event};
 
 /// State shared with the health endpoints.
@@ -54,8 +56,10 @@ impl<B: Backend> SchedulingLoop<B> {
         metrics: Metrics,
         health: Arc<Health>,
     ) -> Self {
+        let mut cache = Cache::new(scheduler_name);
+        cache.set_trackers(scheduler.trackers());
         SchedulingLoop {
-            cache: Cache::new(scheduler_name),
+            cache,
             queue: Queue::new(queue).with_metrics(metrics.clone()),
             scheduler,
             updates: None,
@@ -86,6 +90,7 @@ impl<B: Backend> SchedulingLoop<B> {
     /// may fit under the new one, so they go back to the active queue.
     fn refresh_scheduler(&mut self, now: Instant) {
         if let Some(next) = self.updates.as_mut().and_then(|updates| updates()) {
+            self.cache.set_trackers(next.trackers());
             self.scheduler = next;
             let moved = self.queue.move_all_unschedulable(now, event::POLICY_RELOAD);
             tracing::info!(
@@ -99,6 +104,11 @@ impl<B: Backend> SchedulingLoop<B> {
     pub fn with_documents(mut self, documents: berth_extender::Documents) -> Self {
         self.cache.set_documents(documents);
         self
+    }
+
+    /// The cache, for tests (to set its clock) and diagnostics.
+    pub fn cache_mut(&mut self) -> &mut Cache {
+        &mut self.cache
     }
 
     /// The cache, for tests and diagnostics.
@@ -149,9 +159,17 @@ impl<B: Backend> SchedulingLoop<B> {
         if self.queue.has_active() {
             return Some(Duration::ZERO);
         }
-        self.queue
+        let queue = self
+            .queue
             .next_wakeup()
-            .map(|at| at.saturating_duration_since(now))
+            .map(|at| at.saturating_duration_since(now));
+        // The protections' next cool-down end or start time-out, on the wall clock; no
+        // wake-up at all while they have nothing pending.
+        let protections = self.cache.protections_deadline().map(|at| {
+            let seconds = at.saturating_sub(protections::wall_clock()).max(0);
+            Duration::from_secs(u64::try_from(seconds).unwrap_or(0))
+        });
+        queue.into_iter().chain(protections).min()
     }
 
     fn can_schedule(&self, now: Instant) -> bool {
@@ -187,6 +205,16 @@ impl<B: Backend> SchedulingLoop<B> {
             debug!(before = c.before, after = c.after, elapsed = ?started.elapsed(),
                 "interned strings no object uses any more dropped");
         }
+        if self.cache.advance_protections() {
+            let moved = self
+                .queue
+                .move_all_unschedulable(now, event::PROTECTION_LIFTED);
+            debug!(
+                moved,
+                "a protection lifted a verdict: retrying unschedulable pods"
+            );
+        }
+        self.report_protections(now);
         if self.can_schedule(now) {
             for (pod, message) in self.cache.take_unreported() {
                 self.backend.unschedulable(&pod, &message, true);
@@ -202,6 +230,52 @@ impl<B: Backend> SchedulingLoop<B> {
         self.metrics.cache_entries(&self.cache.sizes());
         let (nodes, pods, assumed) = self.cache.upstream_sizes();
         self.metrics.cache_size(nodes, pods, assumed);
+    }
+
+    /// Logs, counts and (when leading, so one replica writes them) records as Events what the
+    /// protections did.
+    fn report_protections(&mut self, now: Instant) {
+        let notices = self.cache.take_protection_notices();
+        if notices.is_empty() {
+            return;
+        }
+        let leading = self.can_schedule(now);
+        for notice in &notices {
+            match notice {
+                Notice::Breaker(t) => {
+                    warn!(node = %t.node, state = t.kind.state(), message = %t.message,
+                        "node circuit breaker");
+                    if leading {
+                        let cluster = self.cache.cluster();
+                        let uid = cluster
+                            .node_by_name(&t.node)
+                            .map(|id| cluster.node(id).node.meta.uid.clone())
+                            .filter(|u| !u.is_empty());
+                        let regarding = ObjectReference {
+                            api_version: Some("v1".into()),
+                            kind: Some("Node".into()),
+                            name: Some(t.node.clone()),
+                            uid,
+                            ..ObjectReference::default()
+                        };
+                        let warning = t.kind.state() == "open";
+                        self.backend.protection_event(
+                            regarding,
+                            t.kind.event_reason(),
+                            &t.message,
+                            warning,
+                        );
+                    }
+                }
+                Notice::Quarantine(q) => {
+                    warn!(workload = %q.workload, quarantined = q.quarantined,
+                        message = %q.message, "crash-loop containment");
+                }
+            }
+        }
+        self.metrics
+            .protections()
+            .update(&notices, self.cache.cluster().protections());
     }
 
     /// One scheduling cycle: decide, then assume and hand the binding off, or report why
@@ -385,6 +459,7 @@ mod tests {
         Unschedulable(String, String, bool),
         Preempt(String, String, Vec<String>),
         ClearNomination(String),
+        Event(String, String, String),
     }
 
     #[derive(Clone, Default)]
@@ -427,6 +502,20 @@ mod tests {
                 .borrow_mut()
                 .push(Call::ClearNomination(pod.meta.name.clone()));
         }
+        fn protection_event(
+            &self,
+            regarding: ObjectReference,
+            reason: &str,
+            note: &str,
+            _warning: bool,
+        ) {
+            self.0.borrow_mut().push(Call::Event(
+                regarding.name.unwrap_or_default(),
+                reason.to_owned(),
+                note.to_owned(),
+            ));
+        }
+
         fn unschedulable(&self, pod: &berth_engine::model::Pod, message: &str, set: bool) {
             self.0.borrow_mut().push(Call::Unschedulable(
                 pod.meta.name.clone(),
@@ -452,7 +541,12 @@ mod tests {
 
         /// A loop that has synced nothing and does not lead.
         fn idle() -> Self {
-            let policy = berth_policy::parse(POLICY, "test.json").unwrap();
+            Self::idle_with(POLICY)
+        }
+
+        /// A loop under `policy` that has synced nothing and does not lead.
+        fn idle_with(policy: &str) -> Self {
+            let policy = berth_policy::parse(policy, "test.json").unwrap();
             let scheduler =
                 berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap();
             let calls = Recorder::default();
@@ -1002,5 +1096,135 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         tx.send(Input::Shutdown).unwrap();
         f.lp.run(rx);
+    }
+
+    /// The protections' clock in the test below, seconds since the epoch.
+    static CLOCK: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    /// 2026-11-23T10:00:00Z.
+    const T0: i64 = 1_795_428_000;
+
+    fn clock() -> i64 {
+        CLOCK.load(Ordering::Relaxed)
+    }
+
+    fn at(seconds: i64) -> String {
+        berth_engine::health::format_utc(T0 + seconds)
+    }
+
+    /// A pod of ReplicaSet `owner` on `node`, placed at T0 + `placed`, with `containers` as
+    /// its container statuses.
+    fn on_node(
+        name: &str,
+        owner: &str,
+        node: &str,
+        placed: i64,
+        containers: serde_json::Value,
+    ) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+                    "uid": format!("rs-{owner}"), "controller": true}]},
+            "spec": {"nodeName": node, "schedulerName": "berth",
+                "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}]},
+            "status": {"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": at(placed)},
+                {"type": "ContainersReady", "status": "False", "lastTransitionTime": at(placed + 5)}],
+                "containerStatuses": containers}
+        }))
+        .expect("valid pod")
+    }
+
+    fn container(state: serde_json::Value) -> serde_json::Value {
+        serde_json::json!([{"name": "c", "image": "x", "imageID": "", "ready": false,
+            "restartCount": 0, "state": state}])
+    }
+
+    #[test]
+    fn a_broken_node_is_cut_off_probed_after_its_cool_down_and_closed_by_a_started_probe() {
+        const BREAKER: &str = r#"{"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "GeneralPredicates"}, {"name": "CheckNodeCircuitBreaker",
+                "argument": {"circuitBreaker": {"failureThreshold": 2, "minWorkloads": 2,
+                    "windowSeconds": 600, "coolDownSeconds": 300, "startTimeoutSeconds": 60}}}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]}"#;
+        CLOCK.store(T0 + 20, Ordering::Relaxed);
+        let mut f = Fixture::idle_with(BREAKER);
+        f.lp.cache_mut().set_clock(clock);
+        f.lp.handle(Input::Leader(true), f.now);
+        // bad-node is the emptier node, so LeastRequested would pick it.
+        f.node(node("good", 4));
+        f.node(node("bad-node", 64));
+        let running = |t: i64| container(serde_json::json!({"running": {"startedAt": at(t)}}));
+        let waiting = |reason: &str| container(serde_json::json!({"waiting": {"reason": reason}}));
+        f.pod(on_node("web-a", "web", "good", 0, running(2)));
+        f.pod(on_node("api-a", "api", "good", 0, running(2)));
+        f.pod(on_node(
+            "web-b",
+            "web",
+            "bad-node",
+            5,
+            waiting("CreateContainerError"),
+        ));
+        assert!(f.calls.take().is_empty(), "one failure opens nothing");
+        f.pod(on_node(
+            "api-b",
+            "api",
+            "bad-node",
+            6,
+            waiting("RunContainerError"),
+        ));
+        f.lp.step(f.now);
+        let calls = f.calls.take();
+        assert!(
+            matches!(&calls[..], [Call::Event(n, r, _)] if n == "bad-node" && r == "CircuitBreakerOpened"),
+            "{calls:?}"
+        );
+        let text = f.lp.metrics.encode();
+        assert!(
+            text.contains(r#"berth_circuit_breaker_state{node="bad-node",state="open"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"berth_circuit_breaker_transitions_total{state="open"} 1"#),
+            "{text}"
+        );
+
+        f.pod(pod("p1", "berth", 100));
+        f.run();
+        assert_eq!(f.calls.take(), [bind("p1", "good")]);
+
+        // The cool-down (300 s from the failure at T0 + 11) ends: the loop wakes for it.
+        assert_eq!(f.lp.cache().protections_deadline(), Some(T0 + 311));
+        CLOCK.store(T0 + 311, Ordering::Relaxed);
+        f.lp.step(f.now);
+        let calls = f.calls.take();
+        assert!(
+            matches!(&calls[..], [Call::Event(_, r, _)] if r == "CircuitBreakerHalfOpen"),
+            "{calls:?}"
+        );
+        f.pod(pod("p2", "berth", 100));
+        f.run();
+        f.pod(pod("p3", "berth", 100));
+        f.run();
+        assert_eq!(f.calls.take(), [bind("p2", "bad-node"), bind("p3", "good")]);
+
+        // The probe starts: the breaker closes and the node takes pods again.
+        let mut probe = on_node("p2", "probe", "bad-node", 311, running(320));
+        probe.metadata.owner_references = None;
+        f.pod(probe);
+        f.lp.step(f.now);
+        let calls = f.calls.take();
+        assert!(
+            matches!(&calls[..], [Call::Event(_, r, _)] if r == "CircuitBreakerClosed"),
+            "{calls:?}"
+        );
+        f.pod(pod("p4", "berth", 100));
+        f.run();
+        assert_eq!(f.calls.take(), [bind("p4", "bad-node")]);
+        assert!(
+            !f.lp
+                .metrics
+                .encode()
+                .contains("berth_circuit_breaker_state{")
+        );
     }
 }

@@ -357,6 +357,13 @@ impl CircuitBreakers {
         deadline.into_iter().chain(cool_down_end).min()
     }
 
+    /// Whether some node's breaker is open or half-open.
+    pub fn any_not_closed(&self) -> bool {
+        self.nodes
+            .values()
+            .any(|n| !matches!(n.phase, Phase::Closed))
+    }
+
     /// The nodes whose breakers are not closed, for the filter.
     pub fn view(&self) -> HashMap<String, Circuit> {
         self.nodes

@@ -156,6 +156,10 @@ impl Quarantines {
             return;
         }
         let track = self.nodes.entry(node.to_owned()).or_default();
+        // A watch shows the same pod again on every status change.
+        if track.recent.iter().any(|(o, t)| *t == at && o == owner) {
+            return;
+        }
         let position = track.recent.partition_point(|(_, t)| *t <= at);
         track.recent.insert(position, (owner.clone(), at));
         if let Some(since) = track.not_ready_since
