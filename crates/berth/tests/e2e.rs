@@ -187,6 +187,165 @@ async fn pods_land_where_the_policy_says_and_failures_are_explained() {
     .await;
 }
 
+/// The node circuit breaker on a real cluster, with pod statuses written through the API as
+/// a kubelet writes them. Pods of two ReplicaSets start on `good` but fail on `bad` (runtime
+/// errors) while `bad` stays Ready: the breaker opens (an Event on the Node says why, the
+/// metric shows it), a new pod goes to `good` although `bad` is emptier, and one pinned to
+/// `bad` is refused with the breaker's reason. The leader is then killed; its successor
+/// rebuilds the breaker from the pod statuses and refuses another pinned pod the same way.
+/// After the cool-down one pinned pod is let through as the probe; once its containers run
+/// the breaker closes and the other pinned pod is placed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_fails_every_pod_is_cut_off_survives_a_leader_change_and_is_probed_back() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(300), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        for (name, cpu) in [("good", "8"), ("bad", "32")] {
+            let mut node = node_template(name, cpu, "64Gi", 110);
+            node.metadata.name = Some(name.into());
+            env.cluster.create_nodes_with(1, |_| node.clone()).await?;
+        }
+        const COOL_DOWN: u64 = 25;
+        let policy = json!({"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "GeneralPredicates"}, {"name": "CheckNodeCircuitBreaker",
+                "argument": {"circuitBreaker": {"failureThreshold": 2, "minWorkloads": 2,
+                    "windowSeconds": 600, "coolDownSeconds": COOL_DOWN, "startTimeoutSeconds": 300}}}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]});
+        let path = env.cluster.dir().join("breaker-policy.json");
+        std::fs::write(&path, policy.to_string())?;
+        let policy_flag = path.display().to_string();
+        let mut first = env.berth("first", &["--policy", &policy_flag])?;
+        first.wait_ready().await?;
+
+        let owned = |name: &str, owner: &str, node: &str| {
+            let mut p = pod(name, "berth", "100m", json!({"nodeSelector": {"kubernetes.io/hostname": node}}));
+            p.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+                "uid": format!("00000000-0000-0000-0000-0000000000{}", owner.len()), "controller": true}))
+                .expect("owner reference")]);
+            p
+        };
+        env.create_pods(vec![
+            owned("web-a", "web", "good"),
+            owned("api-a", "api", "good"),
+            owned("web-b", "web", "bad"),
+            owned("api-b", "api", "bad"),
+        ])
+        .await?;
+        for name in ["web-a", "api-a", "web-b", "api-b"] {
+            env.wait_bound(name, 1, Duration::from_secs(30)).await?;
+        }
+        // What a kubelet writes: containers running on good, failing to be created on bad.
+        let api = env.pods();
+        let write_status = |name: &'static str, state: serde_json::Value, ready: bool| {
+            let api = api.clone();
+            async move {
+                let now = berth_engine::health::format_utc(epoch_seconds());
+                let status = json!({"status": {
+                    "phase": if ready { "Running" } else { "Pending" },
+                    "conditions": [{"type": "ContainersReady", "status": if ready { "True" } else { "False" },
+                        "lastTransitionTime": now}],
+                    "containerStatuses": [{"name": "c", "image": "pause", "imageID": "",
+                        "ready": ready, "restartCount": 0, "state": state}]}});
+                api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+                    .await
+                    .map(drop)
+            }
+        };
+        let running = || json!({"running": {"startedAt": berth_engine::health::format_utc(epoch_seconds())}});
+        write_status("web-a", running(), true).await?;
+        write_status("api-a", running(), true).await?;
+        write_status("web-b", json!({"waiting": {"reason": "CreateContainerError",
+            "message": "failed to create containerd task: OCI runtime create failed"}}), false).await?;
+        write_status("api-b", json!({"waiting": {"reason": "RunContainerError"}}), false).await?;
+
+        let opened = eventually("the breaker's Event on node bad", Duration::from_secs(30), || async {
+            Ok(env.events("CircuitBreakerOpened").await?.remove("bad"))
+        })
+        .await?;
+        let note = opened[0].note.clone().unwrap_or_default();
+        assert!(note.contains("2 pods of 2 workloads failed to start"), "{note}");
+        assert!(note.contains("default/web-b: CreateContainerError"), "{note}");
+        assert_eq!(opened[0].type_.as_deref(), Some("Warning"));
+        let (_, metrics) = first.get("/metrics")?;
+        assert!(metrics.contains(r#"berth_circuit_breaker_state{node="bad",state="open"} 1"#), "{metrics}");
+
+        env.create_pods(vec![pod("fresh", "berth", "100m", json!({}))]).await?;
+        let bound = env.wait_bound("fresh", 1, Duration::from_secs(30)).await?;
+        assert_eq!(node_name(&bound[0]), Some("good"), "bad is emptier: only the breaker keeps pods off");
+        let refused = |name: &'static str| {
+            let api = api.clone();
+            async move {
+                eventually(&format!("{name}'s FailedScheduling condition"), Duration::from_secs(30), || async {
+                    let p = api.get(name).await?;
+                    Ok(p.status
+                        .and_then(|s| s.conditions)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+                        .and_then(|c| c.message))
+                })
+                .await
+            }
+        };
+        let open_message = "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
+                            1 node(s) had an open circuit breaker.";
+        env.create_pods(vec![pod("pinned-1", "berth", "100m", json!({"nodeSelector": {"kubernetes.io/hostname": "bad"}}))])
+            .await?;
+        assert_eq!(refused("pinned-1").await?, open_message);
+
+        // The leader dies; its successor knows the breaker from the pods' statuses alone.
+        first.kill();
+        let mut second = env.berth("second", &["--policy", &policy_flag])?;
+        second.wait_ready().await?;
+        eventually("the successor to lead", Duration::from_secs(60), || async {
+            Ok((env.leader().await?.as_deref() == Some("second")).then_some(()))
+        })
+        .await?;
+        env.create_pods(vec![pod("pinned-2", "berth", "100m", json!({"nodeSelector": {"kubernetes.io/hostname": "bad"}}))])
+            .await?;
+        assert_eq!(refused("pinned-2").await?, open_message);
+        let (_, metrics) = second.get("/metrics")?;
+        assert!(metrics.contains(r#"berth_circuit_breaker_state{node="bad",state="open"} 1"#), "{metrics}");
+
+        // After the cool-down one pinned pod is the probe; the other waits for its verdict.
+        let probe = eventually("a probe on bad", Duration::from_secs(COOL_DOWN + 30), || async {
+            let bound: Vec<String> = api
+                .list(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .filter(|p| p.metadata.name.as_deref().unwrap_or("").starts_with("pinned-"))
+                .filter(|p| node_name(p) == Some("bad"))
+                .filter_map(|p| p.metadata.name)
+                .collect();
+            Ok((!bound.is_empty()).then_some(bound))
+        })
+        .await?;
+        assert_eq!(probe.len(), 1, "one probe at a time: {probe:?}");
+        let other = if probe[0] == "pinned-1" { "pinned-2" } else { "pinned-1" };
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(node_name(&api.get(other).await?).is_none(), "{other} waits for the probe");
+        let probe_name: &'static str = if probe[0] == "pinned-1" { "pinned-1" } else { "pinned-2" };
+        write_status(probe_name, running(), true).await?;
+        let bound = env.wait_bound(other, 1, Duration::from_secs(30)).await?;
+        assert_eq!(node_name(&bound[0]), Some("bad"));
+        let closed = env.events("CircuitBreakerClosed").await?;
+        assert!(closed.contains_key("bad"), "{closed:?}");
+        let status = second.terminate()?;
+        assert!(status.success(), "exit {status}:\n{}", second.log());
+        Ok(())
+    })
+    .await;
+}
+
+/// Seconds since the epoch now.
+fn epoch_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 /// The tenant toleration guard on a real cluster: a pod of `default` that copied tenant-a's
 /// toleration is refused tenant-a's node (FailedScheduling and the condition name the taint
 /// and the namespace; the metric counts it) while a tolerate-everything pod lands on the

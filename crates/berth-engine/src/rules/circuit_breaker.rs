@@ -74,9 +74,17 @@ mod tests {
         }
     }
 
+    /// (case, breakers not closed, pod name, nodes that pass).
+    type Case = (
+        &'static str,
+        Vec<(&'static str, Circuit)>,
+        &'static str,
+        &'static [&'static str],
+    );
+
     #[test]
     fn open_nodes_are_rejected_a_half_open_one_takes_one_probe() {
-        let cases: &[(&str, Vec<(&str, Circuit)>, &str, &[&str])] = &[
+        let cases: &[Case] = &[
             ("all closed", vec![], "p", &["a", "b", "c"]),
             ("one open", vec![("a", open())], "p", &["b", "c"]),
             (
