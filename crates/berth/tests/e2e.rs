@@ -339,6 +339,117 @@ async fn a_node_that_fails_every_pod_is_cut_off_survives_a_leader_change_and_is_
     .await;
 }
 
+/// Crash-loop containment on a real cluster. Each pod of ReplicaSet `bomb` is followed by its
+/// node going NotReady (written through the API as the node lifecycle controller and a
+/// failing kubelet would: Ready False, the not-ready taint); the replacement lands on the next
+/// node, which fails too. After the third node the ReplicaSet is quarantined: its next pod is
+/// refused everywhere with a reason that says how to release it, while another workload's pod
+/// is placed as usual. Annotating the ReplicaSet releases it and its pod is placed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workload_that_takes_down_node_after_node_is_quarantined_until_released() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(240), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        for i in 1..=4 {
+            let name = format!("n{i}");
+            let mut node = node_template(&name, "8", "16Gi", 110);
+            node.metadata.name = Some(name);
+            env.cluster.create_nodes_with(1, |_| node.clone()).await?;
+        }
+        let sets: Api<k8s_openapi::api::apps::v1::ReplicaSet> =
+            Api::namespaced(env.admin.clone(), "default");
+        let set: k8s_openapi::api::apps::v1::ReplicaSet = serde_json::from_value(json!({
+            "metadata": {"name": "bomb", "namespace": "default"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "bomb"}},
+                "template": {"metadata": {"labels": {"app": "bomb"}},
+                    "spec": {"containers": [{"name": "c", "image": "bomb"}]}}}}))?;
+        let uid = sets.create(&PostParams::default(), &set).await?.metadata.uid;
+        let policy = json!({"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "GeneralPredicates"}, {"name": "PodToleratesNodeTaints"},
+                {"name": "CheckWorkloadQuarantine", "argument": {"workloadQuarantine": {
+                    "nodeThreshold": 3, "windowSeconds": 600, "notReadyWithinSeconds": 120,
+                    "coolDownSeconds": 600}}}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]});
+        let path = env.cluster.dir().join("quarantine-policy.json");
+        std::fs::write(&path, policy.to_string())?;
+        let mut berth = env.berth("solo", &["--policy", &path.display().to_string()])?;
+        berth.wait_ready().await?;
+
+        let bomb = |name: &str| {
+            let mut p = pod(name, "berth", "100m", json!({}));
+            p.metadata.labels = Some(BTreeMap::from([("app".to_string(), "bomb".to_string())]));
+            p.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "bomb",
+                "uid": uid.clone().unwrap_or_default(), "controller": true}))
+            .expect("owner reference")]);
+            p
+        };
+        let nodes: Api<Node> = Api::all(env.admin.clone());
+        let mut failed = Vec::new();
+        for i in 1..=3 {
+            let name = format!("bomb-{i}");
+            env.create_pods(vec![bomb(&name)]).await?;
+            let bound = env.wait_bound(&name, 1, Duration::from_secs(30)).await?;
+            let node = node_name(&bound[0]).context("bound")?.to_string();
+            assert!(!failed.contains(&node), "{name} landed on {node}, which had failed");
+            // The node exhausts itself: the kubelet stops reporting, the controller taints it.
+            let now = berth_engine::health::format_utc(epoch_seconds());
+            nodes
+                .patch_status(&node, &PatchParams::default(), &Patch::Merge(&json!({"status": {
+                    "conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                        "lastHeartbeatTime": now, "lastTransitionTime": now}]}})))
+                .await?;
+            nodes
+                .patch(&node, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"taints": [
+                    {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}]}})))
+                .await?;
+            failed.push(node);
+            // The next pod is placed after this node failed, as an evicted replacement is.
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+        }
+        env.create_pods(vec![bomb("bomb-4"), pod("bystander", "berth", "100m", json!({}))])
+            .await?;
+        let bound = env.wait_bound("bystander", 1, Duration::from_secs(30)).await?;
+        let healthy = node_name(&bound[0]).context("bound")?.to_string();
+        assert!(!failed.contains(&healthy));
+        let api = env.pods();
+        let message = eventually("bomb-4's FailedScheduling condition", Duration::from_secs(30), || async {
+            let p = api.get("bomb-4").await?;
+            Ok(p.status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+                .and_then(|c| c.message))
+        })
+        .await?;
+        let why = format!(
+            "0/4 nodes are available: 4 pod's owner ReplicaSet default/bomb is quarantined: nodes {} \
+             went NotReady shortly \
+             after receiving its pods; annotate the ReplicaSet with berth.dev/quarantine-release=true \
+             to release it, or wait until ",
+            failed.join(", ")
+        );
+        // Every node refuses it for that reason, the healthy one included.
+        assert!(message.starts_with(&why), "{message}");
+        let (_, metrics) = berth.get("/metrics")?;
+        assert!(
+            metrics.contains(r#"berth_quarantined_workloads{kind="ReplicaSet",namespace="default",name="bomb"} 1"#),
+            "{metrics}"
+        );
+
+        sets.patch("bomb", &PatchParams::default(), &Patch::Merge(&json!({"metadata": {"annotations":
+            {"berth.dev/quarantine-release": "true"}}})))
+            .await?;
+        let bound = env.wait_bound("bomb-4", 1, Duration::from_secs(30)).await?;
+        assert_eq!(node_name(&bound[0]), Some(healthy.as_str()));
+        let status = berth.terminate()?;
+        assert!(status.success(), "exit {status}:\n{}", berth.log());
+        Ok(())
+    })
+    .await;
+}
+
 /// Seconds since the epoch now.
 fn epoch_seconds() -> i64 {
     std::time::SystemTime::now()
