@@ -153,22 +153,17 @@ pub fn decide(
         })
         .collect();
     for node in &explanation.nodes {
-        if node.reasons.is_empty() {
+        if node.feasible() {
             outcome.feasible += 1;
         }
         let Some(total) = node.total else { continue };
         outcome.totals.insert(node.node.clone(), total);
-        for ((score, (_, weight)), plugin) in node
-            .scores
-            .iter()
-            .zip(&explanation.score_rules)
-            .zip(&plugins)
-        {
+        for (score, plugin) in node.scores.iter().zip(&plugins) {
             if let Some(plugin) = plugin {
                 *outcome
                     .plugins
                     .entry(((*plugin).to_owned(), node.node.clone()))
-                    .or_default() += score * weight;
+                    .or_default() += score.weighted;
             }
         }
     }

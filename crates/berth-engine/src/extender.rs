@@ -115,8 +115,9 @@ pub fn is_interested(extender: &dyn Extender, pod: &model::Pod) -> bool {
 pub(crate) struct Filtered {
     /// The nodes left, in the order the last extender gave them.
     pub feasible: Vec<NodeId>,
-    /// Each failure message an extender gave (node name, message), for the FitError.
-    pub reasons: Vec<(String, String)>,
+    /// Each failure message an extender gave (extender index, node name, message), for the
+    /// FitError.
+    pub reasons: Vec<(usize, String, String)>,
     /// Which extender removed each node that is gone, for explanations.
     pub removed_by: FxHashMap<NodeId, usize>,
     /// Nodes an extender named in FailedAndUnresolvableNodes (preemption leaves them out).
@@ -171,14 +172,18 @@ pub(crate) fn filter(
             .iter()
             .map(|(node, _)| node.as_str())
             .collect();
-        result
-            .reasons
-            .extend(verdict.failed_and_unresolvable.iter().cloned());
+        result.reasons.extend(
+            verdict
+                .failed_and_unresolvable
+                .iter()
+                .map(|(node, message)| (index, node.clone(), message.clone())),
+        );
         result.reasons.extend(
             verdict
                 .failed
                 .into_iter()
-                .filter(|(node, _)| !unresolvable.contains(node.as_str())),
+                .filter(|(node, _)| !unresolvable.contains(node.as_str()))
+                .map(|(node, message)| (index, node, message)),
         );
         let kept: FxHashSet<NodeId> = passed.iter().copied().collect();
         for id in &result.feasible {
@@ -361,6 +366,13 @@ pub(crate) fn start_scoring(
     Scoring { pending }
 }
 
+/// An extender's score in the engine's range (before the weight), as upstream's
+/// prioritizeNodes scales it: times MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY, saturating on
+/// absurd scores.
+pub(crate) fn scale(score: i64) -> i64 {
+    score.saturating_mul(MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY)
+}
+
 impl Scoring {
     /// Extenders being asked, in Policy order.
     pub fn extenders(&self) -> impl Iterator<Item = usize> + '_ {
@@ -368,8 +380,8 @@ impl Scoring {
     }
 
     /// Waits for every answer; returns one column per extender asked (in Policy order) of
-    /// each feasible node's score scaled to 0..=MAX_NODE_SCORE (before the weight), as
-    /// upstream's prioritizeNodes adds them up. A failed call gives no scores (upstream
+    /// each feasible node's score as the extender gave it (0..=MAX_EXTENDER_PRIORITY; see
+    /// [`scale`] for the engine's range). A failed call gives no scores (upstream
     /// ignores prioritize errors, ignorable or not) and is reported in `skipped`.
     pub fn collect(
         self,
@@ -383,7 +395,6 @@ impl Scoring {
             .enumerate()
             .map(|(row, id)| (cluster.node(*id).name(), row))
             .collect();
-        let scale = MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY;
         self.pending
             .into_iter()
             .map(|(index, pending)| {
@@ -394,8 +405,7 @@ impl Scoring {
                     Ok(scores) => {
                         for (host, score) in scores {
                             if let Some(row) = rows.get(host.as_str()) {
-                                column[*row] =
-                                    column[*row].saturating_add(score.saturating_mul(scale));
+                                column[*row] = column[*row].saturating_add(score);
                             }
                         }
                     }

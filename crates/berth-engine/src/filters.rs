@@ -28,6 +28,10 @@ pub(crate) struct PreparedFilters<'a> {
 pub(crate) struct Status {
     /// Reasons in policy order; empty when the node passes.
     pub reasons: Vec<Reason>,
+    /// For each reason, the index (into the policy's filters) of the filter that gave it.
+    /// Filled only by the attributing methods (explanations); empty otherwise, so the
+    /// FitError and preemption paths pay nothing for it.
+    pub rules: Vec<usize>,
     /// The kind of the failure (None when the node passes).
     pub kind: Option<FailureKind>,
     /// The filters that failed (indices into the scheduler's filters), in policy order.
@@ -117,17 +121,36 @@ impl PreparedFilters<'_> {
     /// `alwaysCheckAllPredicates`, else up to the first failing one. A failure is
     /// UnschedulableAndUnresolvable when any failing filter says so (upstream's status merge).
     pub fn status(&self, node: &NodeInfo) -> Status {
-        self.status_view(View::Real(node))
+        self.status_view(View::Real(node), false)
     }
 
-    fn status_view(&self, node: View<'_>) -> Status {
+    /// [`PreparedFilters::status`] (or, with `nominated`,
+    /// [`PreparedFilters::status_with_nominated`]) with each reason's filter in
+    /// [`Status::rules`].
+    pub fn attributed_status(
+        &self,
+        node: &NodeInfo,
+        nominated: Option<&[NominatedPod]>,
+        pod: &PodInfo,
+    ) -> Status {
+        match nominated {
+            Some(n) => self.nominated_status(View::Real(node), n, pod, true),
+            None => self.status_view(View::Real(node), true),
+        }
+    }
+
+    fn status_view(&self, node: View<'_>, attribute: bool) -> Status {
         let mut reasons = Vec::new();
+        let mut rules = Vec::new();
         let mut kind = None;
         let mut rejected_by = Vec::new();
         for (i, (c, owner)) in self.checks.iter().zip(&self.owners).enumerate() {
             let from = reasons.len();
             if node.check(i, c.as_ref(), &mut reasons) {
                 continue;
+            }
+            if attribute {
+                rules.resize(reasons.len(), *owner);
             }
             let rule = &self.filters[*owner].rule;
             let k = reasons[from..]
@@ -143,6 +166,7 @@ impl PreparedFilters<'_> {
         }
         Status {
             reasons,
+            rules,
             kind,
             rejected_by,
         }
@@ -159,7 +183,7 @@ impl PreparedFilters<'_> {
         nominated: &[NominatedPod],
         pod: &PodInfo,
     ) -> Status {
-        self.nominated_status(View::Real(node), nominated, pod)
+        self.nominated_status(View::Real(node), nominated, pod, false)
     }
 
     /// [`PreparedFilters::status_with_nominated`] on a copy of a node.
@@ -169,7 +193,7 @@ impl PreparedFilters<'_> {
         nominated: &[NominatedPod],
         pod: &PodInfo,
     ) -> Status {
-        self.nominated_status(View::Copy(copy), nominated, pod)
+        self.nominated_status(View::Copy(copy), nominated, pod, false)
     }
 
     fn nominated_status(
@@ -177,14 +201,15 @@ impl PreparedFilters<'_> {
         node: View<'_>,
         nominated: &[NominatedPod],
         pod: &PodInfo,
+        attribute: bool,
     ) -> Status {
         if let Some(with) = self.with_nominated(node, nominated, pod) {
-            let first = self.status_view(View::Copy(&with));
+            let first = self.status_view(View::Copy(&with), attribute);
             if !first.passes() {
                 return first;
             }
         }
-        self.status_view(node)
+        self.status_view(node, attribute)
     }
 
     /// [`PreparedFilters::copy_status_with_nominated`] without reasons.

@@ -229,6 +229,11 @@ pub trait NodeScore: Send + Sync {
     /// Turns raw scores of the feasible nodes into 0..=MAX_NODE_SCORE, in place. The default
     /// keeps them: rules whose raw score is already in range need nothing.
     fn normalize(&self, _nodes: &[NodeId], _scores: &mut [i64]) {}
+    /// Overwrites `scores` with the raw scores of the feasible nodes `nodes`, for
+    /// explanations, in a rule whose raw scores depend on which nodes are feasible: it
+    /// computes them in `normalize`, and `score` gives a placeholder. The default keeps
+    /// what `score` gave.
+    fn raw_scores(&self, _nodes: &[NodeId], _scores: &mut [i64]) {}
 }
 
 /// The outcome of preparing a score rule for one pod.

@@ -5,6 +5,7 @@
 //! [`model`] types, compile a [`Scheduler`] from a policy, and run one cycle per pod.
 
 pub mod cluster;
+pub mod explain;
 pub mod extender;
 pub mod features;
 mod filters;

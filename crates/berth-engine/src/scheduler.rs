@@ -13,6 +13,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId};
+pub use crate::explain::{Explanation, NodeExplanation};
+use crate::explain::{RejectedBy, Rejection, ScoreValue, explain_nodes};
 use crate::extender::{self, Extender, ExtenderError};
 use crate::features::FeatureGates;
 use crate::filters::PreparedFilters;
@@ -102,30 +104,6 @@ impl fmt::Display for FitError {
             parts.join(", ")
         )
     }
-}
-
-/// One node's part in a decision, for `--explain`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeExplanation {
-    /// Node name.
-    pub node: String,
-    /// Reasons it was rejected (empty if feasible).
-    pub reasons: Vec<String>,
-    /// Per score rule, the normalised score (empty if not scored).
-    pub scores: Vec<i64>,
-    /// Weighted total (None if not scored).
-    pub total: Option<i64>,
-}
-
-/// Everything a decision was based on.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Explanation {
-    /// Score rule names and weights, in column order of [`NodeExplanation::scores`].
-    pub score_rules: Vec<(String, i64)>,
-    /// Evaluated nodes in visiting order.
-    pub nodes: Vec<NodeExplanation>,
-    /// Nodes not evaluated because enough feasible nodes were found (sampling).
-    pub not_evaluated: usize,
 }
 
 /// The outcome of one scheduling cycle.
@@ -502,7 +480,8 @@ impl Scheduler {
         let prepared = match prepared {
             Ok(p) => p,
             Err((filter, reasons, kind)) => {
-                return reject_all(cluster, filter, &reasons, kind, explain);
+                let name = &self.filters[filter].name;
+                return reject_all(cluster, filter, name, &reasons, kind, explain);
             }
         };
         let nominated = (!nominator.is_empty()).then_some(nominator);
@@ -529,9 +508,8 @@ impl Scheduler {
                     Err(error) => return Decision::extender_failed(error, warnings),
                 };
             if fits {
-                let explanation = explain.then(|| {
-                    explain_nodes(cluster, &[id], |_| Vec::new(), &[id], &[], &[], all - 1)
-                });
+                let explanation = explain
+                    .then(|| explain_nodes(cluster, &[id], |_| Vec::new(), &[], unscored, all - 1));
                 return Decision::placed(id, explanation).with_warnings(warnings);
             }
         }
@@ -584,6 +562,7 @@ impl Scheduler {
                 None => prepared.status(node),
             }
         };
+        let filters = &self.filters;
         let mut warnings = Vec::new();
         // Upstream calls extenders only when its own filters left some nodes.
         let filtered = if self.extenders.is_empty() || feasible.is_empty() {
@@ -600,13 +579,27 @@ impl Scheduler {
                 Err(error) => return Decision::extender_failed(error, warnings),
             }
         };
-        let extender_reasons: FxHashMap<NodeId, Vec<Reason>> = filtered
+        let extender_rejections: FxHashMap<NodeId, Vec<Rejection>> = filtered
             .as_ref()
-            .map(|f| self.extender_reasons(cluster, f))
+            .filter(|_| explain)
+            .map(|f| self.extender_rejections(cluster, f))
             .unwrap_or_default();
-        let reasons = |id: NodeId| {
-            let mut r = status(id).reasons;
-            if let Some(more) = extender_reasons.get(&id) {
+        let rejections = |id: NodeId| {
+            let s = prepared.attributed_status(
+                cluster.node(id),
+                nominated.map(|n| n.for_node(id)),
+                pod,
+            );
+            let mut r: Vec<Rejection> = s
+                .reasons
+                .iter()
+                .zip(&s.rules)
+                .map(|(reason, rule)| Rejection {
+                    by: RejectedBy::Filter(filters[*rule].name.clone()),
+                    reason: reason.as_str().to_string(),
+                })
+                .collect();
+            if let Some(more) = extender_rejections.get(&id) {
                 r.extend(more.iter().cloned());
             }
             r
@@ -635,7 +628,7 @@ impl Scheduler {
             // Upstream counts every message an extender gave, under the node it named; its
             // FailedAndUnresolvableNodes are left out of preemption.
             if let Some(f) = &filtered {
-                for (_, message) in &f.reasons {
+                for (_, _, message) in &f.reasons {
                     *counts.entry(message.clone()).or_insert(0) += 1;
                 }
                 unresolvable.extend(&f.unresolvable);
@@ -645,7 +638,7 @@ impl Scheduler {
             filters.sort_unstable();
             filters.dedup();
             let explanation =
-                explain.then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], &[], 0));
+                explain.then(|| explain_nodes(cluster, &visited(), rejections, &[], unscored, 0));
             return Decision::unplaced(
                 FitError {
                     num_all_nodes: all,
@@ -659,16 +652,27 @@ impl Scheduler {
         }
         let not_evaluated = all - visited_count;
         if chosen.len() == 1 {
-            let explanation = explain
-                .then(|| explain_nodes(cluster, &visited(), reasons, &[], &[], &[], not_evaluated));
+            let explanation = explain.then(|| {
+                explain_nodes(
+                    cluster,
+                    &visited(),
+                    rejections,
+                    &[],
+                    unscored,
+                    not_evaluated,
+                )
+            });
             return Decision::placed(chosen[0], explanation).with_warnings(warnings);
         }
         // Extenders score while the engine normalises its own scores.
         let scoring = (!self.extenders.is_empty())
             .then(|| extender::start_scoring(&self.extenders, cluster, pod, &chosen));
+        // The raw scores, kept only when explaining: normalising overwrites them.
+        let raw_kept = explain.then(|| raw_scores(&scorers, &chosen, raw_columns.clone()));
         let mut columns = normalized_columns(&preps, &chosen, raw_columns);
         let mut weights: Vec<i64> = self.scores.iter().map(|s| s.weight).collect();
         let mut names: Vec<String> = Vec::new();
+        let mut extender_raw: Vec<Vec<i64>> = Vec::new();
         if let Some(scoring) = scoring {
             let asked: Vec<usize> = scoring.extenders().collect();
             let scored = scoring.collect(&self.extenders, cluster, &chosen, &mut warnings);
@@ -677,8 +681,11 @@ impl Scheduler {
                 weights.push(e.weight());
                 if explain {
                     names.push(format!("extender {}", e.name()));
+                    extender_raw.push(column.clone());
                 }
-                columns.push(Column::Values(column));
+                columns.push(Column::Values(
+                    column.into_iter().map(extender::scale).collect(),
+                ));
             }
         }
         let constant: i64 = columns
@@ -699,15 +706,24 @@ impl Scheduler {
         }
         let best = select_best(&mut self.rng, &totals);
         let explanation = explain.then(|| {
-            let mut e = explain_nodes(
-                cluster,
-                &visited(),
-                reasons,
-                &chosen,
-                &columns,
-                &totals,
-                not_evaluated,
-            );
+            let raw = raw_columns_of(&preps, raw_kept.unwrap_or_default(), extender_raw);
+            let row = |r: usize| {
+                let scores = raw
+                    .iter()
+                    .zip(&columns)
+                    .zip(&weights)
+                    .map(|((raw, normalized), weight)| {
+                        let normalized = normalized.get(r);
+                        ScoreValue {
+                            raw: raw.get(r),
+                            normalized,
+                            weighted: normalized.saturating_mul(*weight),
+                        }
+                    })
+                    .collect();
+                (scores, totals[r])
+            };
+            let mut e = explain_nodes(cluster, &visited(), rejections, &chosen, row, not_evaluated);
             e.score_rules = self
                 .scores
                 .iter()
@@ -722,25 +738,27 @@ impl Scheduler {
 
     /// Each node's extender failure messages, and for a node an extender dropped without a
     /// message, a note naming the extender (explanations only).
-    fn extender_reasons(
+    fn extender_rejections(
         &self,
         cluster: &Cluster,
         filtered: &extender::Filtered,
-    ) -> FxHashMap<NodeId, Vec<Reason>> {
-        let mut map: FxHashMap<NodeId, Vec<Reason>> = FxHashMap::default();
-        for (node, message) in &filtered.reasons {
+    ) -> FxHashMap<NodeId, Vec<Rejection>> {
+        let by = |index: usize| RejectedBy::Extender(self.extenders[index].name().to_string());
+        let mut map: FxHashMap<NodeId, Vec<Rejection>> = FxHashMap::default();
+        for (index, node, message) in &filtered.reasons {
             if let Some(id) = cluster.node_by_name(node) {
-                map.entry(id)
-                    .or_default()
-                    .push(Reason::from(message.clone()));
+                map.entry(id).or_default().push(Rejection {
+                    by: by(*index),
+                    reason: message.clone(),
+                });
             }
         }
         for (id, index) in &filtered.removed_by {
             map.entry(*id).or_insert_with(|| {
-                vec![Reason::from(format!(
-                    "filtered out by extender {}",
-                    self.extenders[*index].name()
-                ))]
+                vec![Rejection {
+                    by: by(*index),
+                    reason: format!("filtered out by extender {}", self.extenders[*index].name()),
+                }]
             });
         }
         map
@@ -934,6 +952,7 @@ fn normalized_columns(
 fn reject_all(
     cluster: &Cluster,
     filter: usize,
+    name: &str,
     reasons: &[Reason],
     kind: FailureKind,
     explain: bool,
@@ -948,6 +967,15 @@ fn reject_all(
         unresolvable = cluster.node_order().to_vec();
         unresolvable.sort_unstable();
     }
+    let rejections = || -> Vec<Rejection> {
+        reasons
+            .iter()
+            .map(|r| Rejection {
+                by: RejectedBy::Filter(name.to_string()),
+                reason: r.as_str().to_string(),
+            })
+            .collect()
+    };
     Decision::unplaced(
         FitError {
             num_all_nodes: all,
@@ -959,14 +987,53 @@ fn reject_all(
             explain_nodes(
                 cluster,
                 cluster.node_order(),
-                |_| reasons.to_vec(),
+                |_| rejections(),
                 &[],
-                &[],
-                &[],
+                unscored,
                 0,
             )
         }),
     )
+}
+
+/// The row function of a cycle that scored nothing.
+fn unscored(_: usize) -> (Vec<ScoreValue>, i64) {
+    (Vec::new(), 0)
+}
+
+/// The pass's raw score columns with the raw scores of rules that compute them only while
+/// normalising filled in ([`NodeScore::raw_scores`]).
+fn raw_scores(
+    scorers: &[&dyn NodeScore],
+    feasible: &[NodeId],
+    mut raw: Vec<Vec<i64>>,
+) -> Vec<Vec<i64>> {
+    for (s, column) in scorers.iter().zip(&mut raw) {
+        s.raw_scores(feasible, column);
+    }
+    raw
+}
+
+/// The raw scores of every score rule, in column order: a constant rule's value, a per-node
+/// rule's column as the pass gave it (`per_node`, in order), then the extenders' answers.
+fn raw_columns_of(
+    preps: &[ScorePrep<'_>],
+    per_node: Vec<Vec<i64>>,
+    extenders: Vec<Vec<i64>>,
+) -> Vec<Column> {
+    let mut per_node = per_node.into_iter();
+    preps
+        .iter()
+        .map(|p| match p {
+            ScorePrep::Constant(v) => Column::Constant(*v),
+            ScorePrep::PerNode(_) => Column::Values(
+                per_node
+                    .next()
+                    .expect("the pass keeps one raw column per per-node score rule"),
+            ),
+        })
+        .chain(extenders.into_iter().map(Column::Values))
+        .collect()
 }
 
 /// The raw score rows of `kept` (a subset of `feasible`, in any order), in `kept`'s order.
@@ -981,44 +1048,6 @@ fn select_rows(feasible: &[NodeId], columns: Vec<Vec<i64>>, kept: &[NodeId]) -> 
         .into_iter()
         .map(|column| picks.iter().map(|row| column[*row]).collect())
         .collect()
-}
-
-/// The explanation of a cycle: `visited` in visiting order with their reasons; `columns` and
-/// `totals` hold the scores of the feasible ones among them, in the same order (empty when
-/// nothing was scored).
-fn explain_nodes(
-    cluster: &Cluster,
-    visited: &[NodeId],
-    reasons: impl Fn(NodeId) -> Vec<Reason>,
-    scored: &[NodeId],
-    columns: &[Column],
-    totals: &[i64],
-    not_evaluated: usize,
-) -> Explanation {
-    let rows: FxHashMap<NodeId, usize> =
-        scored.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-    let nodes = visited
-        .iter()
-        .map(|id| {
-            let reasons = reasons(*id);
-            let mut e = NodeExplanation {
-                node: cluster.node(*id).name().to_string(),
-                reasons: reasons.iter().map(|r| r.as_str().to_string()).collect(),
-                scores: Vec::new(),
-                total: None,
-            };
-            if let Some(row) = rows.get(id).filter(|_| !totals.is_empty()) {
-                e.scores = columns.iter().map(|c| c.get(*row)).collect();
-                e.total = Some(totals[*row]);
-            }
-            e
-        })
-        .collect();
-    Explanation {
-        score_rules: Vec::new(),
-        nodes,
-        not_evaluated,
-    }
 }
 
 /// Index of the highest total; ties broken uniformly at random (reservoir sampling, as
@@ -1194,6 +1223,102 @@ mod tests {
         assert_eq!(c.node(d.node.expect("placed")).name(), "big");
         let e = d.explanation.expect("explained");
         assert!(e.score_rules.is_empty() && e.nodes.iter().all(|n| n.total.is_none()));
+    }
+
+    /// Each rejection names the policy entry that made it; each score keeps its raw value
+    /// beside the normalised and weighted ones.
+    #[test]
+    fn explanations_attribute_rejections_and_keep_raw_scores() {
+        use crate::model::TaintEffect;
+        let text = r#"{"predicates":[{"name":"GeneralPredicates"},{"name":"PodToleratesNodeTaints"}],
+            "priorities":[{"name":"TaintTolerationPriority","weight":2}]}"#;
+        let mut c = cluster(
+            vec![
+                node("small").cpu(100).build(),
+                node("tainted")
+                    .taint("k", "v", TaintEffect::NoSchedule)
+                    .build(),
+                node("avoided")
+                    .taint("k", "v", TaintEffect::PreferNoSchedule)
+                    .build(),
+                node("clean").build(),
+            ],
+            vec![],
+        );
+        let p = c.compile_pod(pod("p").req(1000, 0).build());
+        let d = scheduler(text, CycleConfig::default()).schedule(&c, &p, true);
+        assert_eq!(c.node(d.node.expect("placed")).name(), "clean");
+        let e = d.explanation.expect("explained");
+        assert_eq!(e.score_rules, [("TaintTolerationPriority".to_string(), 2)]);
+        let by_name = |name: &str| e.nodes.iter().find(|n| n.node == name).expect(name);
+        let rejected_by = |name: &str| -> Vec<(RejectedBy, String)> {
+            by_name(name)
+                .rejections
+                .iter()
+                .map(|r| (r.by.clone(), r.reason.clone()))
+                .collect()
+        };
+        assert_eq!(
+            rejected_by("small"),
+            [(
+                RejectedBy::Filter("GeneralPredicates".into()),
+                resources_fit::REASON_CPU.to_string()
+            )]
+        );
+        let tainted = rejected_by("tainted");
+        assert_eq!(tainted.len(), 1);
+        assert_eq!(
+            tainted[0].0,
+            RejectedBy::Filter("PodToleratesNodeTaints".into())
+        );
+        // One PreferNoSchedule taint not tolerated: raw 1, reversed to 0 by normalising.
+        let avoided = by_name("avoided");
+        assert_eq!(
+            avoided.scores,
+            [ScoreValue {
+                raw: 1,
+                normalized: 0,
+                weighted: 0
+            }]
+        );
+        assert_eq!(avoided.total, Some(0));
+        let clean = by_name("clean");
+        assert_eq!(
+            clean.scores,
+            [ScoreValue {
+                raw: 0,
+                normalized: 100,
+                weighted: 200
+            }]
+        );
+        assert_eq!(clean.total, Some(200));
+        assert!(clean.feasible() && !by_name("small").feasible());
+    }
+
+    /// A filter that rejects the pod everywhere in its preparation is named on every node.
+    #[test]
+    fn a_filter_rejecting_everywhere_is_named_on_every_node() {
+        let text = r#"{"predicates":[{"name":"CheckVolumeBinding"}],"priorities":[]}"#;
+        let mut c = zoned(3);
+        let p = c.compile_pod(pod("p").claim("missing").build());
+        let d = scheduler(text, CycleConfig::default()).schedule(&c, &p, true);
+        assert_eq!(d.node, None);
+        let e = d.explanation.expect("explained");
+        assert_eq!(e.nodes.len(), 3);
+        for n in &e.nodes {
+            assert_eq!(n.rejections.len(), 1, "{}", n.node);
+            assert_eq!(
+                n.rejections[0].by,
+                RejectedBy::Filter("CheckVolumeBinding".into())
+            );
+            assert!(
+                d.fit_error
+                    .as_ref()
+                    .expect("unschedulable")
+                    .reasons
+                    .contains_key(&n.rejections[0].reason)
+            );
+        }
     }
 
     #[test]
@@ -1425,14 +1550,17 @@ mod tests {
             let p = c.compile_pod(incoming.priority(10).build());
             let d = scheduler(text, CycleConfig::default()).schedule_with(&c, &nominator, &p, true);
             let explanation = d.explanation.expect("explained");
-            let n1_reasons = &explanation
+            let n1_reasons: Vec<&str> = explanation
                 .nodes
                 .iter()
                 .find(|n| n.node == "n1")
                 .expect("n1")
-                .reasons;
+                .rejections
+                .iter()
+                .map(|r| r.reason.as_str())
+                .collect();
             match n1_fails {
-                Some(reason) => assert_eq!(n1_reasons, &[reason.to_string()], "{name}"),
+                Some(reason) => assert_eq!(n1_reasons, [reason], "{name}"),
                 None => assert!(n1_reasons.is_empty(), "{name}: {n1_reasons:?}"),
             }
         }

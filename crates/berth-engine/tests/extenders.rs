@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use berth_engine::explain::{RejectedBy, Rejection, ScoreValue};
 use berth_engine::extender::{
     Extender, ExtenderCall, FilterVerdict, MAX_EXTENDER_PRIORITY, PendingScores, PreemptionCall,
     PreemptionVerdict,
@@ -247,7 +248,13 @@ fn extender_failures_join_the_fit_error_as_upstream_counts_them() {
     );
     let e = d.explanation.unwrap();
     let n1 = e.nodes.iter().find(|n| n.node == "n1").unwrap();
-    assert_eq!(n1.reasons, ["GPU broken"]);
+    assert_eq!(
+        n1.rejections,
+        [Rejection {
+            by: RejectedBy::Extender("gpu".into()),
+            reason: "GPU broken".into()
+        }]
+    );
 }
 
 #[test]
@@ -333,8 +340,14 @@ fn extender_scores_are_scaled_and_weighted_once_per_pod() {
         (n.scores.last().copied(), n.total)
     };
     let base = score("n1").1.unwrap();
-    assert_eq!(score("n2"), (Some(100), Some(base + 300)));
-    assert_eq!(score("n3"), (Some(40), Some(base + 120)));
+    // Raw is the extender's answer, normalised its scaling to 0..100, weighted times 3.
+    let value = |raw, normalized, weighted| ScoreValue {
+        raw,
+        normalized,
+        weighted,
+    };
+    assert_eq!(score("n2"), (Some(value(10, 100, 300)), Some(base + 300)));
+    assert_eq!(score("n3"), (Some(value(4, 40, 120)), Some(base + 120)));
 }
 
 #[test]

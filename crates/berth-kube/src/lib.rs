@@ -18,6 +18,6 @@ pub mod protections;
 pub mod quantity;
 mod strict_value;
 
-pub use cluster_file::{ClusterObjects, load_cluster_file, parse_cluster};
+pub use cluster_file::{ClusterObjects, MAX_CLUSTER_FILE_BYTES, load_cluster_file, parse_cluster};
 pub use convert::{ConvertError, PriorityResolver, Snapshot, snapshot};
 pub use error::{ClusterFileError, Format, Location, ObjectRef, Site};

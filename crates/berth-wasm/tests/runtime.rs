@@ -126,7 +126,10 @@ fn score_plugin_normalised_by_the_host() {
     let scores: Vec<(String, Vec<i64>)> = explanation
         .nodes
         .iter()
-        .map(|n| (n.node.clone(), n.scores.clone()))
+        .map(|n| {
+            let normalized = n.scores.iter().map(|s| s.normalized).collect();
+            (n.node.clone(), normalized)
+        })
         .collect();
     let want = [("small", 25), ("big", 100), ("mid", 50)];
     for (name, score) in want {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use berth_engine::explain::RejectedBy;
 use berth_engine::model::TaintEffect;
 use berth_engine::registry::scheduler_with_plugins;
 use berth_engine::testkit::{cluster, node, pod};
@@ -82,9 +83,14 @@ fn every_accessor_round_trips() {
         .expect("explanation")
         .nodes
         .into_iter()
-        .flat_map(|n| n.reasons)
+        .flat_map(|n| n.rejections)
         // The mandatory built-in predicates reject both nodes too.
-        .filter(|r| r.starts_with("n1 ") || r.starts_with("n2 "))
+        .filter(|r| r.reason.starts_with("n1 ") || r.reason.starts_with("n2 "))
+        .map(|r| {
+            // Named after the plugin's policy entry.
+            assert_eq!(r.by, RejectedBy::Filter("Probe".into()), "{}", r.reason);
+            r.reason
+        })
         .collect();
     let pod_part = "pod=new pod-annotation=from the pod pod-cpu=250";
     assert_eq!(

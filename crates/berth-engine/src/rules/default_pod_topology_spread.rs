@@ -52,6 +52,28 @@ impl NodeScore for Score<'_> {
     }
 
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
+        self.raw(nodes, scores);
+        let min = scores.iter().copied().min().unwrap_or(0);
+        let max = scores.iter().copied().max().unwrap_or(0).max(0);
+        for s in scores.iter_mut() {
+            *s = if max == 0 {
+                MAX_NODE_SCORE
+            } else {
+                MAX_NODE_SCORE * (max + min - *s) / max
+            };
+        }
+    }
+
+    fn raw_scores(&self, nodes: &[NodeId], scores: &mut [i64]) {
+        self.raw(nodes, scores);
+    }
+}
+
+impl Score<'_> {
+    /// Upstream's Score: each feasible node's matching pods on it and in its zone, weighted
+    /// by ln(number of feasible nodes + 2) and ln(number of their zones + 2), plus the
+    /// default constraints' maxSkew - 1, truncated.
+    fn raw(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let keys = &self.cluster.keys();
         // The dense label columns, so no node is touched (None: no node has the key).
         let (zone_column, host_column) = (
@@ -78,15 +100,6 @@ impl NodeScore for Score<'_> {
                 raw += count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64;
             }
             *s = raw as i64;
-        }
-        let min = scores.iter().copied().min().unwrap_or(0);
-        let max = scores.iter().copied().max().unwrap_or(0).max(0);
-        for s in scores.iter_mut() {
-            *s = if max == 0 {
-                MAX_NODE_SCORE
-            } else {
-                MAX_NODE_SCORE * (max + min - *s) / max
-            };
         }
     }
 }

@@ -301,6 +301,36 @@ impl NodeScore for SpreadScore<'_> {
     /// raw = Σ count·weight + (maxSkew - 1), truncated (v1.22; rounding came in 1.24); then
     /// 100·(max + min - raw)/max, or 100 for every node when max is 0.
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
+        let ignored = self.raw(nodes, scores);
+        let kept = || {
+            scores
+                .iter()
+                .zip(&ignored)
+                .filter(|(_, i)| !**i)
+                .map(|(s, _)| *s)
+        };
+        let min = kept().min().unwrap_or(i64::MAX);
+        let max = kept().max().unwrap_or(0).max(0);
+        for (s, ignored) in scores.iter_mut().zip(&ignored) {
+            *s = if *ignored {
+                0
+            } else if max == 0 {
+                MAX_NODE_SCORE
+            } else {
+                MAX_NODE_SCORE * (max + min - *s) / max
+            };
+        }
+    }
+
+    fn raw_scores(&self, nodes: &[NodeId], scores: &mut [i64]) {
+        self.raw(nodes, scores);
+    }
+}
+
+impl SpreadScore<'_> {
+    /// Upstream's Score: each feasible node's raw score into `scores`; returns which nodes
+    /// are ignored (they lack a constraint's key; their scores are left as they were).
+    fn raw(&self, nodes: &[NodeId], scores: &mut [i64]) -> Vec<bool> {
         let infos: Vec<&NodeInfo> = nodes.iter().map(|id| self.cluster.node(*id)).collect();
         let ignored: Vec<bool> = infos
             .iter()
@@ -347,24 +377,7 @@ impl NodeScore for SpreadScore<'_> {
             }
             scores[k] = raw as i64;
         }
-        let kept = || {
-            scores
-                .iter()
-                .zip(&ignored)
-                .filter(|(_, i)| !**i)
-                .map(|(s, _)| *s)
-        };
-        let min = kept().min().unwrap_or(i64::MAX);
-        let max = kept().max().unwrap_or(0).max(0);
-        for (s, ignored) in scores.iter_mut().zip(&ignored) {
-            *s = if *ignored {
-                0
-            } else if max == 0 {
-                MAX_NODE_SCORE
-            } else {
-                MAX_NODE_SCORE * (max + min - *s) / max
-            };
-        }
+        ignored
     }
 }
 
