@@ -582,3 +582,46 @@ fn duplicates_name_both_locations() {
     ]));
     assert_eq!(objects.pods.len(), 2);
 }
+
+/// The README's snapshot command as kubectl (v1.32) printed it against a real kube-apiserver
+/// (v1.36, berth-testcluster with two kwok nodes): one `v1 List` of every kind Berth reads,
+/// with the server's fields (managedFields, uids, status) left in. Every object is read, none
+/// skipped, and the snapshot tells the running pod from the pending ones.
+#[test]
+fn kubectl_snapshot_command_output_is_accepted() {
+    let path = fixture("kubectl-get-all.json");
+    let objects = load_cluster_file(&path).unwrap();
+    assert!(objects.warnings.is_empty(), "{:?}", objects.warnings);
+    assert_eq!(names(&objects.nodes), ["node-0", "node-1"]);
+    assert_eq!(names(&objects.pods), ["report", "web-0", "web-1"]);
+    assert_eq!(
+        names(&objects.namespaces),
+        [
+            "default",
+            "kube-node-lease",
+            "kube-public",
+            "kube-system",
+            "shop"
+        ]
+    );
+    assert_eq!(names(&objects.services), ["kubernetes", "web"]);
+    assert_eq!(names(&objects.persistent_volumes), ["pv-1"]);
+    assert_eq!(names(&objects.persistent_volume_claims), ["data"]);
+    assert_eq!(names(&objects.storage_classes), ["local"]);
+    assert_eq!(
+        names(&objects.priority_classes),
+        [
+            "batch-low",
+            "system-cluster-critical",
+            "system-node-critical"
+        ]
+    );
+    assert_eq!(names(&objects.pod_disruption_budgets), ["web"]);
+    let snapshot = berth_kube::snapshot(&objects).unwrap();
+    assert!(snapshot.warnings.is_empty(), "{:?}", snapshot.warnings);
+    let pending: Vec<String> = snapshot.pending.iter().map(|p| p.key()).collect();
+    assert_eq!(pending, ["shop/report", "shop/web-1"]);
+    let running: Vec<String> = snapshot.cluster.pods().map(|(_, p)| p.key()).collect();
+    assert_eq!(running, ["shop/web-0"]);
+    assert_eq!(snapshot.cluster.node_count(), 2);
+}

@@ -155,6 +155,64 @@ fn bad_input_table() {
     }
 }
 
+/// `--cluster -` and `--pod`: bad standard input and a `--pod` naming no pending pod are
+/// errors that say what was wrong (the bundled cluster has app-a1's pods running, no
+/// `shop/nope`).
+#[test]
+fn stdin_and_pod_errors_say_what_was_wrong() {
+    let with_stdin = |args: &[&str], input: &[u8]| -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run berth");
+        let mut stdin = child.stdin.take().expect("stdin");
+        std::io::Write::write_all(&mut stdin, input).expect("write stdin");
+        drop(stdin);
+        child.wait_with_output().expect("output")
+    };
+    let cases: Vec<(&str, Output, Vec<&str>)> = vec![
+        (
+            "stdin not UTF-8",
+            with_stdin(&["simulate", "--cluster", "-"], b"kind: Node\n\xff\xfe"),
+            vec!["standard input", "not UTF-8"],
+        ),
+        (
+            "stdin malformed",
+            with_stdin(
+                &["simulate", "--cluster", "-"],
+                b"kind: Node\n  metadata: [\n",
+            ),
+            vec!["standard input", "line"],
+        ),
+        (
+            "pod not in the file",
+            berth(&["simulate", "--pod", "shop/nope"]),
+            vec!["--pod shop/nope", "no pod of that name"],
+        ),
+        (
+            "pod already running",
+            berth(&["simulate", "--pod", "shop/web-7d9f-x2k4l"]),
+            vec!["--pod shop/web-7d9f-x2k4l", "already runs on node"],
+        ),
+        (
+            "pod key without a namespace",
+            berth(&["simulate", "--pod", "web-0"]),
+            vec!["web-0", "expected NAMESPACE/NAME"],
+        ),
+    ];
+    for (name, out, needles) in cases {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: succeeded");
+        assert!(!stderr.contains("panicked"), "{name}: panicked: {stderr}");
+        for n in needles {
+            assert!(stderr.contains(n), "{name}: {n:?} not in: {stderr}");
+        }
+    }
+}
+
 #[test]
 fn default_simulation_runs_and_is_deterministic() {
     let a = berth(&["simulate", "--output", "json", "--seed", "7"]);
