@@ -118,6 +118,31 @@ fn simulate_calls_filter_and_prioritize_once_per_pod() {
         filter.calls()[0].body["NodeNames"],
         json!(["n1", "n2", "n3"])
     );
+
+    // --explain names the extender that refused n1, and gives its score as answered (raw),
+    // scaled to 0..100 (normalized) and times its weight (weighted).
+    let out = berth(
+        dir.path(),
+        &["simulate", "--explain", "--pod", "default/p1"],
+        &policy(vec![
+            json!({"urlPrefix": filter.url_prefix(), "filterVerb": "filter", "nodeCacheCapable": true}),
+            json!({"urlPrefix": steer.url_prefix(), "prioritizeVerb": "prioritize", "weight": 5}),
+        ]),
+    );
+    let explained = lines(&out);
+    assert_eq!(explained.len(), 1);
+    let nodes = explained[0]["explain"]["nodes"].as_array().unwrap();
+    let node = |name: &str| nodes.iter().find(|n| n["node"] == name).unwrap();
+    assert_eq!(
+        node("n1")["rejections"],
+        json!([{"rule": filter.url_prefix(), "kind": "extender", "reason": "n1 is reserved"}])
+    );
+    let scores = node("n3")["scores"].as_array().unwrap();
+    assert_eq!(
+        scores.last().unwrap(),
+        &json!({"priority": format!("extender {}", steer.url_prefix()), "weight": 5,
+                "raw": 10, "normalized": 100, "weighted": 500})
+    );
 }
 
 #[test]

@@ -84,6 +84,47 @@ fn examples_through_simulate() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `--explain` names a WASM plugin as what rejected a node, in the JSON (`kind` plugin) and
+/// in the table (`plugin NAME`).
+#[test]
+fn explain_names_the_plugin_that_rejected() {
+    let dist = dist();
+    let example = repo().join("plugins/gpu-model/example");
+    let (policy, cluster) = (example.join("policy.json"), example.join("cluster.yaml"));
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--explain",
+            "--pod",
+            "ml/train-v100",
+            "--policy",
+            path(&policy),
+            "--cluster",
+            path(&cluster),
+            "--plugins",
+            path(&dist),
+        ];
+        a.extend_from_slice(extra);
+        berth(&a)
+    };
+    let (ok, json, err) = args(&["--output", "json"]);
+    assert!(ok, "{err}");
+    let line: serde_json::Value = serde_json::from_str(json.trim()).expect("one JSON line");
+    let nodes = line["explain"]["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 3, "{json}");
+    for n in nodes {
+        assert_eq!(
+            n["rejections"],
+            serde_json::json!([{"rule": "GpuModel", "kind": "plugin",
+                "reason": "node(s) didn't have a requested GPU model"}]),
+            "{json}"
+        );
+    }
+    let (ok, table, err) = args(&[]);
+    assert!(ok, "{err}");
+    assert!(table.contains("3  plugin GpuModel"), "{table}");
+}
+
 #[test]
 fn check_loads_plugins_and_reports_bad_modules() {
     let dist = dist();
