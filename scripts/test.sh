@@ -18,6 +18,13 @@ cargo machete
 echo "== control plane (etcd, kube-apiserver, kwok and the reference kube-scheduler v1.22.17 from Go modules; cached after the first build)"
 BERTH_CONTROL_PLANE_BIN="$(bash scripts/control-plane.sh --with-reference-scheduler)"
 export BERTH_CONTROL_PLANE_BIN
+echo "== helm (from its Go module, for the chart tests; cached after the first build)"
+if [[ -z "${BERTH_SKIP_HELM:-}" ]]; then
+  BERTH_HELM="$(bash scripts/helm.sh)"
+  export BERTH_HELM
+else
+  echo "BERTH_SKIP_HELM is set: not building helm; the chart tests skip"
+fi
 echo "== WASM plugins (Rust and Go guests for wasm32-wasip1, into plugins/dist)"
 bash scripts/build-plugins.sh
 echo "== plugins: fmt, clippy and native tests (Rust SDK and examples; Go SDK and examples)"

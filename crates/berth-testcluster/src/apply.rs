@@ -57,17 +57,21 @@ fn is_manifest(path: &Path) -> bool {
     yaml && !name.starts_with("kustomization.")
 }
 
-/// Applies `objects`, Namespaces and CRDs first so the objects inside them can follow.
+/// Applies `objects`, Namespaces and CRDs first so the objects inside them can follow. With
+/// `dry_run` the apiserver validates, defaults and admits each object but stores none (so
+/// the namespaces of namespaced objects must exist already).
 pub(crate) async fn apply_objects(
     client: &Client,
     mut objects: Vec<DynamicObject>,
+    dry_run: bool,
 ) -> Result<Vec<DynamicObject>> {
     objects.sort_by_key(|o| {
         let kind = o.types.as_ref().map(|t| t.kind.as_str()).unwrap_or("");
         !matches!(kind, "Namespace" | "CustomResourceDefinition")
     });
     let mut kinds: HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)> = HashMap::new();
-    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut params = PatchParams::apply(FIELD_MANAGER).force();
+    params.dry_run = dry_run;
     let mut applied = Vec::with_capacity(objects.len());
     for object in objects {
         let types = object.types.clone().unwrap_or_default();
@@ -91,7 +95,14 @@ pub(crate) async fn apply_objects(
         let result = api
             .patch(&name, &params, &Patch::Apply(&object))
             .await
-            .with_context(|| format!("applying {} {name}", types.kind))?;
+            .with_context(|| {
+                let mode = if dry_run {
+                    " (server-side dry run)"
+                } else {
+                    ""
+                };
+                format!("applying {} {name}{mode}", types.kind)
+            })?;
         applied.push(result);
     }
     Ok(applied)

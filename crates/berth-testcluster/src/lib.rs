@@ -323,7 +323,16 @@ impl TestCluster {
     /// Namespaces first; returns the objects as stored.
     pub async fn apply_yaml(&self, yaml: &str) -> Result<Vec<DynamicObject>> {
         let objects = apply::parse_documents(yaml)?;
-        apply::apply_objects(&self.admin_client()?, objects).await
+        apply::apply_objects(&self.admin_client()?, objects, false).await
+    }
+
+    /// Applies every object of a (multi-document) YAML text with server-side apply as a dry
+    /// run (`dryRun=All`): the apiserver validates, defaults and admits each one, stores
+    /// none, and returns each as it would be stored. Fails at the first object it rejects,
+    /// naming it. The namespaces of namespaced objects must exist.
+    pub async fn dry_run_yaml(&self, yaml: &str) -> Result<Vec<DynamicObject>> {
+        let objects = apply::parse_documents(yaml)?;
+        apply::apply_objects(&self.admin_client()?, objects, true).await
     }
 
     /// Applies manifest files; a directory stands for its `*.yaml`/`*.yml` files except
@@ -338,7 +347,7 @@ impl TestCluster {
                 apply::parse_documents(&yaml).with_context(|| format!("in {}", file.display()))?,
             );
         }
-        apply::apply_objects(&self.admin_client()?, objects).await
+        apply::apply_objects(&self.admin_client()?, objects, false).await
     }
 
     /// Creates `n` nodes named `<template name>-0` .. `<template name>-<n-1>` (template name

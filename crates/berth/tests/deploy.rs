@@ -1,7 +1,7 @@
 //! deploy/ stays consistent with the binary and the policy it ships: the ConfigMap holds
 //! policies/openshift.json, and the Deployment's arguments are ones `berth run` accepts.
 
-use std::process::Command;
+mod common;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
@@ -26,29 +26,5 @@ fn the_policy_config_map_is_policies_openshift_json() {
 #[test]
 fn the_deployment_arguments_are_accepted_by_berth_run() {
     let deployment = yaml("deploy/deployment.yaml");
-    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
-    let args: Vec<String> = container["args"]
-        .as_sequence()
-        .expect("container args")
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .map(|a| match a.strip_prefix("--policy=") {
-            // The mounted ConfigMap's file is the repository's policy.
-            Some(_) => format!("--policy={ROOT}/policies/openshift.json"),
-            None => a,
-        })
-        .collect();
-    assert_eq!(args[0], "run");
-    // Every argument parses; the run then stops at the missing API server configuration.
-    let out = Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(&args)
-        .arg("--kubeconfig=/nonexistent/kubeconfig")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        stderr.contains("kubeconfig /nonexistent/kubeconfig"),
-        "expected a kubeconfig error, got:\n{stderr}"
-    );
+    common::assert_berth_run_accepts(&deployment["spec"]["template"]["spec"]["containers"][0]);
 }

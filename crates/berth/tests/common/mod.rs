@@ -28,6 +28,7 @@ pub const NAMESPACE: &str = "berth-system";
 pub const ACCOUNT: &str = "berth";
 pub const LEASE: &str = "berth";
 pub const POLICY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+pub const PLUGINS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins");
 pub const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy");
 
 /// One test at a time: each runs a control plane and schedulers on a two-core machine.
@@ -552,6 +553,35 @@ pub async fn assert_not_overcommitted(env: &Env) -> Result<Placement> {
     let placement = Placement::read(env).await?;
     placement.check_no_overcommit()?;
     Ok(placement)
+}
+
+/// Runs `berth run` with a manifest's container arguments (`--policy=` replaced by the
+/// repository's policies/openshift.json, the file its ConfigMap holds, and `--plugins=` by
+/// the repository's plugins/, as the pod's mounted directories are not here): every
+/// argument parses, so the run stops at the missing kubeconfig.
+pub fn assert_berth_run_accepts(container: &serde_yaml_ng::Value) {
+    let args: Vec<String> = container["args"]
+        .as_sequence()
+        .expect("container args")
+        .iter()
+        .map(|a| a.as_str().expect("string arguments").to_string())
+        .map(|a| match a.strip_prefix("--policy=") {
+            Some(_) => format!("--policy={POLICY}"),
+            None if a.starts_with("--plugins=") => format!("--plugins={PLUGINS}"),
+            None => a,
+        })
+        .collect();
+    assert_eq!(args[0], "run");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(&args)
+        .arg("--kubeconfig=/nonexistent/kubeconfig")
+        .output()
+        .expect("running berth");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("kubeconfig /nonexistent/kubeconfig"),
+        "expected a kubeconfig error for {args:?}, got:\n{stderr}"
+    );
 }
 
 pub fn tail(text: &str, lines: usize) -> String {
