@@ -442,3 +442,47 @@ fn bad_values_fail_naming_the_value() {
         }
     }
 }
+
+#[test]
+fn a_policy_given_as_a_yaml_map_renders_as_the_same_json() {
+    let Some(helm) = helm() else { return };
+    let policy = std::fs::read_to_string(format!("{ROOT}/policies/openshift.json")).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&policy).unwrap();
+    // JSON is YAML: under `policy:` it is a map, not a string.
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("values.yaml");
+    std::fs::write(&values, format!("policy: {}\n", expected)).unwrap();
+    let docs = documents(&render(helm, &["-f", values.to_str().unwrap()]));
+    let shipped = object(&docs, "ConfigMap", None)["data"]["policy.json"]
+        .as_str()
+        .unwrap();
+    let rendered: serde_json::Value = serde_json::from_str(shipped)
+        .unwrap_or_else(|e| panic!("the rendered policy is not JSON ({e}):\n{shipped}"));
+    assert_eq!(rendered, expected);
+}
+
+/// The chart's default container arguments: the kustomize base's, with the lease timing
+/// spelled out at `berth run`'s defaults.
+#[test]
+fn the_chart_runs_berth_as_the_kustomize_base_does() {
+    let Some(helm) = helm() else { return };
+    let args = |docs: &[Value]| -> Vec<String> {
+        object(docs, "Deployment", None)["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    let base = documents(&std::fs::read_to_string(format!("{DEPLOY}/deployment.yaml")).unwrap());
+    let timing = [
+        "--leader-elect-lease-duration=15s",
+        "--leader-elect-renew-deadline=10s",
+        "--leader-elect-retry-period=2s",
+    ];
+    let chart: Vec<String> = args(&documents(&render(helm, &[])))
+        .into_iter()
+        .filter(|a| !timing.contains(&a.as_str()))
+        .collect();
+    assert_eq!(chart, args(&base));
+}
