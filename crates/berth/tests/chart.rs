@@ -486,3 +486,63 @@ fn the_chart_runs_berth_as_the_kustomize_base_does() {
         .collect();
     assert_eq!(chart, args(&base));
 }
+
+/// A module delivered in the ConfigMap works where the pod finds it: the gpu-model example's
+/// policy and module, put in through the chart's values, written out of the rendered
+/// ConfigMap as its volume holds them (data and decoded binaryData side by side), schedule
+/// the example's cluster exactly as `expected.jsonl` says, with no `--plugins` (the policy's
+/// directory, as in the pod).
+#[test]
+fn a_module_in_the_config_map_is_loaded_beside_the_policy() {
+    use base64::Engine as _;
+    let Some(helm) = helm() else { return };
+    let module = Path::new(ROOT).join("plugins/dist/gpu-model.wasm");
+    if !module.exists() {
+        let out = Command::new("bash")
+            .arg(format!("{ROOT}/scripts/build-plugins.sh"))
+            .output()
+            .expect("running scripts/build-plugins.sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let example = Path::new(ROOT).join("plugins/gpu-model/example");
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("values.yaml");
+    let policy = std::fs::read_to_string(example.join("policy.json")).unwrap();
+    let values_doc = serde_json::json!({
+        "policy": policy,
+        "plugins": {"configMap": {"gpu-model.wasm": b64.encode(std::fs::read(&module).unwrap())}},
+    });
+    std::fs::write(&values, values_doc.to_string()).unwrap();
+    let docs = documents(&render(helm, &["-f", values.to_str().unwrap()]));
+    let config_map = object(&docs, "ConfigMap", None);
+
+    let volume = dir.path().join("etc-berth");
+    std::fs::create_dir(&volume).unwrap();
+    for (key, text) in config_map["data"].as_mapping().unwrap() {
+        std::fs::write(volume.join(key.as_str().unwrap()), text.as_str().unwrap()).unwrap();
+    }
+    for (key, encoded) in config_map["binaryData"].as_mapping().unwrap() {
+        let bytes = b64.decode(encoded.as_str().unwrap()).unwrap();
+        std::fs::write(volume.join(key.as_str().unwrap()), bytes).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .arg("simulate")
+        .args(["--output", "json", "--policy"])
+        .arg(volume.join("policy.json"))
+        .arg("--cluster")
+        .arg(example.join("cluster.yaml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = std::fs::read_to_string(example.join("expected.jsonl")).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+}
