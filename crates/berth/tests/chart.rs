@@ -546,3 +546,64 @@ fn a_module_in_the_config_map_is_loaded_beside_the_policy() {
     let expected = std::fs::read_to_string(example.join("expected.jsonl")).unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
 }
+
+/// The PodDisruptionBudget, the metrics Service and the replicas' anti-affinity select the
+/// Deployment's pods (the apiserver accepts selectors that match nothing).
+fn assert_selectors_match_the_pods(what: &str, docs: &[Value]) {
+    let deployment = object(docs, "Deployment", None);
+    let labels = deployment["spec"]["template"]["metadata"]["labels"]
+        .as_mapping()
+        .unwrap();
+    let term = &deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+        [0]["podAffinityTerm"];
+    let selectors = [
+        ("anti-affinity", &term["labelSelector"]["matchLabels"]),
+        (
+            "PodDisruptionBudget",
+            &object(docs, "PodDisruptionBudget", None)["spec"]["selector"]["matchLabels"],
+        ),
+        (
+            "Service",
+            &object(docs, "Service", None)["spec"]["selector"],
+        ),
+        ("Deployment", &deployment["spec"]["selector"]["matchLabels"]),
+    ];
+    for (name, selector) in selectors {
+        let selector = selector
+            .as_mapping()
+            .unwrap_or_else(|| panic!("{what}: the {name} has no selector"));
+        assert!(
+            !selector.is_empty(),
+            "{what}: the {name}'s selector is empty"
+        );
+        for (key, value) in selector {
+            assert_eq!(
+                labels.get(key),
+                Some(value),
+                "{what}: the {name} selects {key:?}={value:?}, which the pods do not carry"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_budget_service_and_anti_affinity_select_the_pods() {
+    assert_selectors_match_the_pods("the kustomize base", &documents(&kustomize_base()));
+    let Some(helm) = helm() else { return };
+    assert_selectors_match_the_pods("the chart", &documents(&render(helm, &[])));
+}
+
+#[test]
+fn the_chart_passes_helm_lint_strict() {
+    let Some(helm) = helm() else { return };
+    let out = Command::new(helm)
+        .args(["lint", "--strict", &format!("{DEPLOY}/helm/berth")])
+        .output()
+        .expect("running helm lint");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
