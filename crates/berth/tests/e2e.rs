@@ -450,6 +450,82 @@ async fn a_workload_that_takes_down_node_after_node_is_quarantined_until_release
     .await;
 }
 
+/// Pod-IP capacity beyond kubenet on a real cluster: node `ipam` publishes its pod-IP pool
+/// in an annotation (as a per-node IPAM would), node `plain` publishes none and is not trusted
+/// with pods. Two pods fill the pool, the third is refused with both reasons; when the IPAM
+/// grows the pool (the annotation updated through the API), the third is placed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_ip_capacity_from_a_node_annotation_stops_pods_the_ipam_cannot_address() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(180), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        for name in ["ipam", "plain"] {
+            let mut node = node_template(name, "8", "16Gi", 110);
+            node.metadata.name = Some(name.into());
+            if name == "ipam" {
+                node.metadata.annotations = Some(BTreeMap::from([(
+                    "example.com/pod-ips".to_string(),
+                    "2".to_string(),
+                )]));
+            }
+            env.cluster.create_nodes_with(1, |_| node.clone()).await?;
+        }
+        let policy = json!({"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "GeneralPredicates"}, {"name": "CheckPodCIDRCapacity",
+                "argument": {"podIPCapacity": {"nodeAnnotation": "example.com/pod-ips"}}}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]});
+        let path = env.cluster.dir().join("pod-ips-policy.json");
+        std::fs::write(&path, policy.to_string())?;
+        let mut berth = env.berth("solo", &["--policy", &path.display().to_string()])?;
+        berth.wait_ready().await?;
+        env.create_pods(vec![
+            pod("ip-1", "berth", "100m", json!({})),
+            pod("ip-2", "berth", "100m", json!({})),
+        ])
+        .await?;
+        for bound in env.wait_bound("ip-", 2, Duration::from_secs(30)).await? {
+            assert_eq!(node_name(&bound), Some("ipam"));
+        }
+        env.create_pods(vec![pod("ip-3", "berth", "100m", json!({}))])
+            .await?;
+        let api = env.pods();
+        let message = eventually(
+            "ip-3's FailedScheduling condition",
+            Duration::from_secs(30),
+            || async {
+                let p = api.get("ip-3").await?;
+                Ok(p.status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+                    .and_then(|c| c.message))
+            },
+        )
+        .await?;
+        assert_eq!(
+            message,
+            "0/2 nodes are available: 1 node(s) didn't publish their pod IP capacity (annotation \
+             example.com/pod-ips), 1 node(s) had no free pod IP addresses."
+        );
+        let nodes: Api<Node> = Api::all(env.admin.clone());
+        nodes
+            .patch(
+                "ipam",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"metadata": {"annotations":
+                {"example.com/pod-ips": "3"}}})),
+            )
+            .await?;
+        let bound = env.wait_bound("ip-3", 1, Duration::from_secs(30)).await?;
+        assert_eq!(node_name(&bound[0]), Some("ipam"));
+        let status = berth.terminate()?;
+        assert!(status.success(), "exit {status}:\n{}", berth.log());
+        Ok(())
+    })
+    .await;
+}
+
 /// Seconds since the epoch now.
 fn epoch_seconds() -> i64 {
     std::time::SystemTime::now()
