@@ -207,6 +207,93 @@ fn watcher_reloads_modules_and_the_policy() {
     assert_eq!(reloader.policy().predicates.len(), 3, "the running policy");
 }
 
+/// Writes `files` as one version of a ConfigMap volume in `dir`, the way kubelet's atomic
+/// writer does: a new timestamped directory, a `..data_tmp` symlink to it renamed over
+/// `..data` in one step, then the old version removed. The first call also makes the
+/// user-visible names, symlinks through `..data`.
+fn atomic_write(dir: &std::path::Path, version: u32, files: &[(&str, &[u8])]) {
+    use std::os::unix::fs::symlink;
+    let versioned = format!("..2026_11_23_10_00_0{version}.00000000{version}");
+    std::fs::create_dir(dir.join(&versioned)).expect("version dir");
+    for (name, bytes) in files {
+        std::fs::write(dir.join(&versioned).join(name), bytes).expect("write");
+    }
+    let old = std::fs::read_link(dir.join("..data")).ok();
+    symlink(&versioned, dir.join("..data_tmp")).expect("symlink");
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).expect("swap");
+    for (name, _) in files {
+        let visible = dir.join(name);
+        if std::fs::symlink_metadata(&visible).is_err() {
+            symlink(format!("..data/{name}"), &visible).expect("visible symlink");
+        }
+    }
+    if let Some(old) = old {
+        std::fs::remove_dir_all(dir.join(old)).expect("remove the old version");
+    }
+}
+
+/// Plugins and the policy delivered in a ConfigMap volume (`binaryData` for the module):
+/// kubelet's update swaps the `..data` symlink and the files users name never change, yet
+/// both the module and the policy are reloaded.
+#[test]
+fn a_configmap_volume_update_reloads_the_module_and_the_policy() {
+    let plugins = Plugins::new(&[]);
+    let dir = plugins.dir.path();
+    let policy_v1: &[u8] = POLICY.as_bytes();
+    let gpu = fixture("modes");
+    atomic_write(dir, 1, &[("policy.json", policy_v1), ("modes.wasm", &gpu)]);
+    let config = CycleConfig {
+        percentage_of_nodes_to_score: 100,
+        ..CycleConfig::default()
+    };
+    let (reloader, mut sched) = Reloader::start(
+        plugins.host.clone(),
+        &dir.join("policy.json"),
+        config,
+        Duration::from_millis(50),
+    )
+    .expect("reloader");
+    let mut cl = cluster(labelled_nodes(6), vec![]);
+    let mut next = 0;
+    let mut place = |sched: &mut berth_engine::Scheduler| {
+        next += 1;
+        index(&schedule(&mut cl, sched, vec![pod(&format!("p{next}")).build()])[0]) % 3
+    };
+    assert_eq!(place(&mut sched), 0, "gpu nodes first");
+
+    // Version 2 of the ConfigMap changes the module only.
+    let ssd = requiring("ssd");
+    atomic_write(dir, 2, &[("policy.json", policy_v1), ("modes.wasm", &ssd)]);
+    let plugin = plugins.host.plugins()[0].clone();
+    wait_for("module version 2", || plugin.version() == 2);
+    assert_eq!(place(&mut sched), 1, "ssd nodes after the swap");
+    assert_eq!(
+        reloader.status().policy_reloads,
+        0,
+        "the policy bytes did not change"
+    );
+
+    // Version 3 changes the policy.
+    let policy_v3: &[u8] = br#"{"predicates": [{"name": "NeedsGpu", "argument": {"labelsPresence": {"labels": ["gpu"], "presence": true}}}],
+        "priorities": []}"#;
+    atomic_write(dir, 3, &[("policy.json", policy_v3), ("modes.wasm", &ssd)]);
+    wait_for("the new policy", || reloader.status().policy_reloads == 1);
+    let mut sched = reloader.take_scheduler().expect("a new scheduler");
+    assert_eq!(place(&mut sched), 0);
+    assert_eq!(
+        reloader.status().module_failures,
+        0,
+        "{:?}",
+        reloader.status()
+    );
+    assert_eq!(
+        reloader.status().policy_failures,
+        0,
+        "{:?}",
+        reloader.status()
+    );
+}
+
 /// A broken module or policy is rejected once per version: rescans caused by unrelated file
 /// changes neither rebuild it nor count it again.
 #[test]
