@@ -4,9 +4,9 @@
 //! into the cluster; this rule only reads it, so a healthy cluster costs one emptiness check
 //! per pod.
 
-use crate::cluster::NodeInfo;
+use crate::cluster::{NodeId, NodeInfo};
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
-use crate::health::state::{Circuit, ProtectionState};
+use crate::health::state::Circuit;
 
 /// The reason for a node whose breaker is open.
 pub const OPEN: &str = "node(s) had an open circuit breaker";
@@ -21,22 +21,21 @@ pub fn is_own_reason(reason: &str) -> bool {
 /// The rule.
 pub struct CheckNodeCircuitBreaker;
 
-struct Check<'a> {
-    state: &'a ProtectionState,
-    /// The pod's `namespace/name`: a probe that is retried passes its own node.
-    key: String,
+/// The nodes the pod may not use, resolved to ids once per pod: breakers are rarely open on
+/// more than a few nodes, so a short scan per node beats hashing every node's name.
+struct Check {
+    refused: Vec<(NodeId, &'static str)>,
 }
 
-impl NodeCheck for Check<'_> {
+impl NodeCheck for Check {
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        let reason = match self.state.circuit(node.name()) {
-            None | Some(Circuit::HalfOpen { probe: None }) => return true,
-            Some(Circuit::HalfOpen { probe: Some(probe) }) if *probe == self.key => return true,
-            Some(Circuit::HalfOpen { .. }) => PROBING,
-            Some(Circuit::Open { .. }) => OPEN,
-        };
-        reasons.push(reason.into());
-        false
+        match self.refused.iter().find(|(id, _)| *id == node.id) {
+            None => true,
+            Some((_, reason)) => {
+                reasons.push((*reason).into());
+                false
+            }
+        }
     }
 }
 
@@ -52,10 +51,23 @@ impl FilterRule for CheckNodeCircuitBreaker {
             return FilterPrep::Skip;
         }
         let meta = &ctx.pod.pod.meta;
-        FilterPrep::Check(Box::new(Check {
-            state,
-            key: format!("{}/{}", meta.namespace, meta.name),
-        }))
+        let key = format!("{}/{}", meta.namespace, meta.name);
+        let refused: Vec<(NodeId, &'static str)> = state
+            .circuits()
+            .iter()
+            .filter_map(|(node, circuit)| {
+                let reason = match circuit {
+                    Circuit::Open { .. } => OPEN,
+                    Circuit::HalfOpen { probe: Some(probe) } if *probe != key => PROBING,
+                    Circuit::HalfOpen { .. } => return None,
+                };
+                Some((ctx.cluster.node_by_name(node)?, reason))
+            })
+            .collect();
+        if refused.is_empty() {
+            return FilterPrep::Skip;
+        }
+        FilterPrep::Check(Box::new(Check { refused }))
     }
 }
 

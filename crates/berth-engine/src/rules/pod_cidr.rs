@@ -14,6 +14,8 @@
 
 use crate::cluster::NodeInfo;
 use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::labels::{Interner, Sym};
+use crate::resources::PODS;
 
 /// The node has no pod IP address left.
 pub const REASON: &str = "node(s) had no free pod IP addresses";
@@ -113,19 +115,38 @@ fn parse_count(text: &str) -> Capacity {
 }
 
 impl CheckPodCidrCapacity {
-    fn capacity(&self, node: &NodeInfo) -> Capacity {
-        let model = &node.node;
+    /// A node's capacity from the source. Reads what the cycle keeps hot in [`NodeInfo`]
+    /// (interned labels, allocatable resources) rather than the node object, which a cycle
+    /// over thousands of nodes would otherwise fetch from cold memory once per node.
+    fn capacity(&self, node: &NodeInfo, label: LabelKey<'_>) -> Capacity {
         let read = match &self.source {
             Source::PodCidr => return Capacity::Known(node.pod_ip_capacity),
-            Source::Label(key) => model.meta.labels.get(key).map(|v| parse_count(v)),
-            Source::Annotation(key) => model.meta.annotations.get(key).map(|v| parse_count(v)),
+            Source::Label(_) => match label {
+                LabelKey::Interned(key, interner) => node
+                    .labels
+                    .get(key)
+                    .map(|value| parse_count(interner.resolve(value))),
+                LabelKey::OnNoNode => None,
+            },
+            Source::Annotation(key) => node.node.meta.annotations.get(key).map(|v| parse_count(v)),
+            // `pods` is not among the allocatable resources kept hot, and a node without it
+            // must read as lacking the source, not as allowing none.
+            Source::Resource(name) if name == PODS => node
+                .node
+                .allocatable
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| {
+                    u64::try_from(*v).map_or(Capacity::Invalid, |n| Capacity::Known(Some(n)))
+                }),
             Source::Resource(name) => {
-                model
-                    .allocatable
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, v)| {
-                        u64::try_from(*v).map_or(Capacity::Invalid, |n| Capacity::Known(Some(n)))
+                let scalars = &node.allocatable.scalars;
+                scalars
+                    .binary_search_by(|(n, _)| (**n).cmp(name.as_str()))
+                    .ok()
+                    .map(|i| {
+                        u64::try_from(scalars[i].1)
+                            .map_or(Capacity::Invalid, |n| Capacity::Known(Some(n)))
                     })
             }
         };
@@ -137,7 +158,19 @@ impl CheckPodCidrCapacity {
     }
 }
 
-struct Check<'a>(&'a CheckPodCidrCapacity);
+/// The label key of a [`Source::Label`], looked up once per pod.
+#[derive(Clone, Copy)]
+enum LabelKey<'a> {
+    /// Interned: nodes carrying the label hold it under this symbol.
+    Interned(Sym, &'a Interner),
+    /// Never interned, so no node carries the label.
+    OnNoNode,
+}
+
+struct Check<'a> {
+    rule: &'a CheckPodCidrCapacity,
+    label: LabelKey<'a>,
+}
 
 impl NodeCheck for Check<'_> {
     fn node_local(&self) -> bool {
@@ -146,8 +179,8 @@ impl NodeCheck for Check<'_> {
 
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        let rule = self.0;
-        let failure = match rule.capacity(node) {
+        let rule = self.rule;
+        let failure = match rule.capacity(node, self.label) {
             Capacity::Known(cap) => cap
                 .is_some_and(|cap| node.pods_needing_ip + 1 > cap)
                 .then(|| REASON.into()),
@@ -175,11 +208,18 @@ impl FilterRule for CheckPodCidrCapacity {
     }
 
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        if ctx.pod.needs_ip {
-            FilterPrep::Check(Box::new(Check(self)))
-        } else {
-            FilterPrep::Skip
+        if !ctx.pod.needs_ip {
+            return FilterPrep::Skip;
         }
+        let interner = ctx.cluster.interner();
+        let label = match &self.source {
+            Source::Label(key) => match interner.get(key) {
+                Some(sym) => LabelKey::Interned(sym, interner),
+                None => LabelKey::OnNoNode,
+            },
+            _ => LabelKey::OnNoNode,
+        };
+        FilterPrep::Check(Box::new(Check { rule: self, label }))
     }
 }
 
