@@ -309,20 +309,9 @@ impl CircuitBreakers {
     /// cool-downs that ended make breakers half-open, in the order they happened.
     pub fn advance(&mut self, now: i64) {
         loop {
-            let deadline = self.deadlines.first().map(|(at, _)| *at);
-            let cool_down_end = self
-                .nodes
-                .values()
-                .filter_map(|n| match n.phase {
-                    Phase::Open { until, .. } => Some(until),
-                    _ => None,
-                })
-                .min();
-            let next = match (deadline, cool_down_end) {
-                (Some(d), Some(c)) => d.min(c),
-                (Some(d), None) => d,
-                (None, Some(c)) => c,
-                (None, None) => return,
+            let (deadline, cool_down_end) = self.next_events();
+            let Some(next) = deadline.into_iter().chain(cool_down_end).min() else {
+                return;
             };
             if next > now {
                 return;
@@ -345,6 +334,12 @@ impl CircuitBreakers {
 
     /// When [`Self::advance`] next has something to do, if ever.
     pub fn next_deadline(&self) -> Option<i64> {
+        let (deadline, cool_down_end) = self.next_events();
+        deadline.into_iter().chain(cool_down_end).min()
+    }
+
+    /// The first sandbox time-out and the first cool-down end, if any.
+    fn next_events(&self) -> (Option<i64>, Option<i64>) {
         let deadline = self.deadlines.first().map(|(at, _)| *at);
         let cool_down_end = self
             .nodes
@@ -354,7 +349,7 @@ impl CircuitBreakers {
                 _ => None,
             })
             .min();
-        deadline.into_iter().chain(cool_down_end).min()
+        (deadline, cool_down_end)
     }
 
     /// Whether some node's breaker is open or half-open.
