@@ -10,9 +10,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -20,40 +19,12 @@ use berth_testcluster::ClusterOptions;
 use kube::api::DynamicObject;
 use serde_yaml_ng::Value;
 
-use common::{DEPLOY, NAMESPACE, SERIAL, bounded};
+use common::{DEPLOY, NAMESPACE, SERIAL, bounded, helm};
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// The smallest valid WASM module (magic and version), base64: a stand-in plugin.
 const EMPTY_MODULE_BASE64: &str = "AGFzbQEAAAA=";
-
-/// The helm binary, or None when BERTH_SKIP_HELM is set (the caller then skips).
-fn helm() -> Option<&'static Path> {
-    static HELM: OnceLock<Option<PathBuf>> = OnceLock::new();
-    HELM.get_or_init(|| {
-        if std::env::var_os("BERTH_SKIP_HELM").is_some() {
-            eprintln!("BERTH_SKIP_HELM is set: skipping the Helm chart test");
-            return None;
-        }
-        if let Some(path) = std::env::var_os("BERTH_HELM") {
-            return Some(PathBuf::from(path));
-        }
-        let out = Command::new("bash")
-            .arg(format!("{ROOT}/scripts/helm.sh"))
-            .output()
-            .expect("running scripts/helm.sh");
-        assert!(
-            out.status.success(),
-            "helm is missing and scripts/helm.sh could not build it (set BERTH_SKIP_HELM=1 to \
-             skip the chart tests):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(PathBuf::from(
-            String::from_utf8(out.stdout).unwrap().trim().to_string(),
-        ))
-    })
-    .as_deref()
-}
 
 /// `helm template berth deploy/helm/berth --namespace berth-system ARGS`: the rendered text,
 /// or helm's error output.

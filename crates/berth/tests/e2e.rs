@@ -1,6 +1,7 @@
 //! `berth run` against a real control plane (etcd + kube-apiserver on loopback, from
-//! berth-testcluster), authenticated as the deploy/ ServiceAccount with the deploy/ RBAC
-//! applied, so these tests also prove the shipped permissions suffice.
+//! berth-testcluster), authenticated as the Helm chart's ServiceAccount with the chart's RBAC
+//! applied (deploy/'s, which tests/chart.rs shows grants the same, without helm:
+//! `BERTH_SKIP_HELM=1`), so these tests also prove the shipped permissions suffice.
 //!
 //! Berth runs as the built binary, in its own process group under a watchdog, so a test
 //! can SIGKILL it like a crashed replica and nothing outlives the test. The tests share the

@@ -47,10 +47,33 @@ impl Env {
         let cluster = TestCluster::start(opts).await?;
         let deploy = Path::new(DEPLOY);
         cluster
+            .apply_files(&[deploy.join("namespace.yaml")])
+            .await?;
+        // Berth runs as the Helm chart's ServiceAccount with the chart's RBAC, the
+        // permissions users install (chart.rs shows deploy/rbac.yaml grants the same).
+        match helm() {
+            Some(helm) => {
+                let out = std::process::Command::new(helm)
+                    .args(["template", "berth", &format!("{DEPLOY}/helm/berth")])
+                    .args(["--namespace", NAMESPACE])
+                    .args(["--show-only", "templates/serviceaccount.yaml"])
+                    .args(["--show-only", "templates/rbac.yaml"])
+                    .output()?;
+                anyhow::ensure!(
+                    out.status.success(),
+                    "helm template: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                cluster.apply_yaml(&String::from_utf8(out.stdout)?).await?;
+            }
+            None => {
+                cluster
+                    .apply_files(&[deploy.join("serviceaccount.yaml"), deploy.join("rbac.yaml")])
+                    .await?;
+            }
+        }
+        cluster
             .apply_files(&[
-                deploy.join("namespace.yaml"),
-                deploy.join("serviceaccount.yaml"),
-                deploy.join("rbac.yaml"),
                 // Stored but inert (no controller-manager runs it): the API server checks
                 // the manifests.
                 deploy.join("policy.yaml"),
@@ -587,4 +610,37 @@ pub fn assert_berth_run_accepts(container: &serde_yaml_ng::Value) {
 pub fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The helm binary, or None when BERTH_SKIP_HELM is set (chart tests then skip, and the e2e
+/// tests fall back to deploy/'s RBAC): `BERTH_HELM`, else built by `scripts/helm.sh`.
+pub fn helm() -> Option<&'static Path> {
+    static HELM: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    HELM.get_or_init(|| {
+        if std::env::var_os("BERTH_SKIP_HELM").is_some() {
+            eprintln!("BERTH_SKIP_HELM is set: no Helm chart");
+            return None;
+        }
+        if let Some(path) = std::env::var_os("BERTH_HELM") {
+            return Some(PathBuf::from(path));
+        }
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        let out = std::process::Command::new("bash")
+            .arg(format!("{root}/scripts/helm.sh"))
+            .output()
+            .expect("running scripts/helm.sh");
+        assert!(
+            out.status.success(),
+            "helm is missing and scripts/helm.sh could not build it (set BERTH_SKIP_HELM=1 to \
+             skip the chart):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(PathBuf::from(
+            String::from_utf8(out.stdout)
+                .expect("UTF-8")
+                .trim()
+                .to_string(),
+        ))
+    })
+    .as_deref()
 }
