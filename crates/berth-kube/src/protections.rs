@@ -89,13 +89,13 @@ pub fn released_workloads(objects: &ClusterObjects) -> BTreeSet<Workload> {
         .collect()
 }
 
-/// Containment's facts in the snapshot: every placement of a controlled pod, and every node's
-/// last readiness change.
-pub fn quarantine_facts(objects: &ClusterObjects) -> Vec<Fact> {
-    let placements = objects.pods.iter().filter_map(pod_start).filter_map(|s| {
+/// Containment's facts in the snapshot: every placement of a controlled pod (from `starts`,
+/// the snapshot's [`pod_starts`]), and every node's last readiness change.
+pub fn quarantine_facts(objects: &ClusterObjects, starts: &[PodStart]) -> Vec<Fact> {
+    let placements = starts.iter().filter_map(|s| {
         Some(Fact::Placed {
-            owner: s.owner?,
-            node: s.node,
+            owner: s.owner.clone()?,
+            node: s.node.clone(),
             at: s.placed_at,
         })
     });
@@ -119,8 +119,9 @@ pub fn apply(
     now: i64,
 ) -> Vec<String> {
     let mut notes = Vec::new();
+    let starts = pod_starts(objects);
     if let Some(config) = trackers.breaker {
-        let breakers = CircuitBreakers::rebuild(config, &pod_starts(objects), now);
+        let breakers = CircuitBreakers::rebuild(config, &starts, now);
         let view = breakers.view();
         let mut nodes: Vec<(&String, &Circuit)> = view.iter().collect();
         nodes.sort_by_key(|(node, _)| *node);
@@ -149,7 +150,7 @@ pub fn apply(
     if let Some(config) = trackers.quarantine {
         let quarantines = Quarantines::rebuild(
             config,
-            &quarantine_facts(objects),
+            &quarantine_facts(objects, &starts),
             released_workloads(objects),
             now,
         );

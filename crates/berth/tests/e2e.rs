@@ -89,23 +89,9 @@ async fn pods_land_where_the_policy_says_and_failures_are_explained() {
 
         // The pod that fits nowhere: an Event and the PodScheduled condition, same words.
         let api = env.pods();
-        let message = eventually(
-            "too-big's PodScheduled condition",
-            Duration::from_secs(30),
-            || async {
-                let p = api.get("too-big").await?;
-                let condition = p
-                    .status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .find(|c| c.type_ == "PodScheduled");
-                Ok(condition
-                    .filter(|c| c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
-                    .map(|c| c.message.unwrap_or_default()))
-            },
-        )
-        .await?;
+        let message = env
+            .unschedulable_message("too-big", Duration::from_secs(30))
+            .await?;
         assert!(
             message.starts_with("0/3 nodes are available: ")
                 && message.contains("Insufficient cpu"),
@@ -274,26 +260,11 @@ async fn a_node_that_fails_every_pod_is_cut_off_survives_a_leader_change_and_is_
         env.create_pods(vec![pod("fresh", "berth", "100m", json!({}))]).await?;
         let bound = env.wait_bound("fresh", 1, Duration::from_secs(30)).await?;
         assert_eq!(node_name(&bound[0]), Some("good"), "bad is emptier: only the breaker keeps pods off");
-        let refused = |name: &'static str| {
-            let api = api.clone();
-            async move {
-                eventually(&format!("{name}'s FailedScheduling condition"), Duration::from_secs(30), || async {
-                    let p = api.get(name).await?;
-                    Ok(p.status
-                        .and_then(|s| s.conditions)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-                        .and_then(|c| c.message))
-                })
-                .await
-            }
-        };
         let open_message = "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
                             1 node(s) had an open circuit breaker.";
         env.create_pods(vec![pod("pinned-1", "berth", "100m", json!({"nodeSelector": {"kubernetes.io/hostname": "bad"}}))])
             .await?;
-        assert_eq!(refused("pinned-1").await?, open_message);
+        assert_eq!(env.unschedulable_message("pinned-1", Duration::from_secs(30)).await?, open_message);
 
         // The leader dies; its successor knows the breaker from the pods' statuses alone.
         first.kill();
@@ -305,7 +276,7 @@ async fn a_node_that_fails_every_pod_is_cut_off_survives_a_leader_change_and_is_
         .await?;
         env.create_pods(vec![pod("pinned-2", "berth", "100m", json!({"nodeSelector": {"kubernetes.io/hostname": "bad"}}))])
             .await?;
-        assert_eq!(refused("pinned-2").await?, open_message);
+        assert_eq!(env.unschedulable_message("pinned-2", Duration::from_secs(30)).await?, open_message);
         let (_, metrics) = second.get("/metrics")?;
         assert!(metrics.contains(r#"berth_circuit_breaker_state{node="bad",state="open"} 1"#), "{metrics}");
 
@@ -413,17 +384,9 @@ async fn a_workload_that_takes_down_node_after_node_is_quarantined_until_release
         let bound = env.wait_bound("bystander", 1, Duration::from_secs(30)).await?;
         let healthy = node_name(&bound[0]).context("bound")?.to_string();
         assert!(!failed.contains(&healthy));
-        let api = env.pods();
-        let message = eventually("bomb-4's FailedScheduling condition", Duration::from_secs(30), || async {
-            let p = api.get("bomb-4").await?;
-            Ok(p.status
-                .and_then(|s| s.conditions)
-                .unwrap_or_default()
-                .into_iter()
-                .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-                .and_then(|c| c.message))
-        })
-        .await?;
+        let message = env
+            .unschedulable_message("bomb-4", Duration::from_secs(30))
+            .await?;
         let why = format!(
             "0/4 nodes are available: 4 pod's owner ReplicaSet default/bomb is quarantined: nodes {} \
              went NotReady shortly \
@@ -489,21 +452,9 @@ async fn pod_ip_capacity_from_a_node_annotation_stops_pods_the_ipam_cannot_addre
         }
         env.create_pods(vec![pod("ip-3", "berth", "100m", json!({}))])
             .await?;
-        let api = env.pods();
-        let message = eventually(
-            "ip-3's FailedScheduling condition",
-            Duration::from_secs(30),
-            || async {
-                let p = api.get("ip-3").await?;
-                Ok(p.status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-                    .and_then(|c| c.message))
-            },
-        )
-        .await?;
+        let message = env
+            .unschedulable_message("ip-3", Duration::from_secs(30))
+            .await?;
         assert_eq!(
             message,
             "0/2 nodes are available: 1 node(s) didn't publish their pod IP capacity (annotation \
@@ -591,21 +542,9 @@ async fn the_toleration_guard_refuses_copied_tolerations_until_the_namespace_is_
         let bound = env.wait_bound("wildcard", 1, Duration::from_secs(60)).await?;
         assert_eq!(node_name(&bound[0]), Some("shared"));
 
-        let api = env.pods();
-        let message = eventually(
-            "copier's PodScheduled condition",
-            Duration::from_secs(30),
-            || async {
-                let p = api.get("copier").await?;
-                Ok(p.status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-                    .and_then(|c| c.message))
-            },
-        )
-        .await?;
+        let message = env
+            .unschedulable_message("copier", Duration::from_secs(30))
+            .await?;
         assert_eq!(
             message,
             "0/3 nodes are available: 1 node(s) had taint {dedicated: tenant-a}, that namespace \

@@ -165,6 +165,26 @@ impl Env {
         Ok(by_pod)
     }
 
+    /// The message of pod `name`'s PodScheduled=False condition (what FailedScheduling says),
+    /// once the scheduler has set it.
+    pub async fn unschedulable_message(&self, name: &str, timeout: Duration) -> Result<String> {
+        let api = self.pods();
+        eventually(
+            &format!("{name}'s PodScheduled condition"),
+            timeout,
+            || async {
+                let p = api.get(name).await?;
+                Ok(p.status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+                    .and_then(|c| c.message))
+            },
+        )
+        .await
+    }
+
     pub async fn leader(&self) -> Result<Option<String>> {
         let api: Api<Lease> = Api::namespaced(self.admin.clone(), NAMESPACE);
         Ok(api
