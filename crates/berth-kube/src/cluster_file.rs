@@ -7,8 +7,8 @@ use std::path::Path;
 use berth_policy::file::{MAX_NESTING, read_regular_text, too_deep};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
-    ResourceRequirements, Service,
+    LimitRange, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec,
+    ReplicationController, ResourceRequirements, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -54,6 +54,8 @@ pub struct ClusterObjects {
     pub priority_classes: Vec<PriorityClass>,
     /// `policy/v1 PodDisruptionBudget` objects.
     pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
+    /// `v1 LimitRange` objects: the defaults admission gives pods that `--apply` creates.
+    pub limit_ranges: Vec<LimitRange>,
     /// Problems that did not stop loading, such as kinds the scheduler does not use.
     pub warnings: Vec<String>,
 }
@@ -72,13 +74,29 @@ pub fn load_cluster_file(path: &Path) -> Result<ClusterObjects, ClusterFileError
 /// Parses cluster-file text (YAML documents or JSON values holding objects or Lists);
 /// `source` names the file in errors and warnings.
 pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterObjects, ClusterFileError> {
+    let mut objects = ClusterObjects::default();
+    let mut seen = HashMap::new();
+    let found_any = walk_objects(text, source, &mut |kind, item| {
+        objects.add(&kind, item, &mut seen)
+    })?;
+    if !found_any {
+        objects
+            .warnings
+            .push(format!("{source}: no Kubernetes objects found"));
+    }
+    Ok(objects)
+}
+
+/// Reads every object of the text (YAML documents or JSON values, Lists flattened) and hands
+/// each one, with its kind, to `each`, in file order; whether there was any object at all.
+pub(crate) fn walk_objects(
+    text: &str,
+    source: &str,
+    each: &mut dyn FnMut(String, Item) -> Result<(), ClusterFileError>,
+) -> Result<bool, ClusterFileError> {
     let documents = read_documents(text, source)?;
     let multi_document = documents.len() > 1;
-    let mut loader = Loader {
-        file: source,
-        objects: ClusterObjects::default(),
-        seen: HashMap::new(),
-    };
+    let mut loader = Loader { file: source, each };
     let mut found_any = false;
     for (index, document) in documents.into_iter().enumerate() {
         if document.is_null() {
@@ -87,13 +105,65 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterObjects, Cluster
         found_any = true;
         loader.document(document, multi_document.then_some(index))?;
     }
-    if !found_any {
-        loader
-            .objects
-            .warnings
-            .push(format!("{source}: no Kubernetes objects found"));
+    Ok(found_any)
+}
+
+impl ClusterObjects {
+    /// Decodes one object and files it under its kind, or skips it with a warning.
+    fn add(
+        &mut self,
+        kind: &str,
+        item: Item,
+        seen: &mut HashMap<ObjectKey, Location>,
+    ) -> Result<(), ClusterFileError> {
+        use Scope::{Cluster, Namespaced};
+        match kind {
+            "Node" => self.nodes.push(item.decode(seen, Cluster, validate_node)?),
+            "Pod" => self.pods.push(item.decode(seen, Namespaced, validate_pod)?),
+            "Namespace" => self.namespaces.push(item.decode(seen, Cluster, no_checks)?),
+            "Service" => self
+                .services
+                .push(item.decode(seen, Namespaced, no_checks)?),
+            "ReplicationController" => self
+                .replication_controllers
+                .push(item.decode(seen, Namespaced, no_checks)?),
+            "ReplicaSet" => self
+                .replica_sets
+                .push(item.decode(seen, Namespaced, no_checks)?),
+            "StatefulSet" => self
+                .stateful_sets
+                .push(item.decode(seen, Namespaced, no_checks)?),
+            "PersistentVolume" => self.persistent_volumes.push(item.decode(
+                seen,
+                Cluster,
+                validate_persistent_volume,
+            )?),
+            "PersistentVolumeClaim" => self.persistent_volume_claims.push(item.decode(
+                seen,
+                Namespaced,
+                validate_persistent_volume_claim,
+            )?),
+            "StorageClass" => self
+                .storage_classes
+                .push(item.decode(seen, Cluster, no_checks)?),
+            "CSINode" => self.csi_nodes.push(item.decode(seen, Cluster, no_checks)?),
+            "PriorityClass" => self
+                .priority_classes
+                .push(item.decode(seen, Cluster, no_checks)?),
+            "PodDisruptionBudget" => self
+                .pod_disruption_budgets
+                .push(item.decode(seen, Namespaced, no_checks)?),
+            "LimitRange" => {
+                self.limit_ranges
+                    .push(item.decode(seen, Namespaced, validate_limit_range)?)
+            }
+            _ => self.warnings.push(format!(
+                "{}: kind {kind} is not used by the scheduler, skipped",
+                item.site
+            )),
+        }
+        Ok(())
     }
-    Ok(loader.objects)
 }
 
 /// Splits the text into documents; empty YAML documents come back as `Null`.
@@ -156,15 +226,14 @@ fn read_yaml(text: &str, source: &str) -> Result<Vec<Value>, ClusterFileError> {
 }
 
 /// Identity of an object for duplicate detection: kind, namespace, name.
-type ObjectKey = (&'static str, String, String);
+pub(crate) type ObjectKey = (&'static str, String, String);
 
-struct Loader<'a> {
+struct Loader<'a, 'f> {
     file: &'a str,
-    objects: ClusterObjects,
-    seen: HashMap<ObjectKey, Location>,
+    each: &'f mut dyn FnMut(String, Item) -> Result<(), ClusterFileError>,
 }
 
-impl Loader<'_> {
+impl Loader<'_, '_> {
     fn site(&self, location: Location, object: Option<ObjectRef>) -> Box<Site> {
         Box::new(Site {
             file: self.file.to_owned(),
@@ -249,13 +318,12 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Decodes one object and files it under its kind, or skips it with a warning.
+    /// Checks one object's kind and apiVersion and hands it on.
     fn object(
         &mut self,
         map: Map<String, Value>,
         location: Location,
     ) -> Result<(), ClusterFileError> {
-        use Scope::{Cluster, Namespaced};
         let object_ref = raw_object_ref(&map);
         let kind = match map.get("kind") {
             Some(Value::String(kind)) if !kind.is_empty() => kind.clone(),
@@ -303,81 +371,39 @@ impl Loader<'_> {
             api_version,
             value: Value::Object(map),
         };
-        let (objects, seen) = (&mut self.objects, &mut self.seen);
-        match kind.as_str() {
-            "Node" => item.add_to(&mut objects.nodes, seen, Cluster, validate_node),
-            "Pod" => item.add_to(&mut objects.pods, seen, Namespaced, validate_pod),
-            "Namespace" => item.add_to(&mut objects.namespaces, seen, Cluster, no_checks),
-            "Service" => item.add_to(&mut objects.services, seen, Namespaced, no_checks),
-            "ReplicationController" => item.add_to(
-                &mut objects.replication_controllers,
-                seen,
-                Namespaced,
-                no_checks,
-            ),
-            "ReplicaSet" => item.add_to(&mut objects.replica_sets, seen, Namespaced, no_checks),
-            "StatefulSet" => item.add_to(&mut objects.stateful_sets, seen, Namespaced, no_checks),
-            "PersistentVolume" => item.add_to(
-                &mut objects.persistent_volumes,
-                seen,
-                Cluster,
-                validate_persistent_volume,
-            ),
-            "PersistentVolumeClaim" => item.add_to(
-                &mut objects.persistent_volume_claims,
-                seen,
-                Namespaced,
-                validate_persistent_volume_claim,
-            ),
-            "StorageClass" => item.add_to(&mut objects.storage_classes, seen, Cluster, no_checks),
-            "CSINode" => item.add_to(&mut objects.csi_nodes, seen, Cluster, no_checks),
-            "PriorityClass" => item.add_to(&mut objects.priority_classes, seen, Cluster, no_checks),
-            "PodDisruptionBudget" => item.add_to(
-                &mut objects.pod_disruption_budgets,
-                seen,
-                Namespaced,
-                no_checks,
-            ),
-            _ => {
-                objects.warnings.push(format!(
-                    "{}: kind {kind} is not used by the scheduler, skipped",
-                    item.site
-                ));
-                Ok(())
-            }
-        }
+        (self.each)(kind, item)
     }
 }
 
 /// Whether a kind's objects live in a namespace.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Scope {
+pub(crate) enum Scope {
     Namespaced,
     Cluster,
 }
 
 /// One object of a known kind, not yet decoded.
-struct Item {
-    site: Box<Site>,
+pub(crate) struct Item {
+    pub(crate) site: Box<Site>,
     api_version: String,
     value: Value,
 }
 
 /// A check the scheduler relies on failed: the field path and what is wrong.
-enum Problem {
+#[derive(Debug)]
+pub(crate) enum Problem {
     Message { field: String, message: String },
     Quantity { field: String, error: QuantityError },
 }
 
 impl Item {
-    /// Decodes the item as `T`, validates it, rejects duplicates, and appends it to `out`.
-    fn add_to<T>(
+    /// Decodes the item as `T`, validates it and rejects duplicates.
+    pub(crate) fn decode<T>(
         self,
-        out: &mut Vec<T>,
         seen: &mut HashMap<ObjectKey, Location>,
         scope: Scope,
         validate: fn(&T) -> Result<(), Problem>,
-    ) -> Result<(), ClusterFileError>
+    ) -> Result<T, ClusterFileError>
     where
         T: Resource + Metadata<Ty = ObjectMeta> + DeserializeOwned,
     {
@@ -451,12 +477,11 @@ impl Item {
                 slot.insert(site.location);
             }
         }
-        out.push(object);
-        Ok(())
+        Ok(object)
     }
 }
 
-fn no_checks<T>(_: &T) -> Result<(), Problem> {
+pub(crate) fn no_checks<T>(_: &T) -> Result<(), Problem> {
     Ok(())
 }
 
@@ -475,26 +500,50 @@ fn validate_pod(pod: &Pod) -> Result<(), Problem> {
             message: "missing (a Pod needs spec.containers)".to_owned(),
         });
     };
+    validate_pod_spec("spec", spec)
+}
+
+/// The checks of a pod's spec the scheduler relies on, for a Pod (`prefix` "spec") or a
+/// workload's pod template ("spec.template.spec").
+pub(crate) fn validate_pod_spec(prefix: &str, spec: &PodSpec) -> Result<(), Problem> {
     if spec.containers.is_empty() {
         return Err(Problem::Message {
-            field: "spec.containers".to_owned(),
+            field: format!("{prefix}.containers"),
             message: "missing or empty (a Pod needs at least one container)".to_owned(),
         });
     }
     let init_containers = spec.init_containers.as_deref().unwrap_or_default();
     for (list, containers) in [
-        ("spec.containers", &spec.containers[..]),
-        ("spec.initContainers", init_containers),
+        ("containers", &spec.containers[..]),
+        ("initContainers", init_containers),
     ] {
         for (index, container) in containers.iter().enumerate() {
             check_requirements(
-                &format!("{list}[{index}].resources"),
+                &format!("{prefix}.{list}[{index}].resources"),
                 container.resources.as_ref(),
             )?;
         }
     }
-    check_quantities("spec.overhead", spec.overhead.as_ref())?;
-    check_requirements("spec.resources", spec.resources.as_ref())
+    check_quantities(&format!("{prefix}.overhead"), spec.overhead.as_ref())?;
+    check_requirements(&format!("{prefix}.resources"), spec.resources.as_ref())
+}
+
+/// Every quantity of every limit, as the scheduler will read it.
+fn validate_limit_range(range: &LimitRange) -> Result<(), Problem> {
+    let limits = range.spec.as_ref().map(|spec| &spec.limits[..]);
+    for (index, item) in limits.unwrap_or_default().iter().enumerate() {
+        let at = format!("spec.limits[{index}]");
+        for (name, list) in [
+            ("default", &item.default),
+            ("defaultRequest", &item.default_request),
+            ("max", &item.max),
+            ("min", &item.min),
+            ("maxLimitRequestRatio", &item.max_limit_request_ratio),
+        ] {
+            check_quantities(&format!("{at}.{name}"), list.as_ref())?;
+        }
+    }
+    Ok(())
 }
 
 fn validate_persistent_volume(volume: &PersistentVolume) -> Result<(), Problem> {
@@ -510,7 +559,7 @@ fn validate_persistent_volume_claim(claim: &PersistentVolumeClaim) -> Result<(),
     check_quantities("spec.resources.limits", resources.limits.as_ref())
 }
 
-fn check_requirements(
+pub(crate) fn check_requirements(
     prefix: &str,
     requirements: Option<&ResourceRequirements>,
 ) -> Result<(), Problem> {
@@ -526,7 +575,7 @@ fn check_requirements(
 
 /// Checks that every quantity converts the way the scheduler will read it:
 /// CPU in millis, everything else as an integer.
-fn check_quantities(
+pub(crate) fn check_quantities(
     prefix: &str,
     quantities: Option<&BTreeMap<String, Quantity>>,
 ) -> Result<(), Problem> {

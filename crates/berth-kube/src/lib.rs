@@ -14,6 +14,7 @@
 mod cluster_file;
 pub mod convert;
 mod error;
+pub mod manifests;
 pub mod protections;
 pub mod quantity;
 mod strict_value;

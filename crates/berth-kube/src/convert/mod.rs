@@ -26,15 +26,17 @@ use k8s_openapi::{ClusterResourceScope, Metadata, NamespaceResourceScope, Resour
 
 use crate::error::ObjectRef;
 use crate::quantity;
-use field::{Field, Problem};
+use field::Problem;
 
 pub use annotations::{
     KUBERNETES_NODE_SELECTOR_ANNOTATION, OPENSHIFT_NODE_SELECTOR_ANNOTATION,
     PREFER_AVOID_PODS_ANNOTATION, TOLERATIONS_WHITELIST_ANNOTATION,
 };
-pub(crate) use field::is_plain_key;
+pub(crate) use field::{Field, is_plain_key};
 pub use node::node;
+pub(crate) use pod::SYSTEM_PRIORITY_CLASSES;
 pub use pod::{PriorityResolver, is_terminal, pod};
+pub(crate) use selectors::optional_selector;
 pub use snapshot::{Snapshot, snapshot};
 pub use status::{node_readiness, pod_start};
 pub use storage::{csi_node, persistent_volume, persistent_volume_claim, storage_class};

@@ -32,7 +32,7 @@ pub struct PriorityResolver {
 
 /// Classes the API server creates in every cluster, so pods may name them even when a
 /// cluster file lists no PriorityClass.
-const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
+pub(crate) const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
     ("system-node-critical", 2_000_001_000),
     ("system-cluster-critical", 2_000_000_000),
 ];

@@ -198,7 +198,7 @@ pub(crate) fn topology_selector_term(
 
 /// A label selector that may be absent (absent selects nothing or everything, as the
 /// caller decides).
-pub(super) fn optional_selector(
+pub(crate) fn optional_selector(
     selector: Option<&meta::LabelSelector>,
     at: Field<'_>,
 ) -> Result<Option<LabelSelector>, Problem> {
