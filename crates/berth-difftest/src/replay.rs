@@ -330,6 +330,8 @@ pub async fn list_state(client: &Client) -> Result<ClusterObjects> {
         csi_nodes: list(client).await?,
         priority_classes: list::<PriorityClass>(client).await?,
         pod_disruption_budgets: list::<PodDisruptionBudget>(client).await?,
+        // Only `simulate --apply` reads LimitRanges; the apiserver has applied them already.
+        limit_ranges: Vec::new(),
         warnings: Vec::new(),
     })
 }
