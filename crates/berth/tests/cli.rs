@@ -129,6 +129,23 @@ fn bad_input_table() {
             vec!["gone.json"],
         ),
         (
+            "bench whose init pods cannot fit",
+            vec![
+                "bench".into(),
+                "--workload".into(),
+                "pod-anti-affinity".into(),
+                "--nodes".into(),
+                "3".into(),
+                "--running".into(),
+                "5".into(),
+            ],
+            vec![
+                "only 3 of 5 init pods fit on 3 nodes",
+                "--nodes",
+                "--running",
+            ],
+        ),
+        (
             "bench with no nodes",
             vec![
                 "bench".into(),
@@ -250,4 +267,56 @@ fn check_prints_the_effective_configuration() {
     assert!(pos("NoDiskConflict") < pos("Region"));
     assert!(pos("Region") < pos("MatchInterPodAffinity"));
     assert!(text.contains("10000"));
+}
+
+/// Every `berth bench` workload runs once at a small size (a sample, never timed): each
+/// pending pod is placed, the run's own placement checks pass, and the result names the
+/// machine. Figures come from release builds at full size (README, Performance).
+#[test]
+fn every_bench_workload_runs_a_small_sample() {
+    let workloads = [
+        "basic",
+        "anti-affinity",
+        "node-label",
+        "node-affinity",
+        "pod-affinity",
+        "pod-anti-affinity",
+        "preferred-pod-affinity",
+        "topology-spreading",
+        "preferred-topology-spreading",
+        "mixed",
+        "volumes",
+        "preemption",
+    ];
+    for workload in workloads {
+        let out = berth(&[
+            "bench",
+            "--workload",
+            workload,
+            "--nodes",
+            "60",
+            "--running",
+            "20",
+            "--pods",
+            "40",
+            "--output",
+            "json",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{workload}: {stderr}");
+        let result: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{workload}: {e}"));
+        let placed = if workload == "preemption" {
+            &result["preempted"]
+        } else {
+            &result["scheduled"]
+        };
+        assert_eq!(placed, 40, "{workload}: {result}");
+        assert_eq!(result["workload"], workload, "{result}");
+        assert!(result["cpu_model"].is_string(), "{workload}: {result}");
+        assert!(
+            result["available_parallelism"].as_u64() >= Some(1),
+            "{workload}: {result}"
+        );
+    }
 }

@@ -24,6 +24,30 @@ pub enum Workload {
     /// As basic, plus a filter and prioritize HTTP extender on 127.0.0.1 served in process;
     /// runs with `nodeCacheCapable` off then on and reports the share of time in its calls.
     Extender,
+    /// scheduler_perf's SchedulingNodeAffinity: every node in zone1, every pod requires zone
+    /// zone1 or zone2 (5,000 init pods, 10,000 measured).
+    NodeAffinity,
+    /// scheduler_perf's SchedulingPodAffinity: every node in zone1, pods require a pod of
+    /// theirs in the zone (5,000 init pods, 5,000 measured).
+    PodAffinity,
+    /// scheduler_perf's SchedulingPodAntiAffinity: pods require no pod of theirs on the node
+    /// (1,000 init pods, 2,000 measured).
+    PodAntiAffinity,
+    /// scheduler_perf's SchedulingPreferredPodAffinity: pods prefer a node holding a pod of
+    /// theirs (5,000 init pods, 5,000 measured).
+    PreferredPodAffinity,
+    /// scheduler_perf's TopologySpreading: nodes in three zones, measured pods spread over
+    /// them with maxSkew 5, DoNotSchedule (5,000 init pods, 5,000 measured).
+    TopologySpreading,
+    /// scheduler_perf's PreferredTopologySpreading: as topology-spreading, ScheduleAnyway.
+    PreferredTopologySpreading,
+    /// scheduler_perf's MixedSchedulingBasePod: init pods of five kinds (plain, pod affinity,
+    /// anti-affinity, preferred affinity and anti-affinity; 2,000 of each), 5,000 plain
+    /// measured pods.
+    Mixed,
+    /// scheduler_perf's SchedulingInTreePVs: every pod mounts its own claim, bound to an AWS
+    /// EBS PersistentVolume (1,000 init pods, 2,000 measured).
+    Volumes,
 }
 
 impl Workload {
@@ -34,6 +58,34 @@ impl Workload {
             Workload::NodeLabel => "node-label",
             Workload::Preemption => "preemption",
             Workload::Extender => "extender",
+            Workload::NodeAffinity => "node-affinity",
+            Workload::PodAffinity => "pod-affinity",
+            Workload::PodAntiAffinity => "pod-anti-affinity",
+            Workload::PreferredPodAffinity => "preferred-pod-affinity",
+            Workload::TopologySpreading => "topology-spreading",
+            Workload::PreferredTopologySpreading => "preferred-topology-spreading",
+            Workload::Mixed => "mixed",
+            Workload::Volumes => "volumes",
+        }
+    }
+
+    /// scheduler_perf's (init pods, measured pods) of the 5,000-node case upstream publishes
+    /// a threshold for; None for Berth's own workloads.
+    pub(super) fn scheduler_perf_counts(self) -> Option<(usize, usize)> {
+        match self {
+            Workload::NodeAffinity => Some((5000, 10000)),
+            Workload::PodAffinity
+            | Workload::PreferredPodAffinity
+            | Workload::TopologySpreading
+            | Workload::PreferredTopologySpreading => Some((5000, 5000)),
+            Workload::PodAntiAffinity => Some((1000, 2000)),
+            Workload::Mixed => Some((2000, 5000)),
+            Workload::Volumes => Some((1000, 2000)),
+            Workload::Basic
+            | Workload::AntiAffinity
+            | Workload::NodeLabel
+            | Workload::Preemption
+            | Workload::Extender => None,
         }
     }
 }
@@ -47,11 +99,12 @@ pub struct Args {
     /// Number of nodes.
     #[arg(long, default_value_t = 5000)]
     pub(super) nodes: usize,
-    /// Number of pods running before the benchmark starts.
-    #[arg(long, default_value_t = 1000)]
-    pub(super) running: usize,
+    /// Number of pods running before the benchmark starts (default 1,000; scheduler_perf's
+    /// init pods for its workloads, of each kind for `mixed`).
+    #[arg(long)]
+    pub(super) running: Option<usize>,
     /// Number of pending pods to schedule (default 10,000; 1,000 for `--workload
-    /// preemption`).
+    /// preemption`; scheduler_perf's measured pods for its workloads).
     #[arg(long)]
     pub(super) pods: Option<usize>,
     /// Policy file (default: the bundled OpenShift policy).
@@ -89,7 +142,18 @@ impl Args {
     pub(super) fn pods(&self) -> usize {
         self.pods.unwrap_or(match self.workload {
             Workload::Preemption => 1000,
-            _ => 10000,
+            w => w
+                .scheduler_perf_counts()
+                .map_or(10000, |(_, measured)| measured),
+        })
+    }
+
+    /// The number of pods running before the measured ones.
+    pub(super) fn running(&self) -> usize {
+        self.running.unwrap_or_else(|| {
+            self.workload
+                .scheduler_perf_counts()
+                .map_or(1000, |(init, _)| init)
         })
     }
 }

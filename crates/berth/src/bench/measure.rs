@@ -3,8 +3,8 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use berth_engine::Scheduler;
 use berth_engine::model::Pod;
+use berth_engine::{Cluster, Scheduler};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
@@ -13,16 +13,44 @@ use super::args::Args;
 use super::workload::{apps, build_cluster, synthetic_pod};
 use crate::Format;
 
-/// Prints one result object.
+/// Prints one result object, with the machine it was measured on.
 pub(super) fn print_result(result: &serde_json::Value, format: Format) {
+    let mut result = result.clone();
+    if let Some(fields) = result.as_object_mut() {
+        for (k, v) in machine() {
+            fields.insert(k.into(), v);
+        }
+    }
     match format {
         Format::Json => println!("{result}"),
         Format::Table => {
             for (k, v) in result.as_object().into_iter().flatten() {
-                println!("{k:>14}: {v}");
+                println!("{k:>22}: {v}");
             }
         }
     }
+}
+
+/// The machine a result comes from: the CPU model and the logical CPUs /proc/cpuinfo lists,
+/// and the parallelism this process may use (less under a CPU quota or affinity mask).
+fn machine() -> [(&'static str, serde_json::Value); 3] {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim() == "model name")
+        .map_or_else(|| "unknown".to_string(), |(_, v)| v.trim().to_string());
+    let listed = cpuinfo
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| k.trim() == "processor")
+        .count();
+    let available = std::thread::available_parallelism().map_or(0, usize::from);
+    [
+        ("cpu_model", json!(model)),
+        ("cpus_listed", json!(listed)),
+        ("available_parallelism", json!(available)),
+    ]
 }
 
 /// Builds the seeded cluster and pending pods and times scheduling them with `scheduler`.
@@ -33,46 +61,80 @@ pub(super) fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_js
     let pending: Vec<Pod> = (0..args.pods())
         .map(|i| synthetic_pod(&mut rng, args.workload, &format!("pending-{i}"), apps, None))
         .collect();
+    let timed = schedule_timed(&mut cluster, scheduler, pending)?;
+    Ok(throughput(args, args.running(), &cluster, timed))
+}
 
+/// What scheduling a batch of pending pods took.
+pub(super) struct Timed {
+    /// Per pod, in ns.
+    pub(super) latencies: Vec<u64>,
+    /// Pods that got a node.
+    pub(super) scheduled: usize,
+    /// Wall time of the batch, in seconds.
+    pub(super) elapsed: f64,
+}
+
+/// Schedules `pending` one by one, each placed pod assigned before the next, and times them.
+pub(super) fn schedule_timed(
+    cluster: &mut Cluster,
+    scheduler: &mut Scheduler,
+    pending: Vec<Pod>,
+) -> Result<Timed> {
     // The loop runs on a worker of rayon's pool, as a long-running scheduler thread would:
     // called from outside the pool, every parallel pass would be handed to the pool while
     // the calling thread sleeps, paying two thread wake-ups per pod.
-    let (latencies, scheduled, elapsed) = rayon::scope(|_| -> Result<_> {
+    rayon::scope(|_| -> Result<_> {
         let mut latencies = Vec::with_capacity(pending.len());
         let mut scheduled = 0usize;
         let start = Instant::now();
         for pod in pending {
             let t = Instant::now();
             let info = cluster.compile_pod(pod);
-            let decision = scheduler.schedule(&cluster, &info, false);
+            let decision = scheduler.schedule(cluster, &info, false);
             if let Some(node) = decision.node {
                 cluster.insert_pod(info, Some(node))?;
                 scheduled += 1;
             }
             latencies.push(t.elapsed().as_nanos() as u64);
         }
-        Ok((latencies, scheduled, start.elapsed().as_secs_f64()))
-    })?;
+        Ok(Timed {
+            latencies,
+            scheduled,
+            elapsed: start.elapsed().as_secs_f64(),
+        })
+    })
+}
+
+/// The result object of a timed batch: pods/s, per-pod percentiles, a digest of every
+/// placement and peak memory.
+pub(super) fn throughput(
+    args: &Args,
+    running: usize,
+    cluster: &Cluster,
+    timed: Timed,
+) -> serde_json::Value {
     // A digest of every placement, so runs of different policies can be compared for equal
     // decisions, not just equal counts.
     let placements = cluster.pods().fold(0xcbf2_9ce4_8422_2325u64, |h, (id, p)| {
         let node = p.node.map_or(u64::MAX, |n| u64::from(n.0));
         (h ^ (u64::from(id.0) << 32 | node)).wrapping_mul(0x0100_0000_01b3)
     });
-    let pct = percentiles(latencies);
-    Ok(json!({
+    let pods = args.pods();
+    let pct = percentiles(timed.latencies);
+    json!({
         "workload": args.workload.name(),
         "nodes": args.nodes,
-        "running": args.running,
-        "pods": args.pods(),
-        "scheduled": scheduled,
+        "running": running,
+        "pods": pods,
+        "scheduled": timed.scheduled,
         "placement_digest": format!("{placements:016x}"),
-        "pods_per_sec": (args.pods() as f64 / elapsed).round(),
-        "mean_us": (elapsed * 1e6 / args.pods().max(1) as f64 * 10.0).round() / 10.0,
+        "pods_per_sec": (pods as f64 / timed.elapsed).round(),
+        "mean_us": (timed.elapsed * 1e6 / pods.max(1) as f64 * 10.0).round() / 10.0,
         "p50_us": (pct(0.50) * 10.0).round() / 10.0,
         "p99_us": (pct(0.99) * 10.0).round() / 10.0,
         "peak_rss_mib": peak_rss_mib(),
-    }))
+    })
 }
 
 /// Per-pod latencies (ns) as a percentile function in µs.

@@ -11,6 +11,7 @@
 mod args;
 mod extender;
 mod measure;
+mod perf;
 mod preemption;
 mod wasm;
 mod workload;
@@ -40,17 +41,23 @@ pub fn run(args: &Args) -> Result<()> {
         }
         return Ok(());
     }
+    let plan = perf::plan(args.workload);
     let policy = match (&args.policy, args.workload) {
         (Some(p), _) => berth_policy::load(p)?,
         (None, Workload::NodeLabel) => wasm::node_label_policy(false)?,
+        // scheduler_perf runs upstream's default plugins; policies/default.json is v1.22's
+        // default provider as a Policy.
+        (None, _) if plan.is_some() => {
+            berth_policy::parse(bundled::DEFAULT_POLICY, bundled::DEFAULT_POLICY_NAME)?
+        }
         (None, _) => berth_policy::parse(bundled::POLICY, bundled::POLICY_NAME)?,
     };
     let dir = plugins::plugins_dir(args.policy.as_deref(), args.plugins.as_deref());
     let (mut scheduler, _plugins) = plugins::scheduler(&policy, &dir, config(args))?;
-    let result = if args.workload == Workload::Preemption {
-        preemption::measure(args, &mut scheduler)?
-    } else {
-        measure::measure(args, &mut scheduler)?
+    let result = match plan {
+        Some(plan) => perf::measure(args, &plan, &mut scheduler)?,
+        None if args.workload == Workload::Preemption => preemption::measure(args, &mut scheduler)?,
+        None => measure::measure(args, &mut scheduler)?,
     };
     print_result(&result, args.output);
     Ok(())

@@ -21,11 +21,11 @@ const REGIONS: usize = 3;
 const ZONES_PER_REGION: usize = 3;
 const PODS_PER_APP: usize = 20;
 pub(super) const MI: i64 = 1 << 20;
-const GI: i64 = 1 << 30;
+pub(super) const GI: i64 = 1 << 30;
 
 /// The number of apps (a Service and a ReplicaSet each) the pods of a run are spread over.
 pub(super) fn apps(args: &Args) -> usize {
-    ((args.running + args.pods()) / PODS_PER_APP).max(1)
+    ((args.running() + args.pods()) / PODS_PER_APP).max(1)
 }
 
 pub(super) fn build_cluster(rng: &mut ChaCha8Rng, args: &Args, apps: usize) -> Result<Cluster> {
@@ -52,7 +52,7 @@ pub(super) fn build_cluster(rng: &mut ChaCha8Rng, args: &Args, apps: usize) -> R
             });
         }
     }
-    for i in 0..args.running {
+    for i in 0..args.running() {
         let node = format!("node-{}", rng.random_range(0..args.nodes));
         let pod = synthetic_pod(
             rng,
@@ -155,11 +155,16 @@ pub(super) fn synthetic_pod(
 
 /// A selector of the pods of one app.
 fn app_selector(app: &str) -> LabelSelector {
+    label_selector("app", app)
+}
+
+/// A selector of the pods labelled `key=value` (a `matchLabels` of one pair).
+pub(super) fn label_selector(key: &str, value: &str) -> LabelSelector {
     LabelSelector {
         requirements: vec![Requirement {
-            key: "app".into(),
+            key: key.into(),
             operator: Operator::In,
-            values: vec![app.into()],
+            values: vec![value.into()],
         }],
     }
 }
