@@ -10,14 +10,14 @@
 //! that fails to load (or disappears) leaves the last good version running and is reported.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use berth_engine::registry::scheduler_with_plugins;
 use berth_engine::scheduler::{CycleConfig, Scheduler};
 use berth_policy::{EffectivePolicy, PolicyError};
-use notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::error::WatchError;
 use crate::factory::PluginHost;
@@ -76,7 +76,63 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Watches a policy file and a plugins directory.
 pub struct Reloader {
     shared: Arc<Shared>,
-    _debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+    /// Dropping it ends the watch, and with it the debounce thread.
+    _watcher: RecommendedWatcher,
+}
+
+/// Watches `dirs` and rescans once per burst of file events, when `debounce` has passed
+/// without another. The debounce thread blocks until an event arrives, so a scheduler whose
+/// files do not change never wakes for them (a ticking debouncer, notify-debouncer-full's,
+/// woke every quarter of the debounce time for as long as the daemon ran). Reads are not
+/// changes: the rescan itself opens the files, and must not set off another.
+fn watch(
+    dirs: &[(PathBuf, RecursiveMode)],
+    debounce: Duration,
+    shared: Arc<Shared>,
+) -> Result<RecommendedWatcher, WatchError> {
+    let (events, bursts) = mpsc::channel::<notify::Result<Event>>();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
+        if !matches!(&event, Ok(e) if e.kind.is_access()) {
+            // Fails only once the debounce thread is gone, when nothing is left to tell.
+            let _ = events.send(event);
+        }
+    })
+    .map_err(|source| WatchError::Notify {
+        path: dirs[0].0.clone(),
+        source,
+    })?;
+    std::thread::Builder::new()
+        .name("berth-reload".into())
+        .spawn(move || {
+            // Ends when the watcher is dropped and its sender with it.
+            while let Ok(first) = bursts.recv() {
+                let mut burst = vec![first];
+                loop {
+                    match bursts.recv_timeout(debounce) {
+                        Ok(event) => burst.push(event),
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                for e in burst.into_iter().filter_map(Result::err) {
+                    tracing::warn!("file watch error: {e}");
+                }
+                shared.rescan();
+            }
+        })
+        .map_err(|source| WatchError::Notify {
+            path: dirs[0].0.clone(),
+            source: notify::Error::io(source),
+        })?;
+    for (dir, mode) in dirs {
+        watcher
+            .watch(dir, *mode)
+            .map_err(|source| WatchError::Notify {
+                path: dir.clone(),
+                source,
+            })?;
+    }
+    Ok(watcher)
 }
 
 impl Reloader {
@@ -131,26 +187,6 @@ impl Reloader {
             pending: Mutex::new(None),
             status: Mutex::new(ReloadStatus::default()),
         });
-        let handler_shared = shared.clone();
-        let mut debouncer =
-            new_debouncer(
-                debounce,
-                None,
-                move |result: DebounceEventResult| match result {
-                    Ok(events) if events.is_empty() => {}
-                    Ok(_) => handler_shared.rescan(),
-                    Err(errors) => {
-                        for e in errors {
-                            tracing::warn!("file watch error: {e}");
-                        }
-                        handler_shared.rescan();
-                    }
-                },
-            )
-            .map_err(|source| WatchError::Notify {
-                path: host.dir().to_path_buf(),
-                source,
-            })?;
         let policy_dir = match policy_path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -159,15 +195,11 @@ impl Reloader {
         if !same_dir(&policy_dir, host.dir()) {
             dirs.push((policy_dir, RecursiveMode::NonRecursive));
         }
-        for (dir, mode) in dirs {
-            debouncer
-                .watch(&dir, mode)
-                .map_err(|source| WatchError::Notify { path: dir, source })?;
-        }
+        let watcher = watch(&dirs, debounce, shared.clone())?;
         Ok((
             Reloader {
                 shared,
-                _debouncer: debouncer,
+                _watcher: watcher,
             },
             scheduler,
         ))
