@@ -3,24 +3,13 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use berth_wasm::Reloader;
-use common::{Plugins, fixture};
+use common::{Plugins, fixture, wait_for};
 
 const POLICY: &str = r#"{"predicates": [{"name": "GpuFit", "argument": {"wasm": {"module": "modes.wasm"}}}],
     "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]}"#;
-
-fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !ready() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// Context switches of every thread of this process but the calling one (from /proc): how
 /// often the others woke.

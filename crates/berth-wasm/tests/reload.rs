@@ -5,13 +5,13 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use berth_engine::CycleConfig;
 use berth_engine::model::Node;
 use berth_engine::testkit::{cluster, node, pod};
 use berth_wasm::Reloader;
-use common::{Plugins, fixture, schedule};
+use common::{Plugins, fixture, schedule, wait_for};
 
 /// The `modes` fixture requiring label `key` instead of `gpu`.
 fn requiring(key: &str) -> Vec<u8> {
@@ -106,18 +106,6 @@ fn module_replaced_100_times_while_scheduling() {
         plugin.version()
     );
     assert_eq!(plugin.stats().failures.load(Ordering::Relaxed), 0);
-}
-
-fn wait_for(what: &str, mut ready: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !ready() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    start.elapsed()
 }
 
 /// Saves like an editor: write a temporary file, then rename it over the target.

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use berth_engine::model::{Node, Pod};
 use berth_engine::registry::scheduler_with_plugins;
@@ -88,4 +89,17 @@ pub fn nodes(n: usize, gpu_every: usize) -> Vec<Node> {
             b.build()
         })
         .collect()
+}
+
+/// Polls `ready` every millisecond until it holds, failing after 10 s; how long it took.
+pub fn wait_for(what: &str, mut ready: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !ready() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    start.elapsed()
 }

@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::args::{Args, Workload};
 use super::measure::{schedule_timed, throughput};
-use super::workload::{GI, MI, label_selector};
+use super::workload::{GI, MI, label_selector, ready_node};
 
 /// node-default.yaml's capacity.
 const NODE_MILLI_CPU: i64 = 4000;
@@ -169,21 +169,7 @@ fn node(i: usize, zone: Option<&str>) -> Node {
     if let Some(zone) = zone {
         labels.insert(ZONE_KEY.into(), zone.into());
     }
-    let mut node = Node {
-        meta: Meta {
-            name,
-            labels,
-            ..Meta::default()
-        },
-        allocatable: vec![
-            ("cpu".into(), NODE_MILLI_CPU),
-            ("memory".into(), NODE_MEMORY),
-            ("pods".into(), NODE_PODS),
-        ],
-        ..Node::default()
-    };
-    node.conditions.ready = Some(true);
-    node
+    ready_node(name, labels, NODE_MILLI_CPU, NODE_MEMORY, NODE_PODS)
 }
 
 /// A pod of `template`; for `WithVolume` also its bound claim and volume, added to `cluster`.

@@ -91,6 +91,17 @@ pub(crate) fn synthetic_node(rng: &mut ChaCha8Rng, i: usize) -> Node {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
+    ready_node(name, labels, cores as i64 * 1000, mem_gi * GI, 110)
+}
+
+/// A Ready node with these labels and allocatable CPU (millicores), memory and pods.
+pub(super) fn ready_node(
+    name: String,
+    labels: BTreeMap<String, String>,
+    milli_cpu: i64,
+    memory: i64,
+    pods: i64,
+) -> Node {
     let mut node = Node {
         meta: Meta {
             name,
@@ -98,9 +109,9 @@ pub(crate) fn synthetic_node(rng: &mut ChaCha8Rng, i: usize) -> Node {
             ..Meta::default()
         },
         allocatable: vec![
-            ("cpu".into(), cores as i64 * 1000),
-            ("memory".into(), mem_gi * GI),
-            ("pods".into(), 110),
+            ("cpu".into(), milli_cpu),
+            ("memory".into(), memory),
+            ("pods".into(), pods),
         ],
         ..Node::default()
     };
