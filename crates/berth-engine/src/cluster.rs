@@ -24,11 +24,13 @@ use crate::model::{
 use crate::podinfo::{AffinityTerm, PodInfo};
 pub use crate::types::{HostPort, NamespaceFilter, NodeId, PodId, TermKind};
 
+mod changes;
 mod compaction;
 mod error;
 mod indexes;
 mod node_info;
 
+pub use changes::{ChangeLog, Cursor, PodChange};
 pub use compaction::{COMPACTION_FLOOR, Compaction};
 pub use error::ClusterError;
 pub use indexes::{TermIndex, TermRef};
@@ -109,6 +111,8 @@ pub struct Cluster {
     /// The history-based protections' verdicts (open circuit breakers, quarantined
     /// workloads), set by whoever runs their trackers; not derived from the objects.
     protections: ProtectionState,
+    /// Changes for answers kept across cycles (see [`ChangeLog`]).
+    changes: ChangeLog,
 }
 
 impl Default for Cluster {
@@ -184,7 +188,14 @@ impl Cluster {
             image_node_counts: FxHashMap::default(),
             interned_after_compaction: 0,
             protections: ProtectionState::default(),
+            changes: ChangeLog::default(),
         }
+    }
+
+    /// What changed, for answers kept across cycles: every pod placed or removed, and an
+    /// epoch for all other changes.
+    pub fn changes(&self) -> &ChangeLog {
+        &self.changes
     }
 
     /// The protections' verdicts the circuit-breaker and quarantine rules read.
@@ -206,6 +217,7 @@ impl Cluster {
         }
         let id = NodeId(self.nodes.len() as u32);
         let info = NodeInfo::build(id, node, &mut self.interner, self.keys)?;
+        self.changes.bump();
         for name in info.images.keys() {
             *self.image_node_counts.entry(name.clone()).or_default() += 1;
         }
@@ -261,6 +273,7 @@ impl Cluster {
             return self.add_node(node);
         };
         let fresh = NodeInfo::build(id, node, &mut self.interner, self.keys)?;
+        self.changes.bump();
         let old_labels = self.node(id).labels.clone();
         self.set_label_columns(id, &old_labels, false);
         self.set_label_columns(id, &fresh.labels, true);
@@ -323,6 +336,7 @@ impl Cluster {
     /// API server keeps them until the pod GC deletes them.
     pub fn remove_node(&mut self, name: &str) -> Option<model::Node> {
         let id = self.node_by_name(name)?;
+        self.changes.bump();
         // Unassign through the one path that keeps every aggregate and index consistent.
         for pid in self.node(id).pods.clone() {
             self.unassign(pid);
@@ -503,6 +517,7 @@ impl Cluster {
             .clone_into(pod.pod.node_name.get_or_insert_default());
         node.add_pod(pod, Some(id));
         node.stamp = fresh_stamp();
+        self.changes.record(node_id, pod);
         if pod.affinity.has_pod_terms() {
             self.pods_with_affinity.push(id);
             index_terms(
@@ -532,6 +547,7 @@ impl Cluster {
         if let Some(node) = self.nodes[node_id.0 as usize].as_mut() {
             node.remove_pod(pod, id);
             node.stamp = fresh_stamp();
+            self.changes.record(node_id, pod);
         }
         if pod.affinity.has_pod_terms() {
             remove_item(&mut self.pods_with_affinity, id);
@@ -645,6 +661,7 @@ impl Cluster {
 
     /// Adds or replaces a namespace.
     pub fn upsert_namespace(&mut self, ns: &model::Namespace) {
+        self.changes.bump();
         let name = self.interner.intern(&ns.meta.name);
         let labels = Labels::intern(
             &mut self.interner,
@@ -663,6 +680,7 @@ impl Cluster {
     /// Removes a namespace; false when there was none of that name. Its pods stay, as the
     /// API server's namespace controller deletes them on its own.
     pub fn remove_namespace(&mut self, name: &str) -> bool {
+        self.changes.bump();
         self.interner
             .get(name)
             .is_some_and(|sym| self.namespaces.remove(&sym).is_some())
@@ -690,6 +708,7 @@ impl Cluster {
     /// Adds a Service, RC, ReplicaSet or StatefulSet, or replaces the one of the same kind,
     /// namespace and name in place (keeping its position among the others).
     pub fn upsert_selector_object(&mut self, obj: &model::PodSelector) {
+        self.changes.bump();
         let namespace = self.interner.intern(&obj.meta.namespace);
         let selector = obj
             .selector
@@ -715,6 +734,7 @@ impl Cluster {
         namespace: &str,
         name: &str,
     ) -> bool {
+        self.changes.bump();
         let Some(ns) = self.interner.get(namespace) else {
             return false;
         };
@@ -758,11 +778,13 @@ impl Cluster {
 
     /// Adds or replaces a PersistentVolume; returns the one it replaced.
     pub fn upsert_persistent_volume(&mut self, pv: PersistentVolume) -> Option<PersistentVolume> {
+        self.changes.bump();
         self.persistent_volumes.insert(pv.meta.name.clone(), pv)
     }
 
     /// Removes a PersistentVolume.
     pub fn remove_persistent_volume(&mut self, name: &str) -> Option<PersistentVolume> {
+        self.changes.bump();
         self.persistent_volumes.remove(name)
     }
 
@@ -781,6 +803,7 @@ impl Cluster {
         &mut self,
         claim: PersistentVolumeClaim,
     ) -> Option<PersistentVolumeClaim> {
+        self.changes.bump();
         let key = (claim.meta.namespace.clone(), claim.meta.name.clone());
         self.persistent_volume_claims.insert(key, claim)
     }
@@ -791,6 +814,7 @@ impl Cluster {
         namespace: &str,
         name: &str,
     ) -> Option<PersistentVolumeClaim> {
+        self.changes.bump();
         self.persistent_volume_claims
             .remove(&(namespace.to_string(), name.to_string()))
     }
@@ -812,11 +836,13 @@ impl Cluster {
 
     /// Adds or replaces a StorageClass; returns the one it replaced.
     pub fn upsert_storage_class(&mut self, class: StorageClass) -> Option<StorageClass> {
+        self.changes.bump();
         self.storage_classes.insert(class.meta.name.clone(), class)
     }
 
     /// Removes a StorageClass.
     pub fn remove_storage_class(&mut self, name: &str) -> Option<StorageClass> {
+        self.changes.bump();
         self.storage_classes.remove(name)
     }
 
@@ -827,11 +853,13 @@ impl Cluster {
 
     /// Adds or replaces a CSINode (named after its node); returns the one it replaced.
     pub fn upsert_csi_node(&mut self, csi: CsiNode) -> Option<CsiNode> {
+        self.changes.bump();
         self.csi_nodes.insert(csi.meta.name.clone(), csi)
     }
 
     /// Removes a CSINode.
     pub fn remove_csi_node(&mut self, name: &str) -> Option<CsiNode> {
+        self.changes.bump();
         self.csi_nodes.remove(name)
     }
 

@@ -102,6 +102,44 @@ impl CountChanges {
     }
 }
 
+/// How long a prepared rule's answer about a node stays right for later pods of the same
+/// class (pods equal in everything but their identity, see [`crate::classes`]), so that the
+/// cycle of the next such pod can reuse it instead of asking again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reuse {
+    /// Ask again for every pod: nothing is known (the default).
+    Never,
+    /// The answer follows from the node (its object and its pods), the pod's class, the
+    /// cluster's objects other than pods, the pods in the node's topology domains of `keys`
+    /// (and, for any pod placed or removed, the domains of its own affinity terms' keys), and
+    /// `summary`: a digest the rule makes of whatever cluster-wide state it read, such as a
+    /// minimum count across domains. A change to any of these makes the cycle ask again.
+    While {
+        /// Topology keys whose domains the answer counts pods in.
+        keys: Vec<Sym>,
+        /// Digest of the cluster-wide state the answer depends on.
+        summary: u64,
+    },
+}
+
+impl Reuse {
+    /// An answer that follows from the node and the pod alone.
+    pub fn node_local() -> Self {
+        Reuse::While {
+            keys: Vec::new(),
+            summary: 0,
+        }
+    }
+
+    /// A digest of `state` for [`Reuse::While::summary`].
+    pub fn digest(state: &impl std::hash::Hash) -> u64 {
+        use std::hash::Hasher;
+        let mut h = rustc_hash::FxHasher::default();
+        state.hash(&mut h);
+        h.finish()
+    }
+}
+
 /// The per-node check of a filter, after preparation.
 pub trait NodeCheck: Send + Sync {
     /// Whether the node passes; on failure, pushes one or more reasons to `reasons`.
@@ -121,6 +159,16 @@ pub trait NodeCheck: Send + Sync {
     /// check knows better.
     fn node_local(&self) -> bool {
         false
+    }
+
+    /// How long this check's verdicts hold for later pods of the class. A node-local check
+    /// holds while its node is unchanged; others say for themselves.
+    fn reuse(&self) -> Reuse {
+        if self.node_local() {
+            Reuse::node_local()
+        } else {
+            Reuse::Never
+        }
     }
 
     /// Upstream's PreFilter extensions AddPod (`delta` 1) and RemovePod (-1), for a check
@@ -234,6 +282,11 @@ pub trait NodeScore: Send + Sync {
     /// computes them in `normalize`, and `score` gives a placeholder. The default keeps
     /// what `score` gave.
     fn raw_scores(&self, _nodes: &[NodeId], _scores: &mut [i64]) {}
+    /// How long this rule's raw scores ([`NodeScore::score`]) hold for later pods of the
+    /// class. Normalising runs for every pod, so only `score` need say.
+    fn reuse(&self) -> Reuse {
+        Reuse::Never
+    }
 }
 
 /// The outcome of preparing a score rule for one pod.

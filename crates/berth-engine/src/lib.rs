@@ -4,6 +4,9 @@
 //! pool, and needs no async runtime or API client. Callers build a [`Cluster`] from the
 //! [`model`] types, compile a [`Scheduler`] from a policy, and run one cycle per pod.
 
+mod classes;
+#[cfg(test)]
+mod classes_tests;
 pub mod cluster;
 pub mod explain;
 pub mod extender;
@@ -29,7 +32,7 @@ mod victim_cache;
 pub use cluster::{Cluster, ClusterError, ClusterSizes, Compaction, NodeId, NodeInfo, PodId};
 pub use extender::{Extender, ExtenderError};
 pub use features::FeatureGates;
-pub use framework::{CycleContext, FailureKind, FilterRule, Reason, Reservation, ScoreRule};
+pub use framework::{CycleContext, FailureKind, FilterRule, Reason, Reservation, Reuse, ScoreRule};
 pub use nominator::Nominator;
 pub use podinfo::PodInfo;
 pub use scheduler::{CycleConfig, Decision, Explanation, FitError, Scheduler};

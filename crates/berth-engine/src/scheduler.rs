@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::classes::{Answers, Classes, Shape};
 use crate::cluster::{Cluster, NodeId};
 pub use crate::explain::{Explanation, NodeExplanation};
 use crate::explain::{RejectedBy, Rejection, ScoreValue, explain_nodes};
@@ -259,6 +260,8 @@ pub struct Scheduler {
     victim_cache: VictimCache,
     /// The history trackers the policy's protections read (see [`crate::health`]).
     trackers: Trackers,
+    /// Answers kept for classes of equal pods (see [`crate::classes`]).
+    classes: Classes,
 }
 
 /// What a preemption attempt uses of its scheduler, borrowed at once.
@@ -283,7 +286,22 @@ impl Scheduler {
             extenders: Vec::new(),
             victim_cache: VictimCache::default(),
             trackers: Trackers::default(),
+            classes: Classes::default(),
         }
+    }
+
+    /// Keeps (the default) or stops keeping each node's answers for classes of equal pods
+    /// (see [`crate::classes`]). Decisions are the same either way; off, every cycle asks
+    /// every node it visits, as upstream does.
+    pub fn with_equivalence_classes(mut self, on: bool) -> Self {
+        self.classes.set_enabled(on);
+        self
+    }
+
+    /// Node answers reused from an earlier pod of the same class, and node answers asked of
+    /// the rules (while a class kept answers), since this scheduler began.
+    pub fn class_counts(&self) -> (u64, u64) {
+        self.classes.counts()
     }
 
     /// Records the trackers the policy's protections need; whoever feeds the cluster runs them.
@@ -537,17 +555,50 @@ impl Scheduler {
             })
             .collect();
         let start = self.next_start % all;
-        let pass = self.evaluate(
+        let want = self.feasible_nodes_to_find(all);
+        let mut kept = self
+            .classes
+            .enabled()
+            .then(|| Shape {
+                checks: prepared.owners.clone(),
+                scorers: preps
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| matches!(p, ScorePrep::PerNode(_)))
+                    .map(|(i, _)| i)
+                    .collect(),
+                reuses: prepared
+                    .checks
+                    .iter()
+                    .map(|c| c.reuse())
+                    .chain(scorers.iter().map(|s| s.reuse()))
+                    .collect(),
+            })
+            // A nominated pod changes what a node's filters see; nothing is kept then.
+            .filter(|shape| nominated.is_none() && shape.reusable())
+            .map(|shape| self.classes.answers(cluster, &pod.pod, shape));
+        let pass = evaluate(
             cluster,
-            start,
+            Walk { start, want },
             &prepared,
             &scorers,
             nominated.map(|n| (n, pod)),
+            kept.as_deref(),
         );
+        if let Some(answers) = kept.as_deref_mut() {
+            for (slot, feasible, raw) in pass.asked.iter() {
+                answers.keep(slot, feasible, raw);
+            }
+        }
+        if kept.is_some() {
+            self.classes
+                .count(pass.reused as u64, pass.asked.len() as u64);
+        }
         let Pass {
             feasible,
             columns: raw_columns,
             visited: visited_count,
+            ..
         } = pass;
         self.next_start = (start + visited_count) % all;
         let visited = || -> Vec<NodeId> {
@@ -763,113 +814,192 @@ impl Scheduler {
         }
         map
     }
+}
 
-    /// Visits nodes from `start` in visiting order until enough feasible ones are found,
-    /// scoring each feasible node as it goes (raw scores do not depend on which other nodes
-    /// are feasible; normalisation, done later, does). Batches are evaluated in parallel but
-    /// consumed in visiting order, so the result does not depend on thread timing.
-    fn evaluate(
-        &self,
-        cluster: &Cluster,
-        start: usize,
-        prepared: &PreparedFilters<'_>,
-        scorers: &[&dyn NodeScore],
-        nominated: Option<(&Nominator, &PodInfo)>,
-    ) -> Pass {
-        let checks = &prepared.checks;
-        let order = cluster.node_order();
-        let all = order.len();
-        let want = self.feasible_nodes_to_find(all);
-        let width = scorers.len();
-        let run = |range: Range<usize>| {
-            let mut chunk = Chunk {
-                len: range.len(),
-                positions: Vec::with_capacity(range.len()),
-                feasible: Vec::with_capacity(range.len()),
-                columns: vec![Vec::with_capacity(range.len()); width],
-            };
-            let first = range.start;
-            let mut scratch = Vec::new();
-            // Feasibility does not depend on the order filters run in (only reported reasons
-            // do, and those are recomputed in policy order), so each task moves a filter that
-            // rejects a node one place forward: the most selective filters drift to the front.
-            // (Moving straight to the front thrashes when two filters take turns rejecting.)
-            let mut check_order: Vec<usize> = (0..checks.len()).collect();
-            let masks: Vec<Option<&[bool]>> = checks.iter().map(|c| c.mask()).collect();
-            for i in range {
-                // `start + i < 2 * all`: one subtraction instead of a division per node.
-                let at = start + i;
-                let id = order[if at >= all { at - all } else { at }];
-                let slot = id.0 as usize;
-                let node = cluster.node(id);
-                scratch.clear();
-                let rejected_by = check_order.iter().position(|&c| match masks[c] {
-                    Some(mask) => !mask.get(slot).copied().unwrap_or(false),
-                    None => !checks[c].check(node, &mut scratch),
-                });
-                if let Some(p) = rejected_by.filter(|p| *p > 0) {
-                    check_order.swap(p - 1, p);
-                }
-                let feasible = rejected_by.is_none()
-                    && nominated.is_none_or(|(n, pod)| {
-                        prepared.passes_nominated(node, n.for_node(id), pod)
-                    });
+/// Where a pass starts in visiting order, and how many feasible nodes it looks for.
+#[derive(Debug, Clone, Copy)]
+struct Walk {
+    start: usize,
+    want: usize,
+}
+
+/// Visits nodes from `walk.start` in visiting order until `walk.want` feasible ones are
+/// found, scoring each feasible node as it goes (raw scores do not depend on which other
+/// nodes are feasible; normalisation, done later, does). Batches are evaluated in parallel
+/// but consumed in visiting order, so the result does not depend on thread timing. With
+/// `kept` (the pod's class answers, see [`crate::classes`]), a node with a kept answer is
+/// not asked again, and the answers asked are returned for keeping.
+fn evaluate(
+    cluster: &Cluster,
+    walk: Walk,
+    prepared: &PreparedFilters<'_>,
+    scorers: &[&dyn NodeScore],
+    nominated: Option<(&Nominator, &PodInfo)>,
+    kept: Option<&Answers>,
+) -> Pass {
+    let Walk { start, want } = walk;
+    let checks = &prepared.checks;
+    let order = cluster.node_order();
+    let all = order.len();
+    let width = scorers.len();
+    let run = |range: Range<usize>| {
+        let mut chunk = Chunk {
+            len: range.len(),
+            positions: Vec::with_capacity(range.len()),
+            feasible: Vec::with_capacity(range.len()),
+            columns: vec![Vec::with_capacity(range.len()); width],
+            asked: Asked::new(width),
+            reused: 0,
+        };
+        let first = range.start;
+        let mut scratch = Vec::new();
+        // Feasibility does not depend on the order filters run in (only reported reasons
+        // do, and those are recomputed in policy order), so each task moves a filter that
+        // rejects a node one place forward: the most selective filters drift to the front.
+        // (Moving straight to the front thrashes when two filters take turns rejecting.)
+        let mut check_order: Vec<usize> = (0..checks.len()).collect();
+        let masks: Vec<Option<&[bool]>> = checks.iter().map(|c| c.mask()).collect();
+        for i in range {
+            // `start + i < 2 * all`: one subtraction instead of a division per node.
+            let at = start + i;
+            let id = order[if at >= all { at - all } else { at }];
+            let slot = id.0 as usize;
+            if let Some((feasible, raw)) = kept.and_then(|k| k.get(slot)) {
+                chunk.reused += 1;
                 if feasible {
                     chunk.positions.push(i - first);
                     chunk.feasible.push(id);
-                    for (column, s) in chunk.columns.iter_mut().zip(scorers) {
-                        column.push(s.score(node));
+                    for (column, s) in chunk.columns.iter_mut().zip(raw) {
+                        column.push(*s);
                     }
                 }
+                continue;
             }
-            chunk
-        };
-        let mut pass = Pass {
-            feasible: Vec::with_capacity(want.min(all)),
-            columns: vec![Vec::with_capacity(want.min(all)); width],
-            visited: 0,
-        };
-        while pass.visited < all && pass.feasible.len() < want {
-            let remaining = all - pass.visited;
-            let batch = if want >= all {
-                remaining
-            } else {
-                remaining.min(((want - pass.feasible.len()) * 2).max(MIN_NODES_PER_TASK * 4))
-            };
-            let first = pass.visited;
-            let chunks: Vec<Chunk> =
-                if batch < PARALLEL_THRESHOLD || rayon::current_num_threads() == 1 {
-                    vec![run(first..first + batch)]
-                } else {
-                    let tasks = (rayon::current_num_threads() * TASKS_PER_THREAD)
-                        .min(batch / MIN_NODES_PER_TASK)
-                        .max(1);
-                    let size = batch.div_ceil(tasks);
-                    (0..tasks)
-                        .into_par_iter()
-                        .map(|t| run(first + t * size..(first + (t + 1) * size).min(first + batch)))
-                        .collect()
-                };
-            for chunk in chunks {
-                let room = want - pass.feasible.len();
-                if room == 0 {
-                    break;
+            let node = cluster.node(id);
+            scratch.clear();
+            let rejected_by = check_order.iter().position(|&c| match masks[c] {
+                Some(mask) => !mask.get(slot).copied().unwrap_or(false),
+                None => !checks[c].check(node, &mut scratch),
+            });
+            if let Some(p) = rejected_by.filter(|p| *p > 0) {
+                check_order.swap(p - 1, p);
+            }
+            let feasible = rejected_by.is_none()
+                && nominated
+                    .is_none_or(|(n, pod)| prepared.passes_nominated(node, n.for_node(id), pod));
+            if feasible {
+                chunk.positions.push(i - first);
+                chunk.feasible.push(id);
+                for (column, s) in chunk.columns.iter_mut().zip(scorers) {
+                    column.push(s.score(node));
                 }
-                let take = chunk.feasible.len().min(room);
-                // Stop right after the node that fills the quota; later nodes of the chunk
-                // count as not visited, so the next cycle starts there.
-                pass.visited += if take == room {
-                    chunk.positions[take - 1] + 1
-                } else {
-                    chunk.len
-                };
-                pass.feasible.extend_from_slice(&chunk.feasible[..take]);
-                for (into, from) in pass.columns.iter_mut().zip(&chunk.columns) {
-                    into.extend_from_slice(&from[..take]);
-                }
+            }
+            if kept.is_some() {
+                let raw = chunk.columns.iter().map(|c| c.last().copied().unwrap_or(0));
+                chunk.asked.push(slot, feasible, raw);
             }
         }
-        pass
+        chunk
+    };
+    let mut pass = Pass {
+        feasible: Vec::with_capacity(want.min(all)),
+        columns: vec![Vec::with_capacity(want.min(all)); width],
+        visited: 0,
+        asked: Asked::new(width),
+        reused: 0,
+    };
+    while pass.visited < all && pass.feasible.len() < want {
+        let remaining = all - pass.visited;
+        let batch = if want >= all {
+            remaining
+        } else {
+            remaining.min(((want - pass.feasible.len()) * 2).max(MIN_NODES_PER_TASK * 4))
+        };
+        let first = pass.visited;
+        let chunks: Vec<Chunk> = if batch < PARALLEL_THRESHOLD || rayon::current_num_threads() == 1
+        {
+            vec![run(first..first + batch)]
+        } else {
+            let tasks = (rayon::current_num_threads() * TASKS_PER_THREAD)
+                .min(batch / MIN_NODES_PER_TASK)
+                .max(1);
+            let size = batch.div_ceil(tasks);
+            (0..tasks)
+                .into_par_iter()
+                .map(|t| run(first + t * size..(first + (t + 1) * size).min(first + batch)))
+                .collect()
+        };
+        for chunk in chunks {
+            // Every asked answer is right for this cluster, whether or not the pass uses it.
+            pass.asked.append(&chunk.asked);
+            pass.reused += chunk.reused;
+            let room = want - pass.feasible.len();
+            if room == 0 {
+                continue;
+            }
+            let take = chunk.feasible.len().min(room);
+            // Stop right after the node that fills the quota; later nodes of the chunk
+            // count as not visited, so the next cycle starts there.
+            pass.visited += if take == room {
+                chunk.positions[take - 1] + 1
+            } else {
+                chunk.len
+            };
+            pass.feasible.extend_from_slice(&chunk.feasible[..take]);
+            for (into, from) in pass.columns.iter_mut().zip(&chunk.columns) {
+                into.extend_from_slice(&from[..take]);
+            }
+        }
+    }
+    pass
+}
+
+/// Node answers a pass asked of the rules: (node slot, feasible), and the raw scores of
+/// the feasible ones, `width` each.
+struct Asked {
+    width: usize,
+    nodes: Vec<(u32, bool)>,
+    raw: Vec<i64>,
+}
+
+impl Asked {
+    fn new(width: usize) -> Self {
+        Asked {
+            width,
+            nodes: Vec::new(),
+            raw: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, slot: usize, feasible: bool, raw: impl Iterator<Item = i64>) {
+        self.nodes.push((slot as u32, feasible));
+        if feasible {
+            self.raw.extend(raw);
+        }
+    }
+
+    fn append(&mut self, other: &Asked) {
+        self.nodes.extend_from_slice(&other.nodes);
+        self.raw.extend_from_slice(&other.raw);
+    }
+
+    fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Each answer: (node slot, feasible, raw scores; empty for a node that fails).
+    fn iter(&self) -> impl Iterator<Item = (usize, bool, &[i64])> {
+        let mut at = 0;
+        self.nodes.iter().map(move |(slot, feasible)| {
+            let raw = if *feasible {
+                let r = &self.raw[at..at + self.width];
+                at += self.width;
+                r
+            } else {
+                &[][..]
+            };
+            (*slot as usize, *feasible, raw)
+        })
     }
 }
 
@@ -881,6 +1011,10 @@ struct Pass {
     columns: Vec<Vec<i64>>,
     /// How many nodes were consumed (from the start position, in visiting order).
     visited: usize,
+    /// The node answers asked of the rules, for a class to keep (only when it keeps any).
+    asked: Asked,
+    /// How many nodes were answered from kept answers.
+    reused: usize,
 }
 
 /// One parallel task's share of a pass.
@@ -893,6 +1027,10 @@ struct Chunk {
     feasible: Vec<NodeId>,
     /// Their raw scores, one column per per-node score rule.
     columns: Vec<Vec<i64>>,
+    /// The node answers asked of the rules (only when a class keeps them).
+    asked: Asked,
+    /// How many nodes were answered from kept answers.
+    reused: usize,
 }
 
 /// One score rule's normalised scores of the feasible nodes.

@@ -11,6 +11,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::classes::class_of;
 use crate::cluster::NodeId;
 use crate::model;
 use crate::preemption::{Candidate, Rejection};
@@ -40,20 +41,6 @@ struct Class {
     last_used: u64,
     /// Node -> (its stamp when answered, the answer).
     answers: FxHashMap<NodeId, (u64, DryRunAnswer)>,
-}
-
-/// What makes two pending pods ask the same question: everything but their identity, the
-/// timestamps, annotations and the fields a binding or nomination sets.
-fn class_of(pod: &model::Pod) -> model::Pod {
-    let mut p = pod.clone();
-    p.meta.name.clear();
-    p.meta.uid.clear();
-    p.meta.annotations.clear();
-    p.meta.creation_timestamp = 0;
-    p.node_name = None;
-    p.nominated_node_name = None;
-    p.start_time = None;
-    p
 }
 
 /// The answers of one class, for one preemption attempt.

@@ -43,6 +43,8 @@ impl Cluster {
     /// between cycles and pass every other holder. Costs one pass over the cluster.
     pub fn compact_interner(&mut self, others: &mut [&mut dyn HoldsSymbols]) -> Compaction {
         let before = self.interner.len();
+        // Kept answers hold symbols too.
+        self.changes.bump();
         // A column no node fills any more reads like a missing one (every node lacks the
         // key); dropping it lets its key go.
         self.label_columns

@@ -8,7 +8,7 @@
 //! container that requests nothing.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::rules::resource_allocation::PodRequest;
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
@@ -21,6 +21,11 @@ pub struct BalancedResourceAllocation;
 struct Score(PodRequest);
 
 impl NodeScore for Score {
+    /// Reusable across a class while the node is unchanged: The node's requests and allocatable, and the pod's.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         let fraction = |(req, alloc): (i64, i64)| (req as f64 / alloc as f64).min(1.0);

@@ -19,7 +19,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId};
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::Sym;
 use crate::rules::pod_topology_spread::{EvenPodsSpreadPriority, matches_required_node_affinity};
 use crate::rules::selector_spread::{count_per_node, spread_selectors};
@@ -45,6 +45,11 @@ struct Score<'a> {
 }
 
 impl NodeScore for Score<'_> {
+    /// Reusable across a class while the node is unchanged: `score` gives a placeholder; normalising, which runs for every pod, does the work.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     /// The weights depend on the feasible nodes, which only [`NodeScore::normalize`] sees;
     /// the raw score is computed there.
     fn score(&self, _node: &crate::cluster::NodeInfo) -> i64 {

@@ -12,7 +12,9 @@
 //! not modelled.
 
 use crate::cluster::{NodeId, NodeInfo};
-use crate::framework::{CountChanges, CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{
+    CountChanges, CycleContext, FilterPrep, FilterRule, NodeCheck, Reason, Reuse,
+};
 use crate::labels::Sym;
 use crate::model::VolumeSource;
 use crate::podinfo::PodInfo;
@@ -112,6 +114,11 @@ impl DiskCheck<'_> {
 }
 
 impl NodeCheck for DiskCheck<'_> {
+    /// Reusable across a class while the node is unchanged: The pods on the node itself.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         Self::verdict(self.count(node.id), reasons)

@@ -8,7 +8,7 @@
 //! division). There is no normalisation step.
 
 use crate::cluster::{NodeInfo, normalize_image_name};
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::Sym;
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
@@ -44,6 +44,11 @@ struct Score {
 }
 
 impl NodeScore for Score {
+    /// Reusable across a class while the node is unchanged: The node's images; the spread of each image across nodes changes only when nodes do.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         let sum = self

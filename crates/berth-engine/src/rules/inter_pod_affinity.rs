@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeInfo};
 use crate::framework::{
-    CountChanges, CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason,
+    CountChanges, CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, Reuse,
 };
 use crate::labels::{Labels, Sym};
 use crate::podinfo::{AffinityTerm, PodInfo};
@@ -245,6 +245,25 @@ impl NodeCheck for Check<'_> {
 
     fn mask(&self) -> Option<&[bool]> {
         Some(&self.mask)
+    }
+
+    /// Reusable across a class while the pods in the node's domains of the pod's own term
+    /// keys stay (a running pod's anti-affinity term reaches the domains of its own key, which
+    /// the cluster's change log names when that pod comes or goes), and while the "first pod
+    /// of a group" exception holds or not.
+    fn reuse(&self) -> Reuse {
+        let mut keys: Vec<Sym> = self
+            .affinity_terms
+            .iter()
+            .chain(&self.pod.affinity.anti_required)
+            .map(|t| t.topology_key)
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        Reuse::While {
+            keys,
+            summary: u64::from(self.first_of_group()),
+        }
     }
 
     /// Upstream's `preFilterState.updateWithPod`: the added or removed pod counts in the

@@ -12,7 +12,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId, NodeInfo, TermKind};
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::{Labels, Sym};
 use crate::podinfo::{AffinityTerm, PodInfo};
 
@@ -75,9 +75,21 @@ impl DomainScores {
 
 struct Score {
     scores: DomainScores,
+    /// The topology keys of the pod's own preferred terms, sorted.
+    own_keys: Vec<Sym>,
 }
 
 impl NodeScore for Score {
+    /// Reusable across a class while the pods in the node's domains of the pod's own term
+    /// keys stay (running pods' terms reach the domains of their own keys, which the
+    /// cluster's change log names when those pods come or go).
+    fn reuse(&self) -> Reuse {
+        Reuse::While {
+            keys: self.own_keys.clone(),
+            summary: 0,
+        }
+    }
+
     fn score(&self, node: &NodeInfo) -> i64 {
         self.scores
             .keys
@@ -146,7 +158,16 @@ impl ScoreRule for InterPodAffinityPriority {
         if scores.by_domain.values().all(|v| *v == 0) {
             return ScorePrep::Constant(0);
         }
-        ScorePrep::PerNode(Box::new(Score { scores }))
+        let mut own_keys: Vec<Sym> = pod
+            .affinity
+            .preferred
+            .iter()
+            .chain(&pod.affinity.anti_preferred)
+            .map(|t| t.topology_key)
+            .collect();
+        own_keys.sort_unstable();
+        own_keys.dedup();
+        ScorePrep::PerNode(Box::new(Score { scores, own_keys }))
     }
 }
 

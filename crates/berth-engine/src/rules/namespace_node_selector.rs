@@ -4,7 +4,9 @@
 //! [`crate::model::Namespace::node_selector`]), else the policy's cluster-wide default.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{
+    CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, Reuse,
+};
 use crate::labels::{Sym, parse_node_selector};
 use crate::model::NamespaceNodeSelector;
 
@@ -30,6 +32,11 @@ impl MatchNamespaceNodeSelector {
 struct Check(Vec<Option<(Sym, Sym)>>);
 
 impl NodeCheck for Check {
+    /// Reusable across a class while the node is unchanged: The node's labels and the namespace's selector (an object: any change to it is seen).
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let ok = self

@@ -3,7 +3,7 @@
 
 use crate::cluster::{NodeId, NodeInfo};
 use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule, normalize_reduce,
+    CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule, normalize_reduce,
 };
 use crate::labels::Interner;
 use crate::podinfo::NodeTerm;
@@ -21,6 +21,11 @@ struct Score<'a> {
 }
 
 impl NodeScore for Score<'_> {
+    /// Reusable across a class while the node is unchanged: The node's labels and the pod's preferred terms.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     fn score(&self, node: &NodeInfo) -> i64 {
         self.terms
             .iter()

@@ -8,7 +8,7 @@
 //! gives this rule the keys of all of them.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::Sym;
 use crate::rules::label_presence::LabelKeys;
 
@@ -39,6 +39,11 @@ struct Score {
 }
 
 impl NodeScore for Score {
+    /// Reusable across a class while the node is unchanged: The node's labels.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         let matched = self

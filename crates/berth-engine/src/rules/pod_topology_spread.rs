@@ -17,7 +17,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::cluster::{Cluster, NamespaceFilter, NodeId, NodeInfo};
 use crate::framework::{
     CountChanges, CycleContext, FailureKind, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck,
-    NodeScore, Reason, ScorePrep, ScoreRule,
+    NodeScore, Reason, Reuse, ScorePrep, ScoreRule,
 };
 use crate::labels::Sym;
 use crate::model::WhenUnsatisfiable;
@@ -168,6 +168,23 @@ impl NodeCheck for FilterCheck<'_> {
         self.check_changed(node, &CountChanges::default(), reasons)
     }
 
+    /// Reusable across a class while the counts in the node's domains of the constraints'
+    /// keys and the global minimum of each constraint stay.
+    fn reuse(&self) -> Reuse {
+        let mut keys: Vec<Sym> = self
+            .constraints
+            .iter()
+            .map(|fc| fc.constraint.topology_key)
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let minima: Vec<i64> = self.constraints.iter().map(|fc| fc.global_min).collect();
+        Reuse::While {
+            keys,
+            summary: Reuse::digest(&minima),
+        }
+    }
+
     /// Upstream's `preFilterState.updateWithPod`: a pod of the pod's namespace matching a
     /// constraint's selector changes its domain's count, on nodes whose pods count (even a
     /// terminating pod, which the prepared counts leave out: upstream does not check).
@@ -289,6 +306,11 @@ struct SpreadScore<'a> {
 }
 
 impl NodeScore for SpreadScore<'_> {
+    /// Reusable across a class while the node is unchanged: `score` gives a placeholder; normalising, which runs for every pod, does the work.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     /// The raw score weights each constraint by the number of its domains among the feasible
     /// nodes, which only [`NodeScore::normalize`] sees; it is computed there.
     fn score(&self, _node: &NodeInfo) -> i64 {

@@ -3,7 +3,7 @@
 //! ReplicationController or ReplicaSet, else 100.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
 /// legacy registry).
@@ -18,6 +18,11 @@ struct Score<'a> {
 }
 
 impl NodeScore for Score<'_> {
+    /// Reusable across a class while the node is unchanged: The node's annotation and the pod's controller.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         let avoided = node

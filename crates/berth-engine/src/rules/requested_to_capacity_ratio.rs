@@ -17,7 +17,7 @@
 use berth_policy::{ResourceWeight, ShapePoint};
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, clamp_i64};
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
@@ -116,6 +116,11 @@ struct Score<'a> {
 }
 
 impl NodeScore for Score<'_> {
+    /// Reusable across a class while the node is unchanged: The node's requests and allocatable, and the pod's.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     fn score(&self, node: &NodeInfo) -> i64 {
         let (mut sum, mut weights) = (0i64, 0i64);
         for t in &self.terms {

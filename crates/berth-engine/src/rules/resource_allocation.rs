@@ -2,7 +2,7 @@
 //! of a node: per resource, the requested amount including the pod, and the allocatable.
 
 use crate::cluster::NodeInfo;
-use crate::framework::NodeScore;
+use crate::framework::{NodeScore, Reuse};
 use crate::podinfo::PodInfo;
 
 /// The pod's CPU and memory requests, as the pod being scheduled, and which node aggregate
@@ -87,6 +87,11 @@ impl MeanScore {
 }
 
 impl NodeScore for MeanScore {
+    /// Reusable across a class while the node is unchanged: The node's requests and allocatable, and the pod's.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         mean_score(self.request.on(node), self.per_resource)

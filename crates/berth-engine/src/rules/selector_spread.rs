@@ -16,7 +16,7 @@
 //! A pod without any selector, or whose selector matches no placed pod, scores 100 everywhere.
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::{Selector, Sym};
 use crate::model::SelectorKind;
 use crate::podinfo::PodInfo;
@@ -107,6 +107,11 @@ struct Score<'a> {
 }
 
 impl NodeScore for Score<'_> {
+    /// Reusable across a class while the node is unchanged: The matching pods on the node itself (zones are summed while normalising).
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         self.counts

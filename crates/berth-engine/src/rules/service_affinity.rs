@@ -13,7 +13,7 @@
 //! matching pod. Terminating pods count, as upstream.
 
 use crate::cluster::{Cluster, NamespaceFilter, NodeId, NodeInfo};
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason, Reuse};
 use crate::labels::{Selector, Sym};
 use crate::model::SelectorKind;
 use crate::podinfo::PodInfo;
@@ -39,12 +39,17 @@ impl CheckServiceAffinity {
 
 /// Per node slot, whether the node carries every required label value: computed once per
 /// pod from the cluster's dense label columns.
-struct Check(Vec<bool>);
+struct Check {
+    mask: Vec<bool>,
+    /// Digest of the label values required (and whether the pod can fit nowhere), which
+    /// is all the verdicts depend on besides each node's labels.
+    required: u64,
+}
 
 impl NodeCheck for Check {
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        let ok = self.0.get(node.id.0 as usize).copied().unwrap_or(false);
+        let ok = self.mask.get(node.id.0 as usize).copied().unwrap_or(false);
         if !ok {
             reasons.push(REASON.into());
         }
@@ -52,7 +57,16 @@ impl NodeCheck for Check {
     }
 
     fn mask(&self) -> Option<&[bool]> {
-        Some(&self.0)
+        Some(&self.mask)
+    }
+
+    /// Reusable across a class while the node's labels and the values required (taken
+    /// from a peer's node) stay.
+    fn reuse(&self) -> Reuse {
+        Reuse::While {
+            keys: Vec::new(),
+            summary: self.required,
+        }
     }
 }
 
@@ -140,7 +154,10 @@ impl FilterRule for CheckServiceAffinity {
                         .all(|(column, v)| column.get(slot).copied().flatten() == Some(*v))
             })
             .collect();
-        FilterPrep::Check(Box::new(Check(mask)))
+        FilterPrep::Check(Box::new(Check {
+            mask,
+            required: Reuse::digest(&(pairs, always_fails)),
+        }))
     }
 }
 

@@ -15,7 +15,7 @@
 //! labels and summed in float arithmetic, then truncated once.
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule};
+use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::Sym;
 use crate::model::SelectorKind;
 use crate::rules::selector_spread::count_per_node;
@@ -49,6 +49,11 @@ struct Score<'a> {
 }
 
 impl NodeScore for Score<'_> {
+    /// Reusable across a class while the node is unchanged: The matching pods on the node itself (label values are summed while normalising).
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         self.counts

@@ -4,7 +4,7 @@
 
 use crate::cluster::{NodeId, NodeInfo};
 use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeScore, ScorePrep, ScoreRule, normalize_reduce,
+    CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule, normalize_reduce,
 };
 use crate::model::{TaintEffect, Toleration};
 
@@ -18,6 +18,11 @@ pub struct TaintTolerationPriority;
 struct Score<'a>(Vec<&'a Toleration>);
 
 impl NodeScore for Score<'_> {
+    /// Reusable across a class while the node is unchanged: The node's taints and the pod's tolerations.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         node.taints()

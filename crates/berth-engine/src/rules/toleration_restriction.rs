@@ -22,7 +22,9 @@
 //! a taint, so preemption does not try.
 
 use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{
+    CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, Reuse,
+};
 use crate::model::{Taint, TaintEffect, Toleration, TolerationWhitelist};
 
 /// The namespace annotation that grants guarded taints.
@@ -122,6 +124,11 @@ impl Check<'_> {
 }
 
 impl NodeCheck for Check<'_> {
+    /// Reusable across a class while the node is unchanged: The node, the pod and its namespace (an object: any change to it is seen).
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let Some(taint) = node.taints().iter().find(|t| self.forbidden(t)) else {

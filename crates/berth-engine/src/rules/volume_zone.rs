@@ -15,7 +15,9 @@
 use std::sync::Arc;
 
 use crate::cluster::{Cluster, NodeInfo, WellKnown};
-use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{
+    CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, Reuse,
+};
 use crate::labels::Sym;
 use crate::model::VolumeBindingMode;
 use crate::rules::volume_util::{
@@ -146,6 +148,11 @@ struct ZoneCheck {
 }
 
 impl NodeCheck for ZoneCheck {
+    /// Reusable across a class while the node is unchanged: The node's labels and the pod's volumes' zones (objects: any change to them is seen).
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         if !self.node_keys.iter().any(|k| node.labels.has(*k)) {

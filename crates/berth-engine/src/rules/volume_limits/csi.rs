@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use super::{Attached, CINDER_CSI_DRIVER, CINDER_PLUGIN, REASON, VolKey, allocatable, migrated};
 use crate::cluster::{Cluster, NodeId, NodeInfo};
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason, Reuse};
 use crate::model::{PersistentVolumeClaim, PvSource};
 use crate::rules::volume_util::{REASON_NO_CLAIM_NAME, claim_class, claim_names, find_claim};
 
@@ -244,6 +244,11 @@ impl CsiCheck<'_> {
 }
 
 impl NodeCheck for CsiCheck<'_> {
+    /// Reusable across a class while the node is unchanged: The volumes of the pods on the node itself, resolved through objects whose changes are all seen.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let new = if self.cinder_matters && migrated(self.cluster, node, CINDER_PLUGIN) {
             &self.new_migrated

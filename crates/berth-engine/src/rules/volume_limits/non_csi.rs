@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use super::{Attached, CINDER_PLUGIN, REASON, VolKey, allocatable, migrated};
 use crate::cluster::{Cluster, NodeId, NodeInfo};
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason, Reuse};
 use crate::labels::Sym;
 use crate::model::{PersistentVolumeClaim, PvSource, Volume, VolumeSource};
 use crate::rules::volume_util::{REASON_NO_CLAIM_NAME, claim_names, find_claim};
@@ -263,6 +263,11 @@ impl CountCheck<'_> {
 }
 
 impl NodeCheck for CountCheck<'_> {
+    /// Reusable across a class while the node is unchanged: The volumes of the pods on the node itself, resolved through objects whose changes are all seen.
+    fn reuse(&self) -> Reuse {
+        Reuse::node_local()
+    }
+
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         if self.kind.migration_gate_on() && migrated(self.cluster, node, self.kind.plugin()) {
             return true;

@@ -1,0 +1,253 @@
+//! Equivalence classes: answers shared by equal pods.
+//!
+//! Most pending pods come in runs from one controller, equal in everything the rules read
+//! (requests, selectors, affinity, tolerations, spread constraints, volumes, labels, owner).
+//! For such a class the scheduler keeps, per node, the filters' verdict and the raw score of
+//! each per-node score rule. The next pod of the class prepares its rules as usual (so every
+//! cluster-wide input is read fresh) and then asks a node again only if its kept answer may
+//! have moved since:
+//! - the node itself gained or lost a pod;
+//! - a pod was placed or removed in one of the node's topology domains that a rule counts in
+//!   (the keys of [`Reuse::While`]), or in a domain of that pod's own affinity terms' keys;
+//! - any other object changed (the cluster's [`crate::cluster::ChangeLog`] epoch), or a rule's
+//!   summary of cluster-wide state (a minimum across domains, whether any pod matches) moved,
+//!   or the set of rules that check or score the pod changed: then every node is asked again.
+//!
+//! Normalising, the extenders and the choice among the best nodes still run for every pod,
+//! over every feasible node, so decisions are those of a cycle that asked every node: a
+//! property test schedules random clusters both ways and compares them. Rules that cannot
+//! say how long their answers hold ([`Reuse::Never`]: WASM plugins unless they declare
+//! otherwise, history-based protections) keep the class from reusing anything, and nothing
+//! is reused while a pod is nominated somewhere.
+
+use crate::cluster::{Cluster, Cursor};
+use crate::framework::Reuse;
+use crate::labels::Sym;
+use crate::model;
+use crate::types::NodeId;
+
+/// How many classes keep their answers; the least recently used one goes when another
+/// arrives. Memory stays bounded by classes x node slots x (score rules + 2) words.
+const MAX_CLASSES: usize = 8;
+
+/// What makes two pending pods ask the rules the same questions: everything but their
+/// identity, the timestamps, annotations (no rule reads a pod's) and the fields a binding or
+/// nomination sets.
+pub(crate) fn class_of(pod: &model::Pod) -> model::Pod {
+    let mut p = pod.clone();
+    p.meta.name.clear();
+    p.meta.uid.clear();
+    p.meta.annotations.clear();
+    p.meta.creation_timestamp = 0;
+    p.node_name = None;
+    p.nominated_node_name = None;
+    p.start_time = None;
+    p
+}
+
+/// The rules that answered for a class: which filters check it and which score rules score
+/// it per node (indices into the scheduler's lists), with how long each answer holds (the
+/// checks' in order, then the scorers').
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub checks: Vec<usize>,
+    pub scorers: Vec<usize>,
+    pub reuses: Vec<Reuse>,
+}
+
+impl Shape {
+    /// Whether every rule can say how long its answers hold.
+    pub fn reusable(&self) -> bool {
+        !self.reuses.contains(&Reuse::Never)
+    }
+
+    /// The topology keys any rule counts pods in.
+    fn keys(&self) -> Vec<Sym> {
+        let mut keys: Vec<Sym> = Vec::new();
+        for r in &self.reuses {
+            if let Reuse::While { keys: k, .. } = r {
+                for key in k {
+                    if !keys.contains(key) {
+                        keys.push(*key);
+                    }
+                }
+            }
+        }
+        keys
+    }
+}
+
+/// Kept answers of one class, per node slot.
+#[derive(Debug)]
+pub(crate) struct Answers {
+    signature: model::Pod,
+    shape: Shape,
+    keys: Vec<Sym>,
+    cursor: Cursor,
+    last_used: u64,
+    /// Raw scores per node: `width` of them.
+    width: usize,
+    known: Vec<bool>,
+    feasible: Vec<bool>,
+    raw: Vec<i64>,
+}
+
+impl Answers {
+    /// The kept answer for node slot `slot`: whether it passes every filter, and its raw
+    /// scores (meaningful only when it passes).
+    #[inline]
+    pub fn get(&self, slot: usize) -> Option<(bool, &[i64])> {
+        if !self.known.get(slot).copied().unwrap_or(false) {
+            return None;
+        }
+        let at = slot * self.width;
+        Some((self.feasible[slot], &self.raw[at..at + self.width]))
+    }
+
+    /// Keeps the answer for node slot `slot` (`raw` is empty for a node that fails).
+    pub fn keep(&mut self, slot: usize, feasible: bool, raw: &[i64]) {
+        if slot >= self.known.len() {
+            return;
+        }
+        self.known[slot] = true;
+        self.feasible[slot] = feasible;
+        if feasible {
+            let at = slot * self.width;
+            self.raw[at..at + self.width].copy_from_slice(raw);
+        }
+    }
+
+    /// Forgets everything, sized for the cluster's node slots and the shape's scorers.
+    fn reset(&mut self, cluster: &Cluster) {
+        let slots = cluster.node_slots();
+        self.width = self.shape.scorers.len();
+        self.known.clear();
+        self.known.resize(slots, false);
+        self.feasible.clear();
+        self.feasible.resize(slots, false);
+        self.raw.clear();
+        self.raw.resize(slots * self.width, 0);
+    }
+
+    /// Forgets the answer of `node`.
+    fn forget(&mut self, node: NodeId) {
+        if let Some(k) = self.known.get_mut(node.0 as usize) {
+            *k = false;
+        }
+    }
+
+    /// Forgets the answers that the cluster's changes since the last cycle may have moved.
+    fn catch_up(&mut self, cluster: &Cluster) {
+        let Some(changes) = cluster.changes().since(self.cursor) else {
+            self.reset(cluster);
+            return;
+        };
+        for change in changes {
+            self.forget(change.node);
+            for key in self.keys.iter().chain(&change.keys) {
+                let value = cluster
+                    .label_column(*key)
+                    .and_then(|column| column.get(change.node.0 as usize).copied().flatten());
+                if let Some(value) = value {
+                    for id in cluster.nodes_with_label(*key, value) {
+                        if let Some(k) = self.known.get_mut(id.0 as usize) {
+                            *k = false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The classes' kept answers, owned by the scheduler (whose rules gave them).
+#[derive(Debug)]
+pub(crate) struct Classes {
+    enabled: bool,
+    classes: Vec<Answers>,
+    clock: u64,
+    reused: u64,
+    asked: u64,
+}
+
+impl Default for Classes {
+    fn default() -> Self {
+        Classes {
+            enabled: true,
+            classes: Vec::new(),
+            clock: 0,
+            reused: 0,
+            asked: 0,
+        }
+    }
+}
+
+impl Classes {
+    /// Turns keeping answers on or off (off: every cycle asks every node, as upstream).
+    pub fn set_enabled(&mut self, enabled: bool) {
+        self.enabled = enabled;
+        if !enabled {
+            self.classes.clear();
+        }
+    }
+
+    /// Whether answers are kept at all.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Node answers reused and asked, since the scheduler began.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.reused, self.asked)
+    }
+
+    /// Counts one cycle's reused and asked node answers.
+    pub fn count(&mut self, reused: u64, asked: u64) {
+        self.reused += reused;
+        self.asked += asked;
+    }
+
+    /// The answers kept for `pod`'s class under `shape`, brought up to date with the
+    /// cluster's changes since the class's last cycle (a new class, or one whose rules now
+    /// answer differently, starts empty).
+    pub fn answers(&mut self, cluster: &Cluster, pod: &model::Pod, shape: Shape) -> &mut Answers {
+        self.clock += 1;
+        let signature = class_of(pod);
+        let (at, new) = match self.classes.iter().position(|c| c.signature == signature) {
+            Some(i) => (i, false),
+            None if self.classes.len() < MAX_CLASSES => {
+                self.classes.push(Answers {
+                    signature,
+                    shape: shape.clone(),
+                    keys: Vec::new(),
+                    cursor: Cursor::default(),
+                    last_used: 0,
+                    width: 0,
+                    known: Vec::new(),
+                    feasible: Vec::new(),
+                    raw: Vec::new(),
+                });
+                (self.classes.len() - 1, true)
+            }
+            None => {
+                let oldest = (0..self.classes.len())
+                    .min_by_key(|i| self.classes[*i].last_used)
+                    .expect("MAX_CLASSES > 0");
+                // The evicted class's buffers serve the new one.
+                self.classes[oldest].signature = signature;
+                (oldest, true)
+            }
+        };
+        let class = &mut self.classes[at];
+        class.last_used = self.clock;
+        if new || class.shape != shape || class.known.len() != cluster.node_slots() {
+            class.keys = shape.keys();
+            class.shape = shape;
+            class.reset(cluster);
+        } else {
+            class.catch_up(cluster);
+        }
+        class.cursor = cluster.changes().cursor();
+        class
+    }
+}
