@@ -85,23 +85,46 @@ pub(crate) struct Answers {
     keys: Vec<Sym>,
     cursor: Cursor,
     last_used: u64,
-    /// Raw scores per node: `width` of them.
-    width: usize,
     known: Vec<bool>,
+    /// How many of the cluster's nodes have no kept answer.
+    unknown: usize,
+    /// Nodes whose answers were forgotten since the last reset (some may be known again).
+    stale: Vec<NodeId>,
     feasible: Vec<bool>,
-    raw: Vec<i64>,
+    /// Raw scores, one column per per-node score rule, indexed by node slot: a cycle
+    /// gathers each column for its feasible nodes in one tight loop.
+    raw: Vec<Vec<i64>>,
 }
 
 impl Answers {
-    /// The kept answer for node slot `slot`: whether it passes every filter, and its raw
-    /// scores (meaningful only when it passes).
+    /// The kept verdict for node slot `slot`: whether it passes every filter.
     #[inline]
-    pub fn get(&self, slot: usize) -> Option<(bool, &[i64])> {
-        if !self.known.get(slot).copied().unwrap_or(false) {
+    pub fn feasible(&self, slot: usize) -> Option<bool> {
+        if self.known.get(slot).copied().unwrap_or(false) {
+            Some(self.feasible[slot])
+        } else {
+            None
+        }
+    }
+
+    /// Whether every node of the cluster has a kept answer.
+    #[inline]
+    pub fn all_known(&self) -> bool {
+        self.unknown == 0
+    }
+
+    /// The nodes without a kept answer, when they are few (up to `most`) and the rest are
+    /// known: asking them at once costs less than a pass that looks for them.
+    pub fn few_unknown(&mut self, most: usize) -> Option<Vec<NodeId>> {
+        if self.unknown > most {
             return None;
         }
-        let at = slot * self.width;
-        Some((self.feasible[slot], &self.raw[at..at + self.width]))
+        let known = &self.known;
+        let mut stale = std::mem::take(&mut self.stale);
+        stale.retain(|id| !known[id.0 as usize]);
+        stale.sort_unstable();
+        stale.dedup();
+        Some(stale)
     }
 
     /// Keeps the answer for node slot `slot` (`raw` is empty for a node that fails).
@@ -109,30 +132,38 @@ impl Answers {
         if slot >= self.known.len() {
             return;
         }
+        if !self.known[slot] {
+            self.unknown -= 1;
+        }
         self.known[slot] = true;
         self.feasible[slot] = feasible;
-        if feasible {
-            let at = slot * self.width;
-            self.raw[at..at + self.width].copy_from_slice(raw);
+        for (column, r) in self.raw.iter_mut().zip(raw) {
+            column[slot] = *r;
         }
+    }
+
+    /// The kept raw scores of `nodes` (each known and feasible), one column per per-node
+    /// score rule.
+    pub fn columns(&self, nodes: &[NodeId]) -> Vec<Vec<i64>> {
+        self.raw
+            .iter()
+            .map(|column| nodes.iter().map(|id| column[id.0 as usize]).collect())
+            .collect()
     }
 
     /// Forgets everything, sized for the cluster's node slots and the shape's scorers.
     fn reset(&mut self, cluster: &Cluster) {
         let slots = cluster.node_slots();
-        self.width = self.shape.scorers.len();
         self.known.clear();
         self.known.resize(slots, false);
+        self.unknown = cluster.node_count();
+        self.stale.clear();
         self.feasible.clear();
         self.feasible.resize(slots, false);
-        self.raw.clear();
-        self.raw.resize(slots * self.width, 0);
-    }
-
-    /// Forgets the answer of `node`.
-    fn forget(&mut self, node: NodeId) {
-        if let Some(k) = self.known.get_mut(node.0 as usize) {
-            *k = false;
+        self.raw.resize_with(self.shape.scorers.len(), Vec::new);
+        for column in &mut self.raw {
+            column.clear();
+            column.resize(slots, 0);
         }
     }
 
@@ -143,20 +174,35 @@ impl Answers {
             return;
         };
         for change in changes {
-            self.forget(change.node);
+            forget(
+                &mut self.known,
+                &mut self.unknown,
+                &mut self.stale,
+                change.node,
+            );
             for key in self.keys.iter().chain(&change.keys) {
                 let value = cluster
                     .label_column(*key)
                     .and_then(|column| column.get(change.node.0 as usize).copied().flatten());
                 if let Some(value) = value {
                     for id in cluster.nodes_with_label(*key, value) {
-                        if let Some(k) = self.known.get_mut(id.0 as usize) {
-                            *k = false;
-                        }
+                        forget(&mut self.known, &mut self.unknown, &mut self.stale, *id);
                     }
                 }
             }
         }
+    }
+}
+
+/// Forgets the kept answer of `node` (borrowing the fields it changes alone lets the
+/// caller hold the class's keys meanwhile).
+fn forget(known: &mut [bool], unknown: &mut usize, stale: &mut Vec<NodeId>, node: NodeId) {
+    if let Some(k) = known.get_mut(node.0 as usize)
+        && *k
+    {
+        *k = false;
+        *unknown += 1;
+        stale.push(node);
     }
 }
 
@@ -222,8 +268,9 @@ impl Classes {
                     keys: Vec::new(),
                     cursor: Cursor::default(),
                     last_used: 0,
-                    width: 0,
                     known: Vec::new(),
+                    unknown: 0,
+                    stale: Vec::new(),
                     feasible: Vec::new(),
                     raw: Vec::new(),
                 });

@@ -13,15 +13,15 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::classes::{Answers, Classes, Shape};
-use crate::cluster::{Cluster, NodeId};
+use crate::cluster::{Cluster, NodeId, NodeInfo};
 pub use crate::explain::{Explanation, NodeExplanation};
 use crate::explain::{RejectedBy, Rejection, ScoreValue, explain_nodes};
 use crate::extender::{self, Extender, ExtenderError};
 use crate::features::FeatureGates;
 use crate::filters::PreparedFilters;
 use crate::framework::{
-    CycleContext, FailureKind, FilterPrep, FilterRule, NodeScore, Reason, Reservation, ScorePrep,
-    ScoreRule,
+    CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, NodeScore, Reason, Reservation,
+    ScorePrep, ScoreRule,
 };
 use crate::health::Trackers;
 use crate::nominator::Nominator;
@@ -38,6 +38,9 @@ const PARALLEL_THRESHOLD: usize = 8192;
 const MIN_NODES_PER_TASK: usize = 128;
 /// Parallel tasks per worker thread in one pass, for load balance.
 const TASKS_PER_THREAD: usize = 4;
+/// A class with at most 1/this of the nodes (or [`MIN_NODES_PER_TASK`]) lacking an answer
+/// asks them at once, before the pass, which then walks kept verdicts alone.
+const FEW_UNKNOWN_SHARE: usize = 16;
 /// Upstream's floor on the number of feasible nodes to look for.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream's floor on the adaptive percentage of nodes to score.
@@ -577,7 +580,15 @@ impl Scheduler {
             // A nominated pod changes what a node's filters see; nothing is kept then.
             .filter(|shape| nominated.is_none() && shape.reusable())
             .map(|shape| self.classes.answers(cluster, &pod.pod, shape));
-        let pass = evaluate(
+        let mut asked_first = 0;
+        if let Some(answers) = kept.as_deref_mut()
+            && let Some(nodes) =
+                answers.few_unknown((all / FEW_UNKNOWN_SHARE).max(MIN_NODES_PER_TASK))
+        {
+            ask_few(cluster, &prepared, &scorers, &nodes, answers);
+            asked_first = nodes.len();
+        }
+        let mut pass = evaluate(
             cluster,
             Walk { start, want },
             &prepared,
@@ -589,10 +600,14 @@ impl Scheduler {
             for (slot, feasible, raw) in pass.asked.iter() {
                 answers.keep(slot, feasible, raw);
             }
+            pass.columns = answers.columns(&pass.feasible);
         }
         if kept.is_some() {
-            self.classes
-                .count(pass.reused as u64, pass.asked.len() as u64);
+            let asked = pass.asked.len() + asked_first;
+            self.classes.count(
+                (pass.reused - asked_first.min(pass.reused)) as u64,
+                asked as u64,
+            );
         }
         let Pass {
             feasible,
@@ -747,14 +762,7 @@ impl Scheduler {
                 Column::Values(_) => None,
             })
             .sum();
-        let mut totals = vec![constant; chosen.len()];
-        for (col, weight) in columns.iter().zip(&weights) {
-            if let Column::Values(values) = col {
-                for (t, s) in totals.iter_mut().zip(values) {
-                    *t = t.saturating_add(s.saturating_mul(*weight));
-                }
-            }
-        }
+        let totals = weighted_totals(constant, &columns, &weights, chosen.len());
         let best = select_best(&mut self.rng, &totals);
         let explanation = explain.then(|| {
             let raw = raw_columns_of(&preps, raw_kept.unwrap_or_default(), extender_raw);
@@ -841,14 +849,18 @@ fn evaluate(
     let checks = &prepared.checks;
     let order = cluster.node_order();
     let all = order.len();
-    let width = scorers.len();
+    if let Some(k) = kept.filter(|k| k.all_known()) {
+        return walk_kept(order, walk, k);
+    }
+    // Columns the pass builds itself: none when the class's answers hold the raw scores.
+    let width = if kept.is_some() { 0 } else { scorers.len() };
     let run = |range: Range<usize>| {
         let mut chunk = Chunk {
             len: range.len(),
             positions: Vec::with_capacity(range.len()),
             feasible: Vec::with_capacity(range.len()),
             columns: vec![Vec::with_capacity(range.len()); width],
-            asked: Asked::new(width),
+            asked: Asked::new(scorers.len()),
             reused: 0,
         };
         let first = range.start;
@@ -864,23 +876,16 @@ fn evaluate(
             let at = start + i;
             let id = order[if at >= all { at - all } else { at }];
             let slot = id.0 as usize;
-            if let Some((feasible, raw)) = kept.and_then(|k| k.get(slot)) {
+            if let Some(feasible) = kept.and_then(|k| k.feasible(slot)) {
                 chunk.reused += 1;
                 if feasible {
                     chunk.positions.push(i - first);
                     chunk.feasible.push(id);
-                    for (column, s) in chunk.columns.iter_mut().zip(raw) {
-                        column.push(*s);
-                    }
                 }
                 continue;
             }
             let node = cluster.node(id);
-            scratch.clear();
-            let rejected_by = check_order.iter().position(|&c| match masks[c] {
-                Some(mask) => !mask.get(slot).copied().unwrap_or(false),
-                None => !checks[c].check(node, &mut scratch),
-            });
+            let rejected_by = first_rejecting(node, checks, &masks, &check_order, &mut scratch);
             if let Some(p) = rejected_by.filter(|p| *p > 0) {
                 check_order.swap(p - 1, p);
             }
@@ -890,13 +895,17 @@ fn evaluate(
             if feasible {
                 chunk.positions.push(i - first);
                 chunk.feasible.push(id);
+            }
+            if kept.is_some() {
+                // The raw scores go to the class's answers, and the cycle gathers every
+                // feasible node's from there.
+                chunk
+                    .asked
+                    .push(slot, feasible, scorers.iter().map(|s| s.score(node)));
+            } else if feasible {
                 for (column, s) in chunk.columns.iter_mut().zip(scorers) {
                     column.push(s.score(node));
                 }
-            }
-            if kept.is_some() {
-                let raw = chunk.columns.iter().map(|c| c.last().copied().unwrap_or(0));
-                chunk.asked.push(slot, feasible, raw);
             }
         }
         chunk
@@ -905,7 +914,7 @@ fn evaluate(
         feasible: Vec::with_capacity(want.min(all)),
         columns: vec![Vec::with_capacity(want.min(all)); width],
         visited: 0,
-        asked: Asked::new(width),
+        asked: Asked::new(scorers.len()),
         reused: 0,
     };
     while pass.visited < all && pass.feasible.len() < want {
@@ -945,13 +954,90 @@ fn evaluate(
             } else {
                 chunk.len
             };
+            if pass.feasible.is_empty() && take == chunk.feasible.len() {
+                // The usual single whole chunk: moved, not copied.
+                pass.feasible = chunk.feasible;
+                if kept.is_none() {
+                    pass.columns = chunk.columns;
+                }
+                continue;
+            }
             pass.feasible.extend_from_slice(&chunk.feasible[..take]);
-            for (into, from) in pass.columns.iter_mut().zip(&chunk.columns) {
-                into.extend_from_slice(&from[..take]);
+            if kept.is_none() {
+                for (into, from) in pass.columns.iter_mut().zip(&chunk.columns) {
+                    into.extend_from_slice(&from[..take]);
+                }
             }
         }
     }
     pass
+}
+
+/// The position in `check_order` of the first check that rejects `node`, if any.
+#[inline]
+fn first_rejecting(
+    node: &NodeInfo,
+    checks: &[Box<dyn NodeCheck + '_>],
+    masks: &[Option<&[bool]>],
+    check_order: &[usize],
+    scratch: &mut Vec<Reason>,
+) -> Option<usize> {
+    scratch.clear();
+    let slot = node.id.0 as usize;
+    check_order.iter().position(|&c| match masks[c] {
+        Some(mask) => !mask.get(slot).copied().unwrap_or(false),
+        None => !checks[c].check(node, scratch),
+    })
+}
+
+/// Asks the rules about `nodes` (a class's few nodes without a kept answer) and keeps the
+/// answers, so that the pass can walk kept verdicts alone.
+fn ask_few(
+    cluster: &Cluster,
+    prepared: &PreparedFilters<'_>,
+    scorers: &[&dyn NodeScore],
+    nodes: &[NodeId],
+    kept: &mut Answers,
+) {
+    let checks = &prepared.checks;
+    let masks: Vec<Option<&[bool]>> = checks.iter().map(|c| c.mask()).collect();
+    let check_order: Vec<usize> = (0..checks.len()).collect();
+    let mut scratch = Vec::new();
+    let mut raw = Vec::with_capacity(scorers.len());
+    for id in nodes {
+        let node = cluster.node(*id);
+        let feasible = first_rejecting(node, checks, &masks, &check_order, &mut scratch).is_none();
+        raw.clear();
+        if feasible {
+            raw.extend(scorers.iter().map(|s| s.score(node)));
+        }
+        kept.keep(id.0 as usize, feasible, &raw);
+    }
+}
+
+/// [`evaluate`] when the class's answers cover every node: a walk over kept verdicts, in
+/// visiting order, stopping right after the node that fills the quota.
+fn walk_kept(order: &[NodeId], walk: Walk, kept: &Answers) -> Pass {
+    let all = order.len();
+    let mut feasible = Vec::with_capacity(walk.want.min(all));
+    let mut visited = 0;
+    let (tail, head) = order.split_at(walk.start);
+    for id in head.iter().chain(tail) {
+        if feasible.len() == walk.want {
+            break;
+        }
+        visited += 1;
+        if kept.feasible(id.0 as usize) == Some(true) {
+            feasible.push(*id);
+        }
+    }
+    Pass {
+        feasible,
+        columns: Vec::new(),
+        visited,
+        asked: Asked::new(0),
+        reused: visited,
+    }
 }
 
 /// Node answers a pass asked of the rules: (node slot, feasible), and the raw scores of
@@ -1186,6 +1272,41 @@ fn select_rows(feasible: &[NodeId], columns: Vec<Vec<i64>>, kept: &[NodeId]) -> 
         .into_iter()
         .map(|column| picks.iter().map(|row| column[*row]).collect())
         .collect()
+}
+
+/// Each node's weighted sum of its normalised scores, saturating at the ends of i64. When no
+/// sum can come near them (the largest magnitude in each column times its weight, summed,
+/// fits), plain arithmetic gives the same sums and vectorises: the cycle runs this over every
+/// feasible node for every pod.
+fn weighted_totals(constant: i64, columns: &[Column], weights: &[i64], len: usize) -> Vec<i64> {
+    let mut totals = vec![constant; len];
+    let bound = columns
+        .iter()
+        .zip(weights)
+        .try_fold(constant.unsigned_abs(), |acc, (col, w)| match col {
+            Column::Values(values) => {
+                let largest = values.iter().map(|s| s.unsigned_abs()).max().unwrap_or(0);
+                largest
+                    .checked_mul(w.unsigned_abs())
+                    .and_then(|x| acc.checked_add(x))
+            }
+            Column::Constant(_) => Some(acc),
+        });
+    let exact = bound.is_some_and(|b| b <= i64::MAX as u64);
+    for (col, weight) in columns.iter().zip(weights) {
+        if let Column::Values(values) = col {
+            if exact {
+                for (t, s) in totals.iter_mut().zip(values) {
+                    *t += s * weight;
+                }
+            } else {
+                for (t, s) in totals.iter_mut().zip(values) {
+                    *t = t.saturating_add(s.saturating_mul(*weight));
+                }
+            }
+        }
+    }
+    totals
 }
 
 /// Index of the highest total; ties broken uniformly at random (reservoir sampling, as
