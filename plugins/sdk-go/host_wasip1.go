@@ -94,6 +94,14 @@ func hostSetScores(ptr unsafe.Pointer)
 //go:wasmexport berth_abi_version
 func wasmABIVersion() int32 { return ABIVersion }
 
+//go:wasmexport berth_node_local
+func wasmNodeLocal() int32 {
+	if nodeLocal {
+		return 1
+	}
+	return 0
+}
+
 //go:wasmexport berth_init
 func wasmInit() int32 { return initPlugin() }
 

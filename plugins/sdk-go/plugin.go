@@ -81,11 +81,18 @@ var (
 	newFilter func(config string) (Filter, error)
 	newScore  func(config string) (Score, error)
 	normalize Normalize
+	nodeLocal bool
 	filter    Filter
 	score     Score
 	verdicts  []uint32
 	scores    []int64
 )
+
+// DeclareNodeLocal says the plugin's answer about a node follows from that node and the pod
+// alone (not from other nodes or where other pods run), so the scheduler may keep it for
+// later pods of the same class while the node is unchanged. Call it beside RegisterFilter or
+// RegisterScore; without it every pod is asked again.
+func DeclareNodeLocal() { nodeLocal = true }
 
 // RegisterFilter makes this module a predicate. make is called once per instance with the
 // policy entry's config decoded into a copy of defaults (fields absent from the config keep

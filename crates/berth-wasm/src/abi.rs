@@ -19,6 +19,11 @@ pub const EXPORT_SCORE: &str = "berth_score";
 pub const EXPORT_INITIALIZE: &str = "_initialize";
 /// Export: the guest's linear memory.
 pub const EXPORT_MEMORY: &str = "memory";
+/// Optional export, `() -> i32`: 1 when the guest's answer about a node follows from that
+/// node (its object and pods) and the pod alone, so the scheduler may keep it for later pods
+/// of the same class (equal in everything but their identity) while the node is unchanged.
+/// Absent or anything else: the answer is asked again for every pod.
+pub const EXPORT_NODE_LOCAL: &str = "berth_node_local";
 
 /// `node_conditions` bit: the Ready condition is True.
 pub const COND_READY: i32 = 1;

@@ -101,10 +101,28 @@ struct Instance {
 pub(crate) struct Code {
     pre: InstancePre<HostState>,
     hash: ContentHash,
-    normalize: Normalize,
+    declared: Declared,
     /// 1 for the first version loaded, +1 per swap.
     version: u64,
     pool: Mutex<Vec<Instance>>,
+}
+
+/// What a guest declared while loading.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Declared {
+    /// How its raw scores are normalised (`set_normalize` in `berth_init`).
+    pub normalize: Normalize,
+    /// Whether its answers follow from the node and the pod alone (`berth_node_local`).
+    pub node_local: bool,
+}
+
+/// One pod's evaluation by a plugin.
+pub(crate) struct Evaluation {
+    pub table: Table,
+    pub declared: Declared,
+    /// Whether a guest call failed (its nodes got the failure policy's answer, which holds
+    /// for this pod only).
+    pub failed: bool,
 }
 
 /// What a reload found.
@@ -322,7 +340,7 @@ impl Plugin {
     }
 
     /// Runs the guest over every node for this pod; the table answers per-node questions.
-    pub(crate) fn evaluate(&self, ctx: CycleContext<'_>) -> (Table, Normalize) {
+    pub(crate) fn evaluate(&self, ctx: CycleContext<'_>) -> Evaluation {
         let code = self.code.load_full();
         let nodes = ctx.cluster.node_order();
         let chunks = chunk_count(nodes.len()).min(self.instances);
@@ -343,6 +361,7 @@ impl Plugin {
         } else {
             (0..chunks).into_par_iter().map(run).collect()
         };
+        let failed = outs.iter().any(|(_, out)| out.is_err());
         let slots = ctx.cluster.node_slots();
         let table = match self.kind {
             Kind::Filter => {
@@ -392,7 +411,11 @@ impl Plugin {
                 Table::Scores(table)
             }
         };
-        (table, code.normalize)
+        Evaluation {
+            table,
+            declared: code.declared,
+            failed,
+        }
     }
 
     /// One guest call over `call.nodes` on an idle instance (or a fresh one). A trapped
@@ -549,7 +572,7 @@ fn build_code(
             };
             // One instance per chunk a pod may be split into, so chunks never wait for one.
             let mut pool = Vec::new();
-            let (first, normalize) = instantiate(runtime, name, spec, kind, &pre).map_err(|m| {
+            let (first, declared) = instantiate(runtime, name, spec, kind, &pre).map_err(|m| {
                 if m.starts_with("declares ABI version") {
                     LoadError::Abi {
                         path: path.to_path_buf(),
@@ -570,7 +593,7 @@ fn build_code(
             Ok(Code {
                 pre,
                 hash,
-                normalize,
+                declared,
                 version,
                 pool: Mutex::new(pool),
             })
@@ -611,6 +634,7 @@ fn check_abi(module: &Module, kind: Kind) -> Result<(), String> {
     require(kind.export(), &["i32"], &["i32"], false);
     require(abi::EXPORT_INIT, &[], &["i32"], true);
     require(abi::EXPORT_INITIALIZE, &[], &[], true);
+    require(abi::EXPORT_NODE_LOCAL, &[], &["i32"], true);
     if !matches!(
         module.get_export(abi::EXPORT_MEMORY),
         Some(ExternType::Memory(_))
@@ -642,14 +666,14 @@ fn check_abi(module: &Module, kind: Kind) -> Result<(), String> {
 }
 
 /// A fresh instance: instantiated from `pre`, reactor-initialised, its ABI version checked
-/// and `berth_init` run. Also returns the normalisation the guest asked for.
+/// and `berth_init` run. Also returns what the guest declared.
 fn instantiate(
     runtime: &Runtime,
     name: &Arc<str>,
     spec: &WasmPlugin,
     kind: Kind,
     pre: &InstancePre<HostState>,
-) -> Result<(Instance, Normalize), String> {
+) -> Result<(Instance, Declared), String> {
     let memory_bytes =
         usize::try_from(spec.memory_limit_mib.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
     let mut store = Store::new(
@@ -703,6 +727,19 @@ fn instantiate(
     let run = instance
         .get_typed_func::<i32, i32>(&mut store, kind.export())
         .map_err(|e| format!("{e:#}"))?;
-    let normalize = store.data().normalize;
-    Ok((Instance { store, run }, normalize))
+    let node_local = match instance.get_typed_func::<(), i32>(&mut store, abi::EXPORT_NODE_LOCAL) {
+        Ok(f) => {
+            store.set_epoch_deadline(ticks);
+            match f.call(&mut store, ()) {
+                Ok(v) => v == 1,
+                Err(e) => return Err(format!("{}: {}", abi::EXPORT_NODE_LOCAL, fail(e, &store))),
+            }
+        }
+        Err(_) => false,
+    };
+    let declared = Declared {
+        normalize: store.data().normalize,
+        node_local,
+    };
+    Ok((Instance { store, run }, declared))
 }

@@ -5,12 +5,21 @@ use std::sync::Arc;
 
 use berth_engine::cluster::{NodeId, NodeInfo};
 use berth_engine::framework::{
-    CycleContext, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore, Reason, ScorePrep,
-    ScoreRule, normalize_reduce,
+    CycleContext, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore, Reason, Reuse,
+    ScorePrep, ScoreRule, normalize_reduce,
 };
 
 use crate::abi::Normalize;
-use crate::plugin::{Plugin, Table};
+use crate::plugin::{Evaluation, Plugin, Table};
+
+/// How long an evaluation's answers hold for later pods of the class.
+fn reuse(e: &Evaluation) -> Reuse {
+    if e.declared.node_local && !e.failed {
+        Reuse::node_local()
+    } else {
+        Reuse::Never
+    }
+}
 
 /// A predicate served by a plugin.
 pub struct WasmFilter(pub Arc<Plugin>);
@@ -18,12 +27,21 @@ pub struct WasmFilter(pub Arc<Plugin>);
 /// A priority served by a plugin.
 pub struct WasmScore(pub Arc<Plugin>);
 
-struct Verdicts(Table);
+struct Verdicts {
+    table: Table,
+    reuse: Reuse,
+}
 
 impl NodeCheck for Verdicts {
+    /// Kept for the class only when the guest declared its answers node-local and every
+    /// call of this pod succeeded.
+    fn reuse(&self) -> Reuse {
+        self.reuse.clone()
+    }
+
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        match self.0.reason(node.id) {
+        match self.table.reason(node.id) {
             None => true,
             Some(r) => {
                 reasons.push(r.clone());
@@ -33,7 +51,7 @@ impl NodeCheck for Verdicts {
     }
 
     fn mask(&self) -> Option<&[bool]> {
-        match &self.0 {
+        match &self.table {
             Table::Verdicts { mask, .. } => Some(mask),
             Table::Scores(_) => None,
         }
@@ -42,13 +60,17 @@ impl NodeCheck for Verdicts {
 
 impl FilterRule for WasmFilter {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        let (table, _) = self.0.evaluate(ctx);
-        match &table {
+        let e = self.0.evaluate(ctx);
+        let reuse = reuse(&e);
+        match &e.table {
             Table::Verdicts {
                 any_rejected: false,
                 ..
             } => FilterPrep::Skip,
-            _ => FilterPrep::Check(Box::new(Verdicts(table))),
+            _ => FilterPrep::Check(Box::new(Verdicts {
+                table: e.table,
+                reuse,
+            })),
         }
     }
 }
@@ -56,9 +78,15 @@ impl FilterRule for WasmFilter {
 struct Scores {
     table: Table,
     normalize: Normalize,
+    reuse: Reuse,
 }
 
 impl NodeScore for Scores {
+    /// As [`Verdicts::reuse`].
+    fn reuse(&self) -> Reuse {
+        self.reuse.clone()
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         self.table.score(node.id)
@@ -88,7 +116,11 @@ impl NodeScore for Scores {
 
 impl ScoreRule for WasmScore {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
-        let (table, normalize) = self.0.evaluate(ctx);
-        ScorePrep::PerNode(Box::new(Scores { table, normalize }))
+        let e = self.0.evaluate(ctx);
+        ScorePrep::PerNode(Box::new(Scores {
+            reuse: reuse(&e),
+            table: e.table,
+            normalize: e.declared.normalize,
+        }))
     }
 }

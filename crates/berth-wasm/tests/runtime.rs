@@ -253,3 +253,42 @@ fn the_epoch_ticker_sleeps_while_no_guest_runs() {
         );
     }
 }
+
+/// `modes.wat` with a `berth_node_local` export returning `declared`.
+fn modes_declaring(declared: i32) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/modes.wat");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let export = format!(
+        "(func (export \"berth_node_local\") (result i32) (i32.const {declared}))\n  (func (export \"berth_abi_version\")"
+    );
+    wat::parse_str(text.replacen("(func (export \"berth_abi_version\")", &export, 1))
+        .expect("fixture with berth_node_local")
+}
+
+#[test]
+fn a_plugin_declaring_node_local_answers_lets_equal_pods_share_them() {
+    let plugins = Plugins::new(&[
+        ("modes", fixture("modes")),
+        ("local", modes_declaring(1)),
+        ("not-local", modes_declaring(0)),
+    ]);
+    let pods = || {
+        (0..8)
+            .map(|i| pod(&format!("p{i}")).req(500, 0).build())
+            .collect()
+    };
+    let mut runs = Vec::new();
+    for module in ["modes", "local", "not-local"] {
+        let mut sched = plugins
+            .scheduler(&policy_with(module, ""))
+            .expect("scheduler");
+        let mut cl = cluster(nodes(12, 3), vec![]);
+        let placed = schedule(&mut cl, &mut sched, pods());
+        let (reused, _) = sched.class_counts();
+        runs.push((module, placed, reused));
+    }
+    for (module, placed, reused) in &runs {
+        assert_eq!(placed, &runs[0].1, "{module} decides as the others");
+        assert_eq!(*reused > 0, *module == "local", "{module}: {reused} reused");
+    }
+}

@@ -28,6 +28,8 @@ struct LabelsPresence {
 
 impl Filter for LabelsPresence {
     type Config = Config;
+    /// A node's verdict is its own labels' doing.
+    const NODE_LOCAL: bool = true;
 
     fn new(config: Config) -> Result<Self, String> {
         Ok(LabelsPresence {

@@ -24,6 +24,8 @@ struct LabelPreference {
 
 impl Score for LabelPreference {
     type Config = Config;
+    /// A node's score is its own labels' doing.
+    const NODE_LOCAL: bool = true;
 
     fn new(config: Config) -> Result<Self, String> {
         Ok(LabelPreference {

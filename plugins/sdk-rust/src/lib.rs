@@ -566,6 +566,10 @@ pub trait Filter: Sized {
     /// Builds the plugin from its configuration; called once per instance. An error stops
     /// the plugin from loading and is reported; name the offending field in it.
     fn new(config: Self::Config) -> Result<Self, String>;
+    /// Whether the verdict on a node follows from that node and the pod alone (not from
+    /// other nodes or where other pods run). The scheduler then keeps it for later pods of
+    /// the same class while the node is unchanged. Default: false, asked for every pod.
+    const NODE_LOCAL: bool = false;
     /// Rejects the nodes that cannot take the pod.
     fn filter(&mut self, pod: &Pod, nodes: &Nodes, verdicts: &mut Verdicts) -> Result<(), String>;
 }
@@ -576,6 +580,8 @@ pub trait Score: Sized {
     type Config: DeserializeOwned;
     /// Builds the plugin from its configuration; called once per instance.
     fn new(config: Self::Config) -> Result<Self, String>;
+    /// As [`Filter::NODE_LOCAL`], for the raw score of a node.
+    const NODE_LOCAL: bool = false;
     /// How raw scores are normalised (default: they already are 0..=100).
     fn normalize(&self) -> Normalize {
         Normalize::None
@@ -697,6 +703,10 @@ macro_rules! filter_plugin {
             __BERTH_PLUGIN.with(|slot| $crate::__export::init_filter::<$plugin>(slot))
         }
         #[unsafe(no_mangle)]
+        pub extern "C" fn berth_node_local() -> i32 {
+            <$plugin as $crate::Filter>::NODE_LOCAL as i32
+        }
+        #[unsafe(no_mangle)]
         pub extern "C" fn berth_filter(count: i32) -> i32 {
             __BERTH_PLUGIN.with(|slot| $crate::__export::run_filter::<$plugin>(slot, count))
         }
@@ -718,6 +728,10 @@ macro_rules! score_plugin {
         #[unsafe(no_mangle)]
         pub extern "C" fn berth_init() -> i32 {
             __BERTH_PLUGIN.with(|slot| $crate::__export::init_score::<$plugin>(slot))
+        }
+        #[unsafe(no_mangle)]
+        pub extern "C" fn berth_node_local() -> i32 {
+            <$plugin as $crate::Score>::NODE_LOCAL as i32
         }
         #[unsafe(no_mangle)]
         pub extern "C" fn berth_score(count: i32) -> i32 {
