@@ -105,6 +105,7 @@ impl<'a> Admission<'a> {
             .get(namespace)
             .map_or(&[][..], Vec::as_slice);
         let mut notes = limit_range::apply(ranges, spec, at)?;
+        limit_range::check_requests_within_limits(spec, at)?;
         if let Some(text) = annotation(KUBERNETES_NODE_SELECTOR_ANNOTATION) {
             notes.extend(node_selector(namespace, text, spec, at)?);
         }

@@ -197,6 +197,40 @@ fn check_bounds(
     Ok(())
 }
 
+/// API validation after admission: no container may request more than its limit (a
+/// LimitRange's default limit below a request written in the manifest trips this).
+pub(crate) fn check_requests_within_limits(spec: &PodSpec, at: &str) -> Result<(), Problem> {
+    let lists = [("containers", &spec.containers[..])].into_iter().chain(
+        spec.init_containers
+            .as_deref()
+            .map(|list| ("initContainers", list)),
+    );
+    for (list, containers) in lists {
+        for (index, container) in containers.iter().enumerate() {
+            let Some(resources) = container.resources.as_ref() else {
+                continue;
+            };
+            let limits = resources.limits.iter().flatten();
+            for (resource, limit) in limits {
+                let request = resources.requests.as_ref().and_then(|r| r.get(resource));
+                if let Some(request) = request
+                    && amount(resource, request) > amount(resource, limit)
+                {
+                    return Err(Problem::Message {
+                        field: format!("{at}.{list}[{index}].resources.requests.{resource}"),
+                        message: format!(
+                            "{} must be less than or equal to {resource} limit {} (the API \
+                             server would reject the pod; a LimitRange's default limit counts)",
+                            request.0, limit.0
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A quantity in the scheduler's units; the loader has already checked every quantity of
 /// the LimitRange and the template, so the fallback is never taken.
 fn amount(resource: &str, q: &Quantity) -> i64 {

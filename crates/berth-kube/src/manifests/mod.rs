@@ -372,7 +372,10 @@ pub fn expand(
         if let Some(first) = applied.get(&key) {
             return Err(invalid(Problem::Message {
                 field: "metadata.name".to_owned(),
-                message: format!("the same {kind} is already applied from {first}"),
+                message: format!(
+                    "the same {kind} is already applied from {}: {}",
+                    first.file, first.location
+                ),
             }));
         }
         applied.insert(key.clone(), &manifest.site);

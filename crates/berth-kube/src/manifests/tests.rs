@@ -333,7 +333,7 @@ fn admission_table() {
     // LimitRange, namespace selector and tolerations, priority.
     let e = run(&pod(
         "team",
-        "  priorityClassName: high\n  initContainers: [{name: init, resources: {requests: {cpu: \"1\"}}}]\n  containers: [{name: a}, {name: b, resources: {limits: {cpu: 300m}}}]\n",
+        "  priorityClassName: high\n  initContainers: [{name: init, resources: {requests: {cpu: \"1\"}, limits: {cpu: \"1\"}}}]\n  containers: [{name: a}, {name: b, resources: {limits: {cpu: 300m}}}]\n",
     ))
     .unwrap();
     let p = &e.pods[0];
@@ -418,6 +418,11 @@ fn admission_table() {
             "  containers: [{name: a}]\n",
             "nowhere",
             "metadata.namespace: namespace \"nowhere\" is not in the cluster file",
+        ),
+        (
+            "  containers: [{name: a, resources: {requests: {cpu: 600m}}}]\n",
+            "team",
+            "spec.containers[0].resources.requests.cpu: 600m must be less than or equal to cpu limit 500m",
         ),
         (
             "  nodeName: node-a\n  containers: [{name: a}]\n",

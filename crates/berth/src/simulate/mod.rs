@@ -3,6 +3,7 @@
 
 mod json;
 mod table;
+mod whatif;
 
 use std::collections::BTreeSet;
 use std::io::{self, Read, Write};
@@ -68,6 +69,11 @@ pub struct Args {
     /// i.e. when the snapshot was taken).
     #[arg(long, value_parser = parse_now)]
     now: Option<i64>,
+    /// Manifests not yet in the cluster (Deployment, ReplicaSet, StatefulSet, Job, DaemonSet,
+    /// Pod; YAML or JSON, Lists too; repeatable): their pods, as the controllers and admission
+    /// would create them, are scheduled with the pending ones and summed up per manifest.
+    #[arg(long = "apply", value_name = "FILE")]
+    apply: Vec<PathBuf>,
 }
 
 fn parse_now(text: &str) -> Result<i64, String> {
@@ -132,6 +138,12 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let budgets = snapshot.budgets;
     let mut pending = snapshot.pending;
+    let mut applied = None;
+    if !args.apply.is_empty() {
+        let (whatif, pods) = whatif::WhatIf::load(&args.apply, &objects, &mut cluster)?;
+        pending.extend(pods);
+        applied = Some(whatif);
+    }
     if let Some(name) = &args.scheduler_name {
         pending.retain(|p| &p.scheduler_name == name);
     }
@@ -185,6 +197,9 @@ pub fn run(args: &Args) -> Result<()> {
                     o.pod, e.extender, e.message
                 );
             }
+            if let Some(w) = applied.as_mut() {
+                w.record(o);
+            }
             if o.node.is_some() {
                 placed += 1;
             } else {
@@ -219,6 +234,12 @@ pub fn run(args: &Args) -> Result<()> {
             total.push_str(&format!(" ({} shown, --pod)", shown.len()));
         }
         printer.print(&format!("{total}\n"));
+    }
+    if let Some(w) = &applied {
+        match args.output {
+            Format::Table => printer.print(&w.table()),
+            Format::Json => printer.print(&format!("{}\n", w.json())),
+        }
     }
     printer.finish()
 }
