@@ -9,6 +9,9 @@
 //! Set `BERTH_BLESS=1` to rewrite the expected files from the current output (then review
 //! the diff: a blessed file is a claim about correct behaviour).
 
+#[path = "support/golden_file.rs"]
+mod golden_file;
+
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -49,42 +52,6 @@ fn simulate(dir: &Path, extra: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("UTF-8 output")
-}
-
-/// Differences between the expected file and `got`, or a note that the file was blessed.
-fn compare(expected: &Path, got: &str) -> Option<String> {
-    if std::env::var_os("BERTH_BLESS").is_some() {
-        fs::write(expected, got).expect("bless");
-        return None;
-    }
-    let want = match fs::read_to_string(expected) {
-        Ok(want) => want,
-        Err(e) => {
-            return Some(format!(
-                "{}: {e} (BERTH_BLESS=1 writes it)",
-                expected.display()
-            ));
-        }
-    };
-    if want == got {
-        return None;
-    }
-    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
-    let mut diff = format!("{} differs:\n", expected.display());
-    for i in 0..w.len().max(g.len()) {
-        if w.get(i) != g.get(i) {
-            diff.push_str(&format!(
-                "line {}:\n  want {}\n  got  {}\n",
-                i + 1,
-                w.get(i).unwrap_or(&"<none>"),
-                g.get(i).unwrap_or(&"<none>")
-            ));
-        }
-    }
-    if w == g {
-        diff.push_str("(line endings or the final newline differ)\n");
-    }
-    Some(diff)
 }
 
 fn cases() -> Vec<PathBuf> {
@@ -130,7 +97,7 @@ fn outputs_match_their_golden_files() {
                     }
                 }
             }
-            failures.extend(compare(&dir.join(file), got));
+            failures.extend(golden_file::compare(&dir.join(file), got));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -10,6 +10,9 @@
 //! Set `BERTH_BLESS=1` to rewrite `table.txt` and `output.jsonl` from the current output
 //! (then review the diff: a blessed file is a claim about correct behaviour).
 
+#[path = "support/golden_file.rs"]
+mod golden_file;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -39,38 +42,6 @@ fn simulate(dir: &Path, extra: &[&str]) -> Output {
 fn text(dir: &Path, bytes: &[u8]) -> String {
     let prefix = format!("{}/", dir.display());
     String::from_utf8_lossy(bytes).replace(&prefix, "")
-}
-
-fn compare(expected: &Path, got: &str) -> Option<String> {
-    if std::env::var_os("BERTH_BLESS").is_some() {
-        fs::write(expected, got).expect("bless");
-        return None;
-    }
-    let want = match fs::read_to_string(expected) {
-        Ok(want) => want,
-        Err(e) => {
-            return Some(format!(
-                "{}: {e} (BERTH_BLESS=1 writes it)",
-                expected.display()
-            ));
-        }
-    };
-    if want == got {
-        return None;
-    }
-    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
-    let mut diff = format!("{} differs:\n", expected.display());
-    for i in 0..w.len().max(g.len()) {
-        if w.get(i) != g.get(i) {
-            diff.push_str(&format!(
-                "line {}:\n  want {}\n  got  {}\n",
-                i + 1,
-                w.get(i).unwrap_or(&"<none>"),
-                g.get(i).unwrap_or(&"<none>")
-            ));
-        }
-    }
-    Some(diff)
 }
 
 fn cases() -> Vec<PathBuf> {
@@ -136,7 +107,7 @@ fn run_case(dir: &Path) -> Vec<String> {
                 failures.push(format!("{}/{file}: not JSON: {line}", dir.display()));
             }
         }
-        failures.extend(compare(&dir.join(file), &got));
+        failures.extend(golden_file::compare(&dir.join(file), &got));
     }
     failures
 }

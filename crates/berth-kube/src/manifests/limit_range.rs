@@ -39,6 +39,21 @@ fn containers_mut(spec: &mut PodSpec) -> impl Iterator<Item = &mut Container> {
 
 /// A Container-type item's defaults as the API server stores the LimitRange: a missing
 /// default limit is the max, a missing default request the default limit, else the min.
+/// Every container, then every init container, with its list's field name and index.
+fn named_containers(spec: &PodSpec) -> impl Iterator<Item = (&'static str, usize, &Container)> {
+    let init = spec.init_containers.as_deref().unwrap_or_default();
+    numbered("containers", &spec.containers).chain(numbered("initContainers", init))
+}
+
+fn numbered<'a>(
+    name: &'static str,
+    list: &'a [Container],
+) -> impl Iterator<Item = (&'static str, usize, &'a Container)> {
+    list.iter()
+        .enumerate()
+        .map(move |(index, container)| (name, index, container))
+}
+
 fn container_defaults(item: &LimitRangeItem) -> (ResourceMap, ResourceMap) {
     let mut limits = item.default.clone().unwrap_or_default();
     for (name, max) in item.max.iter().flatten() {
@@ -115,82 +130,75 @@ fn check_bounds(
     at: &str,
 ) -> Result<(), Problem> {
     let name = range.metadata.name.as_deref().unwrap_or_default();
-    let lists = [("containers", &spec.containers[..])].into_iter().chain(
-        spec.init_containers
-            .as_deref()
-            .map(|list| ("initContainers", list)),
-    );
-    for (list, containers) in lists {
-        for (index, container) in containers.iter().enumerate() {
-            let resources = container.resources.as_ref();
-            let requests = resources.and_then(|r| r.requests.as_ref());
-            let limits = resources.and_then(|r| r.limits.as_ref());
-            let field = |kind: &str, resource: &str| {
-                format!("{at}.{list}[{index}].resources.{kind}.{resource}")
-            };
-            let reject = |field: String, message: String| Problem::Message {
-                field,
-                message: format!("LimitRange {name}: {message} (admission would reject the pod)"),
-            };
-            for (resource, min) in item.min.iter().flatten() {
-                for (kind, values) in [("requests", requests), ("limits", limits)] {
-                    let word = &kind[..kind.len() - 1];
-                    match values.and_then(|v| v.get(resource)) {
-                        None => {
-                            return Err(reject(
-                                field(kind, resource),
-                                format!(
-                                    "minimum {resource} usage per Container is {}, but no {word} is specified",
-                                    min.0
-                                ),
-                            ));
-                        }
-                        Some(value) if amount(resource, value) < amount(resource, min) => {
-                            return Err(reject(
-                                field(kind, resource),
-                                format!(
-                                    "minimum {resource} usage per Container is {}, but {word} is {}",
-                                    min.0, value.0
-                                ),
-                            ));
-                        }
-                        Some(_) => {}
-                    }
-                }
-            }
-            for (resource, max) in item.max.iter().flatten() {
-                match limits.and_then(|v| v.get(resource)) {
+    for (list, index, container) in named_containers(spec) {
+        let resources = container.resources.as_ref();
+        let requests = resources.and_then(|r| r.requests.as_ref());
+        let limits = resources.and_then(|r| r.limits.as_ref());
+        let field = |kind: &str, resource: &str| {
+            format!("{at}.{list}[{index}].resources.{kind}.{resource}")
+        };
+        let reject = |field: String, message: String| Problem::Message {
+            field,
+            message: format!("LimitRange {name}: {message} (admission would reject the pod)"),
+        };
+        for (resource, min) in item.min.iter().flatten() {
+            for (kind, values) in [("requests", requests), ("limits", limits)] {
+                let word = &kind[..kind.len() - 1];
+                match values.and_then(|v| v.get(resource)) {
                     None => {
                         return Err(reject(
-                            field("limits", resource),
+                            field(kind, resource),
                             format!(
-                                "maximum {resource} usage per Container is {}, but no limit is specified",
-                                max.0
+                                "minimum {resource} usage per Container is {}, but no {word} is specified",
+                                min.0
                             ),
                         ));
                     }
-                    Some(value) if amount(resource, value) > amount(resource, max) => {
+                    Some(value) if amount(resource, value) < amount(resource, min) => {
                         return Err(reject(
-                            field("limits", resource),
+                            field(kind, resource),
                             format!(
-                                "maximum {resource} usage per Container is {}, but limit is {}",
-                                max.0, value.0
+                                "minimum {resource} usage per Container is {}, but {word} is {}",
+                                min.0, value.0
                             ),
                         ));
                     }
                     Some(_) => {}
                 }
-                if let Some(value) = requests.and_then(|v| v.get(resource))
-                    && amount(resource, value) > amount(resource, max)
-                {
+            }
+        }
+        for (resource, max) in item.max.iter().flatten() {
+            match limits.and_then(|v| v.get(resource)) {
+                None => {
                     return Err(reject(
-                        field("requests", resource),
+                        field("limits", resource),
                         format!(
-                            "maximum {resource} usage per Container is {}, but request is {}",
+                            "maximum {resource} usage per Container is {}, but no limit is specified",
+                            max.0
+                        ),
+                    ));
+                }
+                Some(value) if amount(resource, value) > amount(resource, max) => {
+                    return Err(reject(
+                        field("limits", resource),
+                        format!(
+                            "maximum {resource} usage per Container is {}, but limit is {}",
                             max.0, value.0
                         ),
                     ));
                 }
+                Some(_) => {}
+            }
+            if let Some(value) = requests.and_then(|v| v.get(resource))
+                && amount(resource, value) > amount(resource, max)
+            {
+                return Err(reject(
+                    field("requests", resource),
+                    format!(
+                        "maximum {resource} usage per Container is {}, but request is {}",
+                        max.0, value.0
+                    ),
+                ));
             }
         }
     }
@@ -200,31 +208,24 @@ fn check_bounds(
 /// API validation after admission: no container may request more than its limit (a
 /// LimitRange's default limit below a request written in the manifest trips this).
 pub(crate) fn check_requests_within_limits(spec: &PodSpec, at: &str) -> Result<(), Problem> {
-    let lists = [("containers", &spec.containers[..])].into_iter().chain(
-        spec.init_containers
-            .as_deref()
-            .map(|list| ("initContainers", list)),
-    );
-    for (list, containers) in lists {
-        for (index, container) in containers.iter().enumerate() {
-            let Some(resources) = container.resources.as_ref() else {
-                continue;
-            };
-            let limits = resources.limits.iter().flatten();
-            for (resource, limit) in limits {
-                let request = resources.requests.as_ref().and_then(|r| r.get(resource));
-                if let Some(request) = request
-                    && amount(resource, request) > amount(resource, limit)
-                {
-                    return Err(Problem::Message {
-                        field: format!("{at}.{list}[{index}].resources.requests.{resource}"),
-                        message: format!(
-                            "{} must be less than or equal to {resource} limit {} (the API \
-                             server would reject the pod; a LimitRange's default limit counts)",
-                            request.0, limit.0
-                        ),
-                    });
-                }
+    for (list, index, container) in named_containers(spec) {
+        let Some(resources) = container.resources.as_ref() else {
+            continue;
+        };
+        let limits = resources.limits.iter().flatten();
+        for (resource, limit) in limits {
+            let request = resources.requests.as_ref().and_then(|r| r.get(resource));
+            if let Some(request) = request
+                && amount(resource, request) > amount(resource, limit)
+            {
+                return Err(Problem::Message {
+                    field: format!("{at}.{list}[{index}].resources.requests.{resource}"),
+                    message: format!(
+                        "{} must be less than or equal to {resource} limit {} (the API \
+                         server would reject the pod; a LimitRange's default limit counts)",
+                        request.0, limit.0
+                    ),
+                });
             }
         }
     }
