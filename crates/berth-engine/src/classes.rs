@@ -216,24 +216,15 @@ pub(crate) struct Classes {
     asked: u64,
 }
 
-impl Default for Classes {
-    fn default() -> Self {
+impl Classes {
+    /// Keeping answers (`enabled`) or not (every cycle asks every node, as upstream).
+    pub fn new(enabled: bool) -> Self {
         Classes {
-            enabled: true,
+            enabled,
             classes: Vec::new(),
             clock: 0,
             reused: 0,
             asked: 0,
-        }
-    }
-}
-
-impl Classes {
-    /// Turns keeping answers on or off (off: every cycle asks every node, as upstream).
-    pub fn set_enabled(&mut self, enabled: bool) {
-        self.enabled = enabled;
-        if !enabled {
-            self.classes.clear();
         }
     }
 

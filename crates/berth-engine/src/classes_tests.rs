@@ -51,14 +51,13 @@ fn scheduler(classes: bool, percentage: u32, seed: u64) -> Scheduler {
     let mut config = CycleConfig {
         percentage_of_nodes_to_score: percentage,
         seed,
+        equivalence_classes: classes,
         ..CycleConfig::default()
     };
     // Odd seeds run SelectorSpreadPriority as v1.22 does without the DefaultPodTopologySpread
     // gate (the legacy rule, which counts per node while scoring).
     config.feature_gates.default_pod_topology_spread = seed.is_multiple_of(2);
-    crate::registry::scheduler_for(&policy, config)
-        .expect("scheduler")
-        .with_equivalence_classes(classes)
+    crate::registry::scheduler_for(&policy, config).expect("scheduler")
 }
 
 fn app(rng: &mut ChaCha8Rng) -> String {

@@ -53,7 +53,7 @@ const PREEMPTION_SEED: u64 = 0x7072_6565_6d70_7421;
 pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
 
 /// Settings of the cycle that do not come from the Policy file.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct CycleConfig {
     /// kube-scheduler's feature gates (v1.22's defaults unless set).
     pub feature_gates: FeatureGates,
@@ -64,6 +64,22 @@ pub struct CycleConfig {
     pub percentage_of_nodes_to_score: u32,
     /// Seed of the tie-breaking generator.
     pub seed: u64,
+    /// Keep each node's answers for classes of equal pods (see [`crate::classes`]; on by
+    /// default). Decisions are the same either way; off, every cycle asks every node it
+    /// visits, as upstream does.
+    pub equivalence_classes: bool,
+}
+
+impl Default for CycleConfig {
+    fn default() -> Self {
+        CycleConfig {
+            feature_gates: FeatureGates::default(),
+            always_check_all_predicates: false,
+            percentage_of_nodes_to_score: 0,
+            seed: 0,
+            equivalence_classes: true,
+        }
+    }
 }
 
 /// Why a pod fits no node: each node's reasons, counted.
@@ -289,16 +305,8 @@ impl Scheduler {
             extenders: Vec::new(),
             victim_cache: VictimCache::default(),
             trackers: Trackers::default(),
-            classes: Classes::default(),
+            classes: Classes::new(config.equivalence_classes),
         }
-    }
-
-    /// Keeps (the default) or stops keeping each node's answers for classes of equal pods
-    /// (see [`crate::classes`]). Decisions are the same either way; off, every cycle asks
-    /// every node it visits, as upstream does.
-    pub fn with_equivalence_classes(mut self, on: bool) -> Self {
-        self.classes.set_enabled(on);
-        self
     }
 
     /// Node answers reused from an earlier pod of the same class, and node answers asked of

@@ -120,6 +120,10 @@ pub struct Args {
     /// (default: v1.22's, DefaultPodTopologySpread=true).
     #[arg(long, value_parser = crate::feature_gates, default_value = "")]
     pub(super) feature_gates: berth_engine::FeatureGates,
+    /// Ask every node for every pod, as upstream does, instead of reusing the answers kept
+    /// for equal pods (equivalence classes); decisions are the same, only the time differs.
+    #[arg(long)]
+    pub(super) no_equivalence_classes: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub(super) output: Format,
@@ -164,6 +168,7 @@ pub(super) fn config(args: &Args) -> CycleConfig {
         seed: args.seed,
         percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
         feature_gates: args.feature_gates,
+        equivalence_classes: !args.no_equivalence_classes,
         ..CycleConfig::default()
     }
 }
