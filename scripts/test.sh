@@ -25,6 +25,9 @@ if [[ -z "${BERTH_SKIP_HELM:-}" ]]; then
 else
   echo "BERTH_SKIP_HELM is set: not building helm; the chart tests skip"
 fi
+echo "== headless Chromium (Debian's package, for the --report browser tests; installed if missing)"
+BERTH_CHROMIUM="$(bash scripts/chromium.sh)"
+export BERTH_CHROMIUM
 echo "== WASM plugins (Rust and Go guests for wasm32-wasip1, into plugins/dist)"
 bash scripts/build-plugins.sh
 echo "== plugins: fmt, clippy and native tests (Rust SDK and examples; Go SDK and examples)"

@@ -1,10 +1,13 @@
-//! Golden tests of `berth simulate`'s output: the table, the `--explain` table and the
-//! `--explain --output json` lines, byte for byte. Each case is a folder under
-//! `tests/golden/`:
+//! Golden tests of `berth simulate`'s output: the table, the `--explain` table, the
+//! `--explain --output json` lines and the `--report` page, byte for byte. Each case is a
+//! folder under `tests/golden/`:
 //! - `cluster.yaml` (optional): the cluster, given on standard input (`--cluster -`), else
 //!   the bundled example cluster;
 //! - `policy.json` (optional): the policy, else the bundled OpenShift policy;
-//! - `summary.txt`, `explain.txt`, `explain.jsonl`: the expected outputs.
+//! - `summary.txt`, `explain.txt`, `explain.jsonl`, `report.html`: the expected outputs
+//!   (`report.html` is checked in a browser by `report.rs`; its inline style and script,
+//!   the same in every report, are kept as the names of their files, while the page's
+//!   Content Security Policy still pins them by their SHA-256 hashes).
 //!
 //! Set `BERTH_BLESS=1` to rewrite the expected files from the current output (then review
 //! the diff: a blessed file is a claim about correct behaviour).
@@ -28,9 +31,11 @@ fn simulate(dir: &Path, extra: &[&str]) -> String {
     if cluster.is_some() {
         cmd.args(["--cluster", "-"]);
     }
-    let policy = dir.join("policy.json");
-    if policy.exists() {
-        cmd.arg("--policy").arg(&policy);
+    // Run in the case's folder, so the report names the policy by a path that is the same
+    // on every machine.
+    cmd.current_dir(dir);
+    if dir.join("policy.json").exists() {
+        cmd.args(["--policy", "policy.json"]);
     }
     let mut child = cmd
         .stdin(Stdio::piped())
@@ -66,11 +71,30 @@ fn cases() -> Vec<PathBuf> {
     dirs
 }
 
+/// The page `berth simulate --report` writes for a case, its inline style and script
+/// replaced by the names of their files.
+fn report(dir: &Path) -> String {
+    let out = tempfile::tempdir().expect("temp dir");
+    let html = out.path().join("report.html");
+    let html_arg = html.to_str().expect("UTF-8 temp path");
+    simulate(dir, &["--report", html_arg]);
+    let mut page = fs::read_to_string(&html).expect("the report");
+    for asset in ["report.css", "report.js"] {
+        let path = format!("src/simulate/report/{asset}");
+        let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(&path))
+            .expect("report asset");
+        assert_eq!(page.matches(&text).count(), 1, "{path} inline once");
+        page = page.replacen(&text, &format!("/* {path} */"), 1);
+    }
+    page
+}
+
 #[test]
 fn outputs_match_their_golden_files() {
     let mut failures = Vec::new();
     for dir in cases() {
         let outputs = [
+            ("report.html", report(&dir)),
             ("summary.txt", simulate(&dir, &[])),
             ("explain.txt", simulate(&dir, &["--explain"])),
             (
@@ -79,7 +103,15 @@ fn outputs_match_their_golden_files() {
             ),
         ];
         for (file, got) in &outputs {
-            if file.ends_with(".txt") {
+            if file.ends_with(".html") {
+                // Every string from the cluster stays inside the escaped data blob.
+                if got.matches("<script").count() != 2 {
+                    failures.push(format!(
+                        "{}/{file}: scripts besides the page's own",
+                        dir.display()
+                    ));
+                }
+            } else if file.ends_with(".txt") {
                 for (i, line) in got.lines().enumerate() {
                     let width = line.chars().count();
                     if width > WIDTH {

@@ -6,13 +6,16 @@ use serde_json::{Value, json};
 
 use super::RuleKinds;
 
-/// The pod's line: where it went (or why nowhere), its preemption, and with `--explain`
-/// every evaluated node's rejections and scores.
-pub(super) fn line(o: &Outcome, rules: &RuleKinds) -> Value {
+/// The pod's line: where it went (or why nowhere), its preemption, and with `details`
+/// (`--explain`) every evaluated node's rejections and scores.
+pub(super) fn line(o: &Outcome, rules: &RuleKinds, details: bool) -> Value {
     let mut v = json!({"pod": o.pod, "node": o.node, "message": o.message()});
     if o.nominated_node.is_some() {
         v["nominatedNode"] = json!(o.nominated_node);
         v["victims"] = json!(o.victims);
+    }
+    if !details {
+        return v;
     }
     if let Some(e) = &o.decision.explanation {
         v["explain"] = explain(e, o.node.as_deref(), rules);

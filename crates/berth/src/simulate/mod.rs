@@ -1,7 +1,9 @@
 //! `berth simulate`: schedule a snapshot's pending pods and report every decision, as a
-//! table (`table.rs`) or JSON lines (`json.rs`).
+//! table (`table.rs`) or JSON lines (`json.rs`), and with `--report` as an HTML page
+//! (`report.rs`).
 
 mod json;
+mod report;
 mod table;
 mod whatif;
 
@@ -44,6 +46,10 @@ pub struct Args {
     /// Show every node's filter outcome and every priority's scores.
     #[arg(long)]
     explain: bool,
+    /// Also write one self-contained HTML page (no network fetches) explaining every decision:
+    /// a node x rule heatmap per pod and the cluster's allocation before and after the run.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
     /// Seed of the tie-breaking random generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -168,6 +174,17 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     let rules = RuleKinds::of(&policy);
+    let mut report = args.report.as_ref().map(|_| {
+        let info = report::RunInfo {
+            policy: policy_source.as_ref().map_or_else(
+                || bundled::POLICY_NAME.to_string(),
+                |s| s.path().display().to_string(),
+            ),
+            cluster: source.clone(),
+            seed: args.seed,
+        };
+        report::Report::new(info, &cluster, &scheduler, &rules)
+    });
     let mut printer = Printer::new();
     let mut summary = Vec::new();
     let mut printed = 0usize;
@@ -177,7 +194,7 @@ pub fn run(args: &Args) -> Result<()> {
         &mut scheduler,
         &budgets,
         pending,
-        args.explain,
+        args.explain || report.is_some(),
         |o| {
             for w in &o.decision.extender_warnings {
                 eprintln!(
@@ -205,11 +222,17 @@ pub fn run(args: &Args) -> Result<()> {
             } else {
                 failed += 1;
             }
-            if !shown.is_empty() && !shown.contains(o.pod.as_str()) {
+            let is_shown = shown.is_empty() || shown.contains(o.pod.as_str());
+            if let Some(r) = report.as_mut() {
+                r.add(o, &rules, is_shown);
+            }
+            if !is_shown {
                 return;
             }
             match (args.output, args.explain) {
-                (Format::Json, _) => printer.print(&format!("{}\n", json::line(o, &rules))),
+                (Format::Json, explain) => {
+                    printer.print(&format!("{}\n", json::line(o, &rules, explain)));
+                }
                 (Format::Table, true) => {
                     if printed > 0 {
                         printer.print("\n");
@@ -222,6 +245,10 @@ pub fn run(args: &Args) -> Result<()> {
         },
     )?;
     drop(extenders);
+    if let (Some(r), Some(path)) = (report, &args.report) {
+        std::fs::write(path, r.finish(&cluster))
+            .with_context(|| format!("cannot write the report {}", path.display()))?;
+    }
     if args.output == Format::Table {
         if !args.explain {
             printer.print(&table::summary(&summary));

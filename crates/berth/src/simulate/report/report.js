@@ -1,0 +1,317 @@
+// berth simulate --report: draws the run's data (the JSON in #berth-data). Every string from
+// the cluster is written with textContent, never parsed as markup. The pod list and the
+// cluster overview are drawn at load; a pod's heatmap when the pod is selected.
+"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("berth-data").textContent);
+  const nodes = data.nodes;
+  const filters = data.filters;
+  const tooltip = document.getElementById("tooltip");
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function nodeName(index) {
+    return index === null || nodes[index] === undefined ? "(unknown node)" : nodes[index];
+  }
+
+  function plural(n, word) {
+    return n + " " + word + (n === 1 ? "" : "s");
+  }
+
+  // Header: policy, cluster and counts.
+  const total = data.scheduled + data.unschedulable;
+  let summary = "policy " + data.policy + " \u00b7 cluster " + data.cluster + " \u00b7 seed " + data.seed +
+    " \u00b7 " + plural(total, "pod") + ": " + data.scheduled + " scheduled, " + data.unschedulable + " unschedulable";
+  if (data.pods.length !== total) summary += " (" + data.pods.length + " shown, --pod)";
+  document.getElementById("summary").textContent = summary;
+
+  // Score colour: light to dark blue over 0..100.
+  function scoreColour(v) {
+    const t = Math.max(0, Math.min(100, v)) / 100;
+    return "hsl(210 70% " + (97 - 57 * t).toFixed(1) + "%)";
+  }
+
+  // One pod's heatmap and its words.
+  let current = -1;
+  let view = null; // what the tooltip needs about the drawn heatmap
+  const podPane = document.getElementById("pod");
+  const podButtons = [];
+
+  function select(i) {
+    if (i === current) return;
+    if (current >= 0) podButtons[current].classList.remove("sel");
+    current = i;
+    podButtons[i].classList.add("sel");
+    drawPod(data.pods[i]);
+  }
+
+  function drawPod(p) {
+    podPane.textContent = "";
+    view = null;
+    podPane.appendChild(el("h3", null, p.pod));
+    podPane.appendChild(el("p", "outcome", p.node === null ? "unschedulable" : "\u2192 " + p.node));
+    if (p.message) podPane.appendChild(el("p", "fiterror", p.message));
+    if (p.nominated !== undefined) {
+      podPane.appendChild(el("p", null, "preempted " + p.victims.join(", ") + " on " + p.nominated));
+    }
+    const x = p.explain;
+    if (!x) return;
+    if (x.tie.length > 1) {
+      const names = x.tie.map(function (r) { return nodeName(x.rows[r]); });
+      podPane.appendChild(el("p", "tie", plural(x.tie.length, "node") + " share the best total (" +
+        names.join(", ") + "): one was chosen at random, seeded (--seed " + data.seed + ")"));
+    }
+    if (x.notEvaluated > 0) {
+      podPane.appendChild(el("p", "note", plural(x.notEvaluated, "node") +
+        " not evaluated: enough feasible nodes were found first (--percentage-of-nodes-to-score)"));
+    }
+    const legend = el("p", "legend");
+    [["p", "passed"], ["f", "rejected the node (hover for the reason)"],
+     ["n", "no verdict recorded (filtering stops at a node's first failure)"], ["s", "score 0..100"]]
+      .forEach(function (l) {
+        const s = el("span");
+        s.appendChild(el("i", l[0]));
+        s.appendChild(document.createTextNode(l[1]));
+        legend.appendChild(s);
+      });
+    podPane.appendChild(legend);
+    podPane.appendChild(heatmap(x));
+  }
+
+  function heatmap(x) {
+    const rows = x.rows.length;
+    const fails = new Array(rows).fill(null); // row -> [[column, reason], ...]
+    for (let k = 0; k < x.rejections.length; k += 3) {
+      const r = x.rejections[k];
+      (fails[r] || (fails[r] = [])).push([x.rejections[k + 1], x.rejections[k + 2]]);
+    }
+    const scoredAt = new Int32Array(rows).fill(-1);
+    x.scored.forEach(function (r, k) { scoredAt[r] = k; });
+    const winnerTotal = x.winner === null || scoredAt[x.winner] < 0 ? null : x.totals[scoredAt[x.winner]];
+    const tie = new Set(x.tie);
+    // Scored nodes best first, then feasible unscored ones, then the rejected, grouped by
+    // their first rejecting filter; each group in visiting order.
+    const order = Array.from({ length: rows }, function (_, r) { return r; });
+    function rank(r) {
+      if (scoredAt[r] >= 0) return [0, -x.totals[scoredAt[r]]];
+      if (fails[r] === null) return [1, 0];
+      return [2, fails[r][0][0]];
+    }
+    const ranks = order.map(rank);
+    order.sort(function (a, b) {
+      return ranks[a][0] - ranks[b][0] || ranks[a][1] - ranks[b][1] || a - b;
+    });
+
+    // Rows are flex boxes of fixed-width cells, each row skipped by layout and paint while
+    // off screen (content-visibility), so a thousand rows cost what the visible ones do.
+    const heat = el("div", "heat");
+    heat.id = "heatmap";
+    const head = el("div", "hhead");
+    head.appendChild(el("span", "name", "node"));
+    filters.forEach(function (f) {
+      const h = el("span", "h filter", f[0]);
+      h.title = f[1] + " " + f[0];
+      head.appendChild(h);
+    });
+    x.scores.forEach(function (s) {
+      const h = el("span", "h score", s.name + " \u00d7" + s.weight);
+      h.title = "priority " + s.name + ", weight " + s.weight;
+      head.appendChild(h);
+    });
+    head.appendChild(el("span", "num", "total"));
+    head.appendChild(el("span", "num", "gap"));
+    heat.appendChild(head);
+
+    const failClass = new Array(filters.length);
+    for (const r of order) {
+      const row = el("div", "hr");
+      row.dataset.r = r;
+      if (r === x.winner) row.classList.add("win");
+      else if (tie.has(r)) row.classList.add("tie");
+      row.appendChild(el("span", "name", nodeName(x.rows[r])));
+      const f = fails[r];
+      if (f === null) {
+        for (let c = 0; c < filters.length; c++) row.appendChild(el("span", "c p"));
+      } else {
+        failClass.fill(false);
+        f.forEach(function (fr) { failClass[fr[0]] = true; });
+        for (let c = 0; c < filters.length; c++) {
+          row.appendChild(failClass[c] ? el("span", "c f", "\u00d7") : el("span", "c n"));
+        }
+      }
+      const k = scoredAt[r];
+      for (const s of x.scores) {
+        if (k < 0) {
+          row.appendChild(el("span", "c x"));
+        } else {
+          const v = s.normalized[k];
+          const cell = el("span", v > 60 ? "c s hi" : "c s", v);
+          cell.style.background = scoreColour(v);
+          row.appendChild(cell);
+        }
+      }
+      row.appendChild(el("span", "c t", k < 0 ? "" : x.totals[k]));
+      row.appendChild(el("span", "c t", k < 0 || winnerTotal === null ? "" : x.totals[k] - winnerTotal));
+      heat.appendChild(row);
+    }
+    view = { x: x, fails: fails, scoredAt: scoredAt, winnerTotal: winnerTotal };
+    const wrap = el("div", "heat-wrap");
+    wrap.appendChild(heat);
+    return wrap;
+  }
+
+  // The tooltip of a heatmap cell: the filter's verdict with its reasons, or a score's raw,
+  // normalised and weighted values.
+  function cellText(r, column) {
+    const x = view.x;
+    const lines = [nodeName(x.rows[r])];
+    if (column < filters.length) {
+      const f = filters[column];
+      lines.push(f[1] + " " + f[0]);
+      const fails = view.fails[r];
+      if (fails === null) {
+        lines.push("passed");
+      } else {
+        const mine = fails.filter(function (fr) { return fr[0] === column; });
+        if (mine.length === 0) {
+          lines.push("no verdict recorded: rejected by " + filters[fails[0][0]][0]);
+        } else {
+          mine.forEach(function (fr) { lines.push("rejected: " + data.strings[fr[1]]); });
+        }
+      }
+      return lines.join("\n");
+    }
+    const s = x.scores[column - filters.length];
+    const k = view.scoredAt[r];
+    if (s === undefined) {
+      if (k >= 0 && view.winnerTotal !== null) lines.push("total " + x.totals[k] + ", gap " + (x.totals[k] - view.winnerTotal));
+      return lines.join("\n");
+    }
+    lines.push("priority " + s.name + " \u00d7" + s.weight);
+    if (k < 0) {
+      lines.push(view.fails[r] === null ? "not scored" : "not scored: the node was rejected");
+    } else {
+      const n = s.normalized[k];
+      lines.push("raw " + (s.raw ? s.raw[k] : n) + ", normalized " + n + ", weighted " +
+        (s.weighted ? s.weighted[k] : n * s.weight));
+    }
+    return lines.join("\n");
+  }
+
+  podPane.addEventListener("mouseover", function (e) {
+    const td = e.target.closest("#heatmap .hr .c");
+    if (!td || !view) {
+      tooltip.hidden = true;
+      return;
+    }
+    const row = td.parentElement;
+    tooltip.textContent = cellText(Number(row.dataset.r), Array.prototype.indexOf.call(row.children, td) - 1);
+    tooltip.hidden = false;
+    const box = td.getBoundingClientRect();
+    tooltip.style.left = Math.min(box.right + 6, window.innerWidth - 430) + "px";
+    tooltip.style.top = box.bottom + 4 + "px";
+  });
+  podPane.addEventListener("mouseleave", function () { tooltip.hidden = true; });
+
+  // The pod list.
+  const list = document.getElementById("pods");
+  data.pods.forEach(function (p, i) {
+    const b = el("button", p.node === null ? "unplaced" : "placed",
+      p.pod + " \u2192 " + (p.node === null ? "unschedulable" : p.node));
+    b.type = "button";
+    b.addEventListener("click", function () { select(i); });
+    podButtons.push(b);
+    list.appendChild(b);
+  });
+  if (data.pods.length === 0) podPane.appendChild(el("p", "note", "no pending pods"));
+
+  // The cluster overview: nodes by zone, each with a bar per resource before and after.
+  const RESOURCES = [
+    ["cpu", "cpu", function (v) { return (v / 1000).toFixed(v % 1000 === 0 ? 0 : 2); }],
+    ["memory", "memory", bytes],
+    ["pods", "pods", String],
+    ["podIPs", "pod IPs", String],
+  ];
+
+  function bytes(v) {
+    const units = ["", "Ki", "Mi", "Gi", "Ti", "Pi"];
+    let u = 0;
+    while (Math.abs(v) >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+    return (Number.isInteger(v) ? v : v.toFixed(1)) + units[u];
+  }
+
+  function bar(capacity, before, after, format) {
+    const cell = el("span", "ocell");
+    const b = el("span", capacity === null ? "bar none" : "bar");
+    if (capacity !== null) {
+      [["b", before], ["a", after]].forEach(function (part) {
+        const fill = el("span", part[0]);
+        const share = capacity > 0 ? part[1] / capacity : (part[1] > 0 ? 2 : 0);
+        if (share > 1) fill.classList.add("over");
+        fill.style.width = (Math.min(1, share) * 100).toFixed(1) + "%";
+        b.appendChild(fill);
+      });
+    }
+    cell.appendChild(b);
+    const change = before === after ? format(after) : format(before) + " \u2192 " + format(after);
+    cell.appendChild(el("span", "amount", capacity === null ? change + " (no limit)" : change + " / " + format(capacity)));
+    return cell;
+  }
+
+  const byZone = new Map();
+  data.zones.forEach(function (z, i) {
+    const key = z === null ? "" : z;
+    if (!byZone.has(key)) byZone.set(key, []);
+    byZone.get(key).push(i);
+  });
+  const zoneNames = Array.from(byZone.keys()).sort(function (a, b) {
+    return (a === "") - (b === "") || (a < b ? -1 : a > b ? 1 : 0);
+  });
+  const overview = document.getElementById("overview");
+  for (const z of zoneNames) {
+    const members = byZone.get(z);
+    const section = el("section", "zone");
+    section.appendChild(el("h3", null, (z === "" ? "no zone label" : "zone " + z) + " \u00b7 " + plural(members.length, "node")));
+    const head = el("div", "orow head");
+    head.appendChild(el("span", "oname", "node"));
+    RESOURCES.forEach(function (r) { head.appendChild(el("span", "ocell", r[1])); });
+    section.appendChild(head);
+    const sums = el("div", "orow total");
+    sums.appendChild(el("span", "oname", "zone total"));
+    RESOURCES.forEach(function (r) {
+      const res = data.resources[r[0]];
+      let cap = 0, before = 0, after = 0, limited = false;
+      for (const i of members) {
+        if (res.capacity[i] !== null) { cap += res.capacity[i]; limited = true; }
+        before += res.before[i];
+        after += res.after[i];
+      }
+      sums.appendChild(bar(limited ? cap : null, before, after, r[2]));
+    });
+    section.appendChild(sums);
+    for (const i of members) {
+      const row = el("div", "orow node");
+      row.appendChild(el("span", "oname", nodes[i]));
+      RESOURCES.forEach(function (r) {
+        const res = data.resources[r[0]];
+        row.appendChild(bar(res.capacity[i], res.before[i], res.after[i], r[2]));
+      });
+      section.appendChild(row);
+    }
+    overview.appendChild(section);
+  }
+
+  if (data.pods.length > 0) select(0);
+  // Rendered once the first frame (style, layout, paint) is done.
+  requestAnimationFrame(function () {
+    setTimeout(function () {
+      performance.mark("berth-rendered");
+      document.body.dataset.rendered = "true";
+    }, 0);
+  });
+})();
