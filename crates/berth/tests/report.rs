@@ -495,3 +495,41 @@ fn render_time_1000_nodes_100_pods() {
     );
     println!("{report}");
 }
+
+/// `--report` changes nothing else: the JSON lines without `--explain` stay as they are
+/// (explaining is turned on for the page only); a report that cannot be written is an error
+/// naming the file.
+#[test]
+fn report_leaves_the_output_alone_and_names_an_unwritable_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (cluster, policy) = tie_case();
+    let run = |extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_berth"));
+        cmd.args(["simulate", "--output", "json", "--cluster"])
+            .arg(&cluster)
+            .args(extra);
+        if let Some(p) = &policy {
+            cmd.arg("--policy").arg(p);
+        }
+        cmd.output().expect("run berth")
+    };
+    let html = dir.path().join("report.html");
+    let plain = run(&[]);
+    let with_report = run(&["--report", html.to_str().unwrap()]);
+    assert!(plain.status.success() && with_report.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&with_report.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("\"explain\""));
+    assert!(html.exists());
+
+    let missing = dir.path().join("no-such-dir/report.html");
+    let failed = run(&["--report", missing.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success());
+    assert!(
+        stderr.contains(&format!("cannot write the report {}", missing.display())),
+        "{stderr}"
+    );
+}
