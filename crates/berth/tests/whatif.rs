@@ -135,6 +135,36 @@ fn readme_example_is_the_examples_folder() {
     }
 }
 
+/// The README shows the examples case's table as it is.
+#[test]
+fn readme_shows_the_examples_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = fs::read_to_string(root.join("../../README.md")).expect("README");
+    let table = fs::read_to_string(root.join("tests/whatif/examples/table.txt")).expect("table");
+    assert!(
+        readme.contains(&format!("```\n{table}```\n")),
+        "README's --apply example differs from tests/whatif/examples/table.txt"
+    );
+}
+
+/// A manifest file that cannot be read is named as one.
+#[test]
+fn unreadable_manifest_is_named() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/whatif/examples");
+    let out = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["simulate", "--cluster"])
+        .arg(dir.join("cluster.yaml"))
+        .args(["--apply", "no-such-manifest.yaml"])
+        .output()
+        .expect("run berth");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: --apply: cannot read manifest file no-such-manifest.yaml: "),
+        "{stderr}"
+    );
+}
+
 /// The per-manifest JSON line answers the questions on its own: does it fit, where, why not.
 #[test]
 fn json_summary_counts_match_the_pod_lines() {

@@ -18,12 +18,10 @@ mod replica_set;
 mod stateful_set;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
 
 use berth_engine::labels::{Interner, Labels, Selector};
 use berth_engine::model;
 use berth_engine::resources::{ResourceList, Resources};
-use berth_policy::file::read_regular_text;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec};
@@ -31,10 +29,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 
 pub use admission::DEFAULT_TOLERATIONS_ANNOTATION;
 
+use crate::ClusterObjects;
 use crate::cluster_file::{Item, ObjectKey, Problem, Scope, validate_pod_spec, walk_objects};
 use crate::convert::{self, Field, PriorityResolver, optional_selector};
 use crate::error::{ClusterFileError, Site};
-use crate::{ClusterObjects, MAX_CLUSTER_FILE_BYTES};
 
 /// The most pods one manifest may create: far above any real workload, low enough that a
 /// typo in `replicas` cannot exhaust memory.
@@ -92,17 +90,6 @@ impl Workload {
             Workload::Pod(o) => &o.metadata,
         }
     }
-}
-
-/// Reads and parses a manifest file; see [`parse_manifests`].
-pub fn load_manifest_file(path: &Path) -> Result<Vec<Manifest>, ClusterFileError> {
-    let text = read_regular_text(path, MAX_CLUSTER_FILE_BYTES).map_err(|error| {
-        ClusterFileError::Read {
-            path: path.to_owned(),
-            error,
-        }
-    })?;
-    parse_manifests(&text, &path.display().to_string())
 }
 
 /// Parses manifest text (YAML documents or JSON values, Lists flattened) into workloads;

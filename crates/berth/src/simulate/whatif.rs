@@ -39,7 +39,11 @@ impl WhatIf {
     ) -> Result<(Self, Vec<model::Pod>)> {
         let mut all = Vec::new();
         for file in files {
-            all.extend(manifests::load_manifest_file(file).context("--apply")?);
+            let name = file.display().to_string();
+            let text =
+                berth_policy::file::read_regular_text(file, berth_kube::MAX_CLUSTER_FILE_BYTES)
+                    .with_context(|| format!("--apply: cannot read manifest file {name}"))?;
+            all.extend(manifests::parse_manifests(&text, &name).context("--apply")?);
         }
         let expansion = manifests::expand(&all, objects).context("--apply")?;
         for object in &expansion.selector_objects {
