@@ -278,6 +278,7 @@ fn every_bench_workload_runs_a_small_sample() {
         "basic",
         "anti-affinity",
         "node-label",
+        "scheduling-basic",
         "node-affinity",
         "pod-affinity",
         "pod-anti-affinity",

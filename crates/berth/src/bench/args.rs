@@ -24,6 +24,9 @@ pub enum Workload {
     /// As basic, plus a filter and prioritize HTTP extender on 127.0.0.1 served in process;
     /// runs with `nodeCacheCapable` off then on and reports the share of time in its calls.
     Extender,
+    /// scheduler_perf's SchedulingBasic: equal plain pods (100m CPU, 500 MiB) on nodes
+    /// without zones (1,000 init pods, 10,000 measured).
+    SchedulingBasic,
     /// scheduler_perf's SchedulingNodeAffinity: every node in zone1, every pod requires zone
     /// zone1 or zone2 (5,000 init pods, 10,000 measured).
     NodeAffinity,
@@ -58,6 +61,7 @@ impl Workload {
             Workload::NodeLabel => "node-label",
             Workload::Preemption => "preemption",
             Workload::Extender => "extender",
+            Workload::SchedulingBasic => "scheduling-basic",
             Workload::NodeAffinity => "node-affinity",
             Workload::PodAffinity => "pod-affinity",
             Workload::PodAntiAffinity => "pod-anti-affinity",
@@ -79,6 +83,7 @@ impl Workload {
             | Workload::TopologySpreading
             | Workload::PreferredTopologySpreading => Some((5000, 5000)),
             Workload::PodAntiAffinity => Some((1000, 2000)),
+            Workload::SchedulingBasic => Some((1000, 10000)),
             Workload::Mixed => Some((2000, 5000)),
             Workload::Volumes => Some((1000, 2000)),
             Workload::Basic

@@ -82,6 +82,7 @@ pub(super) fn plan(workload: Workload) -> Option<Plan> {
     const ZONE1: &[&str] = &["zone1"];
     const MOONS: &[&str] = &["moon-1", "moon-2", "moon-3"];
     let (zones, init, measured): (&[&str], &[Template], Template) = match workload {
+        Workload::SchedulingBasic => (&[], &[T::Default], T::Default),
         Workload::NodeAffinity => (ZONE1, &[T::NodeAffinity], T::NodeAffinity),
         Workload::PodAffinity => (ZONE1, &[T::PodAffinity], T::PodAffinity),
         Workload::PodAntiAffinity => (&[], &[T::PodAntiAffinity], T::PodAntiAffinity),
