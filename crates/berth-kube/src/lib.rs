@@ -10,6 +10,9 @@
 //!
 //! [`convert`] turns those objects into the engine's model, one object at a time (for a
 //! watch-based daemon) or as a whole [`Snapshot`] ready to schedule.
+//!
+//! [`manifests`] reads workloads that are not yet in the cluster and expands them into the
+//! admitted pods their controllers would create (`berth simulate --apply`).
 
 mod cluster_file;
 pub mod convert;

@@ -21,6 +21,15 @@ pub(super) fn plan(deployment: &Deployment) -> Result<Planned, Problem> {
     check_selector(Some(&spec.selector), &spec.template)?;
     check_no_node_name(spec.template.spec.as_ref(), "spec.template.spec")?;
     let replicas = count(spec.replicas, 1, "spec.replicas")?;
+    // A paused Deployment's controller creates no ReplicaSet until it is resumed.
+    if spec.paused == Some(true) {
+        return Ok(Planned {
+            wanted: replicas,
+            note: Some("paused: no ReplicaSet or pods until spec.paused is false".to_owned()),
+            spec_at: "spec.template.spec",
+            ..Planned::default()
+        });
+    }
     let namespace = namespace_of(&deployment.metadata);
     let hash = naming::template_hash(&spec.template);
     let set_name = format!(

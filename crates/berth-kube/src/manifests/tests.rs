@@ -88,6 +88,7 @@ fn kinds_table() {
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: 3\n  selector: {{matchLabels: {{app: web}}}}\n{}",
         template("{app: web}", "")
     );
+    let paused = deployment.replace("  replicas: 3\n", "  replicas: 3\n  paused: true\n");
     let replica_set = format!(
         "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: cache}}\nspec:\n  selector: {{matchLabels: {{app: cache}}}}\n{}",
         template("{app: cache}", "")
@@ -156,6 +157,17 @@ fn kinds_table() {
             check(
                 p.priority == 10 && p.priority_class_name == "normal",
                 "global default",
+            )
+        }),
+        ("paused deployment", paused, 0, |e| {
+            check(e.selector_objects.is_empty(), "no ReplicaSet")?;
+            check(
+                e.workloads[0]
+                    .note
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with("paused"),
+                "note",
             )
         }),
         ("replica set, replicas default 1", replica_set, 1, |e| {
