@@ -36,6 +36,9 @@
     return "hsl(210 70% " + (97 - 57 * t).toFixed(1) + "%)";
   }
 
+  // Tied nodes named in a pod's words before "and N more".
+  const TIE_NAMES = 8;
+
   // One pod's heatmap and its words.
   let current = -1;
   let view = null; // what the tooltip needs about the drawn heatmap
@@ -62,7 +65,9 @@
     const x = p.explain;
     if (!x) return;
     if (x.tie.length > 1) {
-      const names = x.tie.map(function (r) { return nodeName(x.rows[r]); });
+      // The first few names; every tied row is marked in the heatmap.
+      const names = x.tie.slice(0, TIE_NAMES).map(function (r) { return nodeName(x.rows[r]); });
+      if (x.tie.length > TIE_NAMES) names.push("and " + (x.tie.length - TIE_NAMES) + " more, marked =");
       podPane.appendChild(el("p", "tie", plural(x.tie.length, "node") + " share the best total (" +
         names.join(", ") + "): one was chosen at random, seeded (--seed " + data.seed + ")"));
     }
