@@ -4,43 +4,19 @@
 //! in sequence, each scheduler killed (its process group) as soon as it is up; a control
 //! config naming a plugin v1.36 no longer has must make it exit, so the check can fail.
 
+mod common;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use berth_testcluster::{ClusterOptions, TestCluster, bounded_command};
-use rustix::process::{Pid, Signal, kill_process_group};
+use common::{Process, free_port};
 
 /// kube-scheduler v1.36 in the control-plane bin directory.
 const BINARY: &str = "kube-scheduler";
-
-/// A running kube-scheduler, killed with its process group when dropped.
-struct Scheduler {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Drop for Scheduler {
-    fn drop(&mut self) {
-        // The child leads its own group (bounded_command); an error means it is gone.
-        let _ = kill_process_group(Pid::from_child(&self.child), Signal::KILL);
-        let _ = self.child.wait();
-    }
-}
-
-impl Scheduler {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
-        .local_addr()?
-        .port())
-}
 
 /// `berth convert FILE` (not strict: what is not converted is left out).
 fn converted(policy: &Path) -> Result<String> {
@@ -79,7 +55,7 @@ fn runnable(config: &str, cluster: &TestCluster) -> Result<String> {
 
 /// Starts kube-scheduler with `config`; `Ok` once it logged its start and serves its secure
 /// port, `Err` with its log if it exits first or is not up within a minute.
-async fn start(cluster: &TestCluster, config: &str, dir: &Path) -> Result<Scheduler> {
+async fn start(cluster: &TestCluster, config: &str, dir: &Path) -> Result<Process> {
     let binary = cluster.bin_dir().join(BINARY);
     let path = dir.join("config.yaml");
     std::fs::write(&path, config)?;
@@ -98,7 +74,7 @@ async fn start(cluster: &TestCluster, config: &str, dir: &Path) -> Result<Schedu
         .stderr(out)
         .spawn()
         .with_context(|| format!("starting {}", binary.display()))?;
-    let mut scheduler = Scheduler { child, log };
+    let mut scheduler = Process { child, log };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = scheduler.child.try_wait()? {

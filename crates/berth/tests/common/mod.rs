@@ -664,3 +664,24 @@ pub fn helm() -> Option<&'static Path> {
     })
     .as_deref()
 }
+
+/// A server process a test started (under `bounded_command`, so it leads its own process
+/// group), killed with its group when dropped.
+pub struct Process {
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+impl Process {
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // An error means the group is gone already.
+        let _ = kill_process_group(Pid::from_child(&self.child), Signal::KILL);
+        let _ = self.child.wait();
+    }
+}
