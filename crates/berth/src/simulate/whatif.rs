@@ -188,6 +188,9 @@ struct Summary<'a> {
     nodes: BTreeMap<&'a str, usize>,
     /// Distinct failure messages with how many pods gave each, most common first.
     failures: Vec<(usize, &'a str)>,
+    /// For an OrderedReady StatefulSet, its first unschedulable pod when later ones exist:
+    /// the controller would not create those yet.
+    ordered_stop: Option<String>,
     /// The one-line answer.
     verdict: String,
 }
@@ -201,6 +204,7 @@ impl<'a> Summary<'a> {
             not_scheduled: 0,
             nodes: BTreeMap::new(),
             failures: Vec::new(),
+            ordered_stop: None,
             verdict: String::new(),
         };
         let mut messages: BTreeMap<&str, usize> = BTreeMap::new();
@@ -216,6 +220,20 @@ impl<'a> Summary<'a> {
                     *messages.entry(message.as_str()).or_default() += 1;
                 }
                 (None, None) => s.not_scheduled += 1,
+            }
+        }
+        let ordered = workload.kind == "StatefulSet"
+            && workload
+                .note
+                .as_deref()
+                .is_some_and(|n| n.starts_with("OrderedReady"));
+        if ordered {
+            let first = workload
+                .pods
+                .iter()
+                .position(|key| placements[key].node.is_none());
+            if let Some(index) = first.filter(|&i| i + 1 < workload.pods.len()) {
+                s.ordered_stop = Some(workload.pods[index].clone());
             }
         }
         s.failures = messages.into_iter().map(|(m, n)| (n, m)).collect();
@@ -256,7 +274,16 @@ impl<'a> Summary<'a> {
             }
             v
         };
+        if let Some(first) = &self.ordered_stop {
+            // The FitError's closing full stop would sit before the semicolon.
+            verdict.truncate(verdict.trim_end_matches('.').len());
+            verdict.push_str(&format!(
+                "; OrderedReady would create none after {first} until it runs (they are \
+                 scheduled here regardless)"
+            ));
+        }
         if self.not_scheduled > 0 {
+            verdict.truncate(verdict.trim_end_matches('.').len());
             verdict.push_str(&format!(
                 "; {} not for this scheduler (spec.schedulerName) or being deleted",
                 self.not_scheduled
