@@ -14,12 +14,14 @@ mod common;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use berth_testcluster::{ClusterOptions, bounded_command, node_template};
-use common::{Env, NAMESPACE, PLUGINS, POLICY, Process, SERIAL, bounded, free_port};
+use common::{
+    Env, NAMESPACE, PLUGINS, POLICY, Process, SERIAL, bounded, cpu_seconds, free_port, median,
+    ticks_per_second,
+};
 
 const NODES: usize = 100;
 /// Time after start before the window: caches synced, lease taken, start-up work done.
@@ -42,16 +44,7 @@ enum Variant {
 
 /// CPU seconds (user + system) and context switches of every thread of `pid` so far.
 fn usage(pid: u32, ticks_per_second: f64) -> Result<(f64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The fields after the command name, which may hold spaces, start at field 3 (state);
-    // utime and stime are fields 14 and 15.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .context("no ')' in stat")?
-        .1
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    let cpu = cpu_seconds(pid, ticks_per_second)?;
     let mut switches = 0;
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
         let status = std::fs::read_to_string(task?.path().join("status")).unwrap_or_default();
@@ -61,12 +54,7 @@ fn usage(pid: u32, ticks_per_second: f64) -> Result<(f64, u64)> {
             .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
             .sum::<u64>();
     }
-    Ok((ticks as f64 / ticks_per_second, switches))
-}
-
-fn ticks_per_second() -> Result<f64> {
-    let out = Command::new("getconf").arg("CLK_TCK").output()?;
-    Ok(String::from_utf8(out.stdout)?.trim().parse()?)
+    Ok((cpu, switches))
 }
 
 fn start(env: &Env, variant: Variant, dir: &Path, round: usize) -> Result<Process> {
@@ -136,11 +124,6 @@ fn start(env: &Env, variant: Variant, dir: &Path, round: usize) -> Result<Proces
         .spawn()
         .with_context(|| format!("starting {variant:?}"))?;
     Ok(Process { child, log })
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

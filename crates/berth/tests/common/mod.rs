@@ -685,3 +685,38 @@ impl Drop for Process {
         let _ = self.child.wait();
     }
 }
+
+/// The clock ticks per second that /proc's CPU times count in.
+pub fn ticks_per_second() -> Result<f64> {
+    let out = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()?;
+    Ok(String::from_utf8(out.stdout)?.trim().parse()?)
+}
+
+/// CPU seconds (user + system, every thread) `pid` has used so far, from /proc/PID/stat.
+pub fn cpu_seconds(pid: u32, ticks_per_second: f64) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("reading /proc/{pid}/stat"))?;
+    // The fields after the command name, which may hold spaces, start at field 3 (state);
+    // utime and stime are fields 14 and 15.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("no ')' in stat")?
+        .1
+        .split_whitespace()
+        .collect();
+    let field = |i: usize| -> Result<u64> {
+        Ok(fields
+            .get(i)
+            .with_context(|| format!("/proc/{pid}/stat has no field {}", i + 3))?
+            .parse()?)
+    };
+    Ok((field(11)? + field(12)?) as f64 / ticks_per_second)
+}
+
+/// The middle value (the upper middle of an even count); `values` must not be empty.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
