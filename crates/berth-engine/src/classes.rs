@@ -29,6 +29,14 @@ use crate::types::NodeId;
 /// How many classes keep their answers; the least recently used one goes when another
 /// arrives. Memory stays bounded by classes x node slots x (score rules + 2) words.
 const MAX_CLASSES: usize = 8;
+/// How many classes seen once are remembered: a class keeps answers from its second pod on,
+/// so a stream of pods that are all different pays for no answers it never reuses.
+const MAX_SEEN: usize = 32;
+/// A class whose cycle reused less than 1/this of its answers (every placement moved most of
+/// them, as with affinity over a domain holding every node) sits out some cycles.
+const POOR_REUSE: u64 = 4;
+/// The longest a class sits out, in its own cycles.
+const MAX_BACKOFF: u32 = 64;
 
 /// What makes two pending pods ask the rules the same questions: everything but their
 /// identity, the timestamps, annotations (no rule reads a pod's) and the fields a binding or
@@ -88,8 +96,16 @@ pub(crate) struct Answers {
     known: Vec<bool>,
     /// How many of the cluster's nodes have no kept answer.
     unknown: usize,
-    /// Nodes whose answers were forgotten since the last reset (some may be known again).
+    /// Nodes whose answers were forgotten since all were known (some may be known again),
+    /// unless more than `stale_cap` were: then `stale_overflow`, and only a pass finds them.
     stale: Vec<NodeId>,
+    stale_cap: usize,
+    stale_overflow: bool,
+    /// Whether no cycle has used the answers since they were last reset.
+    fresh: bool,
+    /// Cycles of its own the class still sits out, and how long it sat out last.
+    dormant: u32,
+    backoff: u32,
     feasible: Vec<bool>,
     /// Raw scores, one column per per-node score rule, indexed by node slot: a cycle
     /// gathers each column for its feasible nodes in one tight loop.
@@ -116,7 +132,7 @@ impl Answers {
     /// The nodes without a kept answer, when they are few (up to `most`) and the rest are
     /// known: asking them at once costs less than a pass that looks for them.
     pub fn few_unknown(&mut self, most: usize) -> Option<Vec<NodeId>> {
-        if self.unknown > most {
+        if self.unknown > most || self.stale_overflow {
             return None;
         }
         let known = &self.known;
@@ -134,6 +150,10 @@ impl Answers {
         }
         if !self.known[slot] {
             self.unknown -= 1;
+            if self.unknown == 0 {
+                self.stale.clear();
+                self.stale_overflow = false;
+            }
         }
         self.known[slot] = true;
         self.feasible[slot] = feasible;
@@ -158,6 +178,9 @@ impl Answers {
         self.known.resize(slots, false);
         self.unknown = cluster.node_count();
         self.stale.clear();
+        self.stale_cap = stale_cap(cluster.node_count());
+        self.stale_overflow = true;
+        self.fresh = true;
         self.feasible.clear();
         self.feasible.resize(slots, false);
         self.raw.resize_with(self.shape.scorers.len(), Vec::new);
@@ -167,50 +190,80 @@ impl Answers {
         }
     }
 
+    /// Forgets the kept answer of `node`.
+    fn forget(&mut self, node: NodeId) {
+        if let Some(k) = self.known.get_mut(node.0 as usize)
+            && *k
+        {
+            *k = false;
+            self.unknown += 1;
+            if self.stale.len() < self.stale_cap {
+                self.stale.push(node);
+            } else {
+                self.stale.clear();
+                self.stale_overflow = true;
+            }
+        }
+    }
+
+    /// Judges one cycle's reuse: a class that reused little sits out a while (doubling
+    /// each time, up to [`MAX_BACKOFF`] cycles), since keeping answers that every placement
+    /// moves costs more than it saves.
+    pub fn judge(&mut self, reused: u64, asked: u64) {
+        if std::mem::take(&mut self.fresh) {
+            return;
+        }
+        if reused * POOR_REUSE < reused + asked {
+            self.backoff = (self.backoff * 2).clamp(4, MAX_BACKOFF);
+            self.dormant = self.backoff;
+        } else {
+            self.backoff = 0;
+        }
+    }
+
     /// Forgets the answers that the cluster's changes since the last cycle may have moved.
     fn catch_up(&mut self, cluster: &Cluster) {
         let Some(changes) = cluster.changes().since(self.cursor) else {
             self.reset(cluster);
             return;
         };
+        let keys = std::mem::take(&mut self.keys);
         for change in changes {
-            forget(
-                &mut self.known,
-                &mut self.unknown,
-                &mut self.stale,
-                change.node,
-            );
-            for key in self.keys.iter().chain(&change.keys) {
+            self.forget(change.node);
+            for key in keys.iter().chain(&change.keys) {
                 let value = cluster
                     .label_column(*key)
                     .and_then(|column| column.get(change.node.0 as usize).copied().flatten());
                 if let Some(value) = value {
                     for id in cluster.nodes_with_label(*key, value) {
-                        forget(&mut self.known, &mut self.unknown, &mut self.stale, *id);
+                        self.forget(*id);
                     }
                 }
             }
         }
+        self.keys = keys;
     }
 }
 
-/// Forgets the kept answer of `node` (borrowing the fields it changes alone lets the
-/// caller hold the class's keys meanwhile).
-fn forget(known: &mut [bool], unknown: &mut usize, stale: &mut Vec<NodeId>, node: NodeId) {
-    if let Some(k) = known.get_mut(node.0 as usize)
-        && *k
-    {
-        *k = false;
-        *unknown += 1;
-        stale.push(node);
-    }
+/// How many forgotten nodes a class lists for asking at once: the few-unknown threshold of
+/// the cycle, so that the list stays as small as the work it saves.
+pub(crate) fn stale_cap(nodes: usize) -> usize {
+    (nodes / FEW_UNKNOWN_SHARE).max(MIN_FEW_UNKNOWN)
 }
+
+/// A class with at most [`stale_cap`] nodes lacking an answer asks them at once, before
+/// the pass, which then walks kept verdicts alone.
+const FEW_UNKNOWN_SHARE: usize = 16;
+/// See [`FEW_UNKNOWN_SHARE`].
+const MIN_FEW_UNKNOWN: usize = 128;
 
 /// The classes' kept answers, owned by the scheduler (whose rules gave them).
 #[derive(Debug)]
 pub(crate) struct Classes {
     enabled: bool,
     classes: Vec<Answers>,
+    /// Signatures seen once, newest last.
+    seen: Vec<model::Pod>,
     clock: u64,
     reused: u64,
     asked: u64,
@@ -222,6 +275,7 @@ impl Classes {
         Classes {
             enabled,
             classes: Vec::new(),
+            seen: Vec::new(),
             clock: 0,
             reused: 0,
             asked: 0,
@@ -245,39 +299,39 @@ impl Classes {
     }
 
     /// The answers kept for `pod`'s class under `shape`, brought up to date with the
-    /// cluster's changes since the class's last cycle (a new class, or one whose rules now
-    /// answer differently, starts empty).
-    pub fn answers(&mut self, cluster: &Cluster, pod: &model::Pod, shape: Shape) -> &mut Answers {
+    /// cluster's changes since the class's last cycle (a class new to keeping, or one whose
+    /// rules now answer differently, starts empty). None for the first pod of a class, and
+    /// while a class sits out (see [`Answers::judge`]).
+    pub fn answers(
+        &mut self,
+        cluster: &Cluster,
+        pod: &model::Pod,
+        shape: Shape,
+    ) -> Option<&mut Answers> {
         self.clock += 1;
         let signature = class_of(pod);
         let (at, new) = match self.classes.iter().position(|c| c.signature == signature) {
             Some(i) => (i, false),
-            None if self.classes.len() < MAX_CLASSES => {
-                self.classes.push(Answers {
-                    signature,
-                    shape: shape.clone(),
-                    keys: Vec::new(),
-                    cursor: Cursor::default(),
-                    last_used: 0,
-                    known: Vec::new(),
-                    unknown: 0,
-                    stale: Vec::new(),
-                    feasible: Vec::new(),
-                    raw: Vec::new(),
-                });
-                (self.classes.len() - 1, true)
-            }
             None => {
-                let oldest = (0..self.classes.len())
-                    .min_by_key(|i| self.classes[*i].last_used)
-                    .expect("MAX_CLASSES > 0");
-                // The evicted class's buffers serve the new one.
-                self.classes[oldest].signature = signature;
-                (oldest, true)
+                let Some(seen) = self.seen.iter().position(|s| *s == signature) else {
+                    if self.seen.len() == MAX_SEEN {
+                        self.seen.remove(0);
+                    }
+                    self.seen.push(signature);
+                    return None;
+                };
+                self.seen.remove(seen);
+                (self.admit(signature, &shape), true)
             }
         };
         let class = &mut self.classes[at];
         class.last_used = self.clock;
+        if class.dormant > 0 {
+            class.dormant -= 1;
+            // Its answers go stale meanwhile; it starts over when it is back.
+            class.known.clear();
+            return None;
+        }
         if new || class.shape != shape || class.known.len() != cluster.node_slots() {
             class.keys = shape.keys();
             class.shape = shape;
@@ -286,6 +340,39 @@ impl Classes {
             class.catch_up(cluster);
         }
         class.cursor = cluster.changes().cursor();
-        class
+        Some(class)
+    }
+
+    /// Room for a class that keeps answers: a new entry, or the least recently used one's
+    /// (whose buffers then serve the new class).
+    fn admit(&mut self, signature: model::Pod, shape: &Shape) -> usize {
+        if self.classes.len() < MAX_CLASSES {
+            self.classes.push(Answers {
+                signature,
+                shape: shape.clone(),
+                keys: Vec::new(),
+                cursor: Cursor::default(),
+                last_used: 0,
+                known: Vec::new(),
+                unknown: 0,
+                stale: Vec::new(),
+                stale_cap: 0,
+                stale_overflow: true,
+                fresh: true,
+                dormant: 0,
+                backoff: 0,
+                feasible: Vec::new(),
+                raw: Vec::new(),
+            });
+            return self.classes.len() - 1;
+        }
+        let oldest = (0..self.classes.len())
+            .min_by_key(|i| self.classes[*i].last_used)
+            .expect("MAX_CLASSES > 0");
+        let class = &mut self.classes[oldest];
+        class.signature = signature;
+        class.dormant = 0;
+        class.backoff = 0;
+        oldest
     }
 }

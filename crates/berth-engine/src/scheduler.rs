@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::classes::{Answers, Classes, Shape};
+use crate::classes::{Answers, Classes, Shape, stale_cap};
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 pub use crate::explain::{Explanation, NodeExplanation};
 use crate::explain::{RejectedBy, Rejection, ScoreValue, explain_nodes};
@@ -38,9 +38,6 @@ const PARALLEL_THRESHOLD: usize = 8192;
 const MIN_NODES_PER_TASK: usize = 128;
 /// Parallel tasks per worker thread in one pass, for load balance.
 const TASKS_PER_THREAD: usize = 4;
-/// A class with at most 1/this of the nodes (or [`MIN_NODES_PER_TASK`]) lacking an answer
-/// asks them at once, before the pass, which then walks kept verdicts alone.
-const FEW_UNKNOWN_SHARE: usize = 16;
 /// Upstream's floor on the number of feasible nodes to look for.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream's floor on the adaptive percentage of nodes to score.
@@ -587,11 +584,10 @@ impl Scheduler {
             })
             // A nominated pod changes what a node's filters see; nothing is kept then.
             .filter(|shape| nominated.is_none() && shape.reusable())
-            .map(|shape| self.classes.answers(cluster, &pod.pod, shape));
+            .and_then(|shape| self.classes.answers(cluster, &pod.pod, shape));
         let mut asked_first = 0;
         if let Some(answers) = kept.as_deref_mut()
-            && let Some(nodes) =
-                answers.few_unknown((all / FEW_UNKNOWN_SHARE).max(MIN_NODES_PER_TASK))
+            && let Some(nodes) = answers.few_unknown(stale_cap(all))
         {
             ask_few(cluster, &prepared, &scorers, &nodes, answers);
             asked_first = nodes.len();
@@ -604,18 +600,15 @@ impl Scheduler {
             nominated.map(|n| (n, pod)),
             kept.as_deref(),
         );
-        if let Some(answers) = kept.as_deref_mut() {
+        if let Some(answers) = kept {
             for (slot, feasible, raw) in pass.asked.iter() {
                 answers.keep(slot, feasible, raw);
             }
             pass.columns = answers.columns(&pass.feasible);
-        }
-        if kept.is_some() {
-            let asked = pass.asked.len() + asked_first;
-            self.classes.count(
-                (pass.reused - asked_first.min(pass.reused)) as u64,
-                asked as u64,
-            );
+            let asked = (pass.asked.len() + asked_first) as u64;
+            let reused = (pass.reused - asked_first.min(pass.reused)) as u64;
+            answers.judge(reused, asked);
+            self.classes.count(reused, asked);
         }
         let Pass {
             feasible,
