@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use super::fresh_stamp;
 use crate::labels::Sym;
 use crate::podinfo::PodInfo;
 use crate::types::NodeId;
@@ -27,6 +28,19 @@ pub struct PodChange {
     pub keys: Vec<Sym>,
 }
 
+impl Default for ChangeLog {
+    /// Epochs come from the process-wide stamp counter, so that a reader's cursor from one
+    /// cluster never matches another cluster's log (a cache rebuilt from a relist, with
+    /// the same scheduler reading it, must not look unchanged).
+    fn default() -> Self {
+        ChangeLog {
+            epoch: fresh_stamp(),
+            first: 0,
+            changes: VecDeque::new(),
+        }
+    }
+}
+
 /// Where a reader stands in the journal.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cursor {
@@ -35,7 +49,7 @@ pub struct Cursor {
 }
 
 /// The journal of pod changes and the epoch of every other change.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ChangeLog {
     epoch: u64,
     /// Sequence number of the first kept change.
@@ -46,7 +60,7 @@ pub struct ChangeLog {
 impl ChangeLog {
     /// Makes every kept answer stale: a change that may move answers anywhere.
     pub(crate) fn bump(&mut self) {
-        self.epoch += 1;
+        self.epoch = fresh_stamp();
         self.first += self.changes.len() as u64;
         self.changes.clear();
     }
@@ -111,6 +125,17 @@ mod tests {
         assert_eq!(nodes(start), vec![1, 2]);
         assert_eq!(nodes(middle), vec![2]);
         assert_eq!(nodes(log.cursor()), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_cursor_from_another_cluster_means_nothing_here() {
+        let mut a = ChangeLog::default();
+        let mut b = ChangeLog::default();
+        a.bump();
+        b.bump();
+        let cursor = a.cursor();
+        b.record(NodeId(1), &pod());
+        assert!(b.since(cursor).is_none());
     }
 
     #[test]
