@@ -1,43 +1,76 @@
-//! The local API server's binding ceiling: how many pods a second this machine's control
-//! plane binds when the scheduler costs nothing. Placements are decided in advance
-//! (round-robin over the nodes); each pod gets exactly the requests Berth's binder sends (the
-//! pods/binding POST with the pod's UID, then the `Scheduled` event), through
-//! `berth_daemon`'s own functions and client (its rate limit lifted as the throughput run
-//! lifts it, the ServiceAccount Berth runs as), with the binder's bound on requests in
-//! flight. The control plane is the throughput run's (`for_throughput`, no kwok, so bound
-//! pods cause no status writes; `BERTH_CEILING_KWOK=1` adds kwok, as a cluster with kubelets
-//! would). Ignored because it times the machine: a measurement, not a test.
+//! End to end against the ceiling: on one control plane, the local API server's binding
+//! ceiling (placements decided in advance, so scheduling costs nothing), `berth run` and
+//! kube-scheduler v1.36 each place a fresh batch of pending pods, in turn, round after round.
+//! Ignored because it times the machine: a measurement, not a test.
 //!
+//! `bash scripts/control-plane.sh --with-reference-scheduler` (builds kube-scheduler), then
 //! `cargo test --release -p berth --test ceiling -- --ignored --nocapture`
 //!
-//! Per round (fresh pending pods, for a scheduler that does not run): pods/s from the first
-//! binding sent to the last one answered; CPU seconds per pod of kube-apiserver, etcd and
-//! this process (the client) from /proc, from the first binding to the last event; the
-//! apiserver's peak RSS (VmHWM). Medians of the rounds are printed last.
-//! `BERTH_CEILING_NODES` (1000), `BERTH_CEILING_PODS` (2000), `BERTH_CEILING_ROUNDS` (3) and
-//! `BERTH_CEILING_QPS` (5000; burst twice that) change it.
+//! The control plane is the throughput run's (`for_throughput`: the apiserver's request
+//! limits lifted; no kwok, so bound pods cause no status writes; `BERTH_CEILING_KWOK=1` adds
+//! kwok, as a cluster with kubelets would), with `BERTH_CEILING_NODES` nodes (1,000). Each
+//! run creates `BERTH_CEILING_PODS` (5,000) pending pods for a scheduler name of its own,
+//! lets the apiserver settle, opens this process's watches (bound pods, events) and then
+//! starts its contender:
+//! - the ceiling: this process binds the pods to pre-decided nodes (round-robin) with exactly
+//!   the requests Berth's binder makes per pod (the pods/binding POST with the pod's UID,
+//!   then the `Scheduled` event), through `berth_daemon`'s own functions, its two clients
+//!   (bindings, events) built by `berth_daemon::client::connect` as Berth's ServiceAccount,
+//!   and the binder's 32 requests in flight;
+//! - Berth: `berth run` (this build's binary: a release one under `--release`) with the
+//!   OpenShift policy, as Berth's ServiceAccount, logging at its default level;
+//! - kube-scheduler: the control plane's v1.36 with its default profile, as the admin.
+//!
+//! Both schedulers get client QPS `BERTH_CEILING_QPS` (5000) and burst twice that (Berth's
+//! --qps/--burst, kube-scheduler's clientConnection qps/burst), as do the ceiling's clients,
+//! and leader election on a lease of their own. Per run: pods/s is (pods - 1) over the time
+//! from the first to the last pod this process's watch saw bound; CPU per pod (utime+stime
+//! from /proc) of the scheduler, kube-apiserver, etcd and this process (its watches, and in
+//! the ceiling's run also the binding client: there the scheduler is this process) from the
+//! first pod seen bound to the later of the last pod seen bound and the last `Scheduled`
+//! event seen; the scheduler's peak RSS (VmHWM). Every pod must land (on its pre-decided node
+//! for the ceiling), no node may be overcommitted, and every pod must get its `Scheduled`
+//! event. Each batch and the events are deleted after its run, so every run starts from the
+//! same cluster (the nodes, nothing bound). The order of the contenders rotates each round.
+//! `BERTH_CEILING_ROUNDS` (3) sets the rounds, `BERTH_CEILING_RUN` (`ceiling,berth,
+//! kube-scheduler`) which contenders run. Medians and fractions of the ceiling are printed
+//! last.
 
 mod common;
 
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use berth_daemon::binder::{OneOffEvents, bind, record_scheduled};
 use berth_daemon::client::{ClientSettings, connect};
 use berth_testcluster::{ClusterOptions, node_template};
-use common::{Env, SERIAL, bounded, cpu_seconds, median, pod, ticks_per_second};
+use common::{
+    Berth, Env, Placement, Process, SERIAL, bounded, cpu_seconds, kube_scheduler, median,
+    peak_rss_mib, pod, ticks_per_second,
+};
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use kube::api::ListParams;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams};
 use kube::runtime::events::Reporter;
+use kube::runtime::watcher;
 use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 /// Berth's binder keeps at most this many bindings (and, separately, events) in flight.
 const IN_FLIGHT: usize = 32;
-/// A scheduler name nothing serves, so the pods stay pending until this test binds them.
+/// The ceiling's scheduler name: nothing serves it, so its pods stay pending until this
+/// process binds them.
 const NOBODY: &str = "nobody";
+/// Longest a run may take from its contender's start to its last pod bound and event seen.
+const RUN_LIMIT: Duration = Duration::from_secs(300);
+/// The label that names a run's batch, for deleting it.
+const BATCH: &str = "berth-ceiling-batch";
 
 fn number(name: &str, default: u64) -> Result<u64> {
     match std::env::var(name) {
@@ -50,53 +83,93 @@ fn number(name: &str, default: u64) -> Result<u64> {
     }
 }
 
-/// The pid of the cluster's server whose command name is `comm`.
-fn server_pid(env: &Env, comm: &str) -> Result<u32> {
-    env.cluster
-        .pids()
-        .into_iter()
-        .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
-        })
-        .with_context(|| format!("no {comm} among the cluster's processes"))
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Contender {
+    Ceiling,
+    Berth,
+    KubeScheduler,
 }
 
-/// The peak resident set of `pid` so far, in MiB.
-fn peak_rss_mib(pid: u32) -> Result<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .context("no VmHWM in status")?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()?;
-    Ok(kib / 1024.0)
+impl Contender {
+    const ALL: [Contender; 3] = [
+        Contender::Ceiling,
+        Contender::Berth,
+        Contender::KubeScheduler,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Contender::Ceiling => "ceiling",
+            Contender::Berth => "berth",
+            Contender::KubeScheduler => "kube-scheduler",
+        }
+    }
+
+    /// `BERTH_CEILING_RUN`: a comma-separated list of contender names (all by default).
+    fn chosen() -> Result<Vec<Contender>> {
+        let Ok(list) = std::env::var("BERTH_CEILING_RUN") else {
+            return Ok(Contender::ALL.to_vec());
+        };
+        let chosen = list
+            .split(',')
+            .map(|name| {
+                Contender::ALL
+                    .into_iter()
+                    .find(|c| c.name() == name.trim())
+                    .with_context(|| {
+                        format!(
+                            "BERTH_CEILING_RUN={list:?}: no contender {name:?} (expected a \
+                             comma-separated list of ceiling, berth, kube-scheduler)"
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        ensure!(!chosen.is_empty(), "BERTH_CEILING_RUN is empty");
+        Ok(chosen)
+    }
 }
 
-/// One round's figures.
-struct Round {
+/// What every run shares.
+struct Bench {
+    env: Env,
+    nodes: usize,
+    count: usize,
+    qps: u64,
+    hz: f64,
+    apiserver: u32,
+    etcd: u32,
+    /// The ceiling's clients.
+    client: kube::Client,
+    events: OneOffEvents,
+}
+
+/// One run's figures.
+struct Run {
     pods_per_second: f64,
-    /// Seconds from the first binding sent to the last event answered.
-    with_events: f64,
+    /// Seconds from the first pod seen bound to the last.
+    binding: f64,
+    /// Seconds from the first pod seen bound to the last `Scheduled` event seen.
+    to_last_event: f64,
+    /// CPU ms per pod.
+    scheduler_ms: f64,
     apiserver_ms: f64,
     etcd_ms: f64,
-    client_ms: f64,
-    apiserver_peak_mib: f64,
+    this_process_ms: f64,
+    /// None for the ceiling, whose scheduler is this process.
+    scheduler_peak_mib: Option<f64>,
+    /// The 1-minute load average when the run started.
+    load: f64,
 }
 
-/// Binds every `(name, uid)` to `node-{i % nodes}` as Berth's binder would; returns the
-/// seconds to the last binding and to the last event.
+/// Binds every `(name, uid)` to `node-{i % nodes}` as Berth's binder would.
 async fn bind_all(
-    client: &kube::Client,
-    events: &OneOffEvents,
+    client: kube::Client,
+    events: OneOffEvents,
     pods: Vec<(String, String)>,
     nodes: usize,
-) -> Result<(f64, f64)> {
+) -> Result<()> {
     let binds = Arc::new(Semaphore::new(IN_FLIGHT));
     let reports = Arc::new(Semaphore::new(IN_FLIGHT));
-    let started = Instant::now();
     let mut tasks = JoinSet::new();
     for (i, (name, uid)) in pods.into_iter().enumerate() {
         let (client, events) = (client.clone(), events.clone());
@@ -107,7 +180,6 @@ async fn bind_all(
             bind(&client, "default", &name, &uid, &node)
                 .await
                 .map_err(|e| anyhow!("binding {name} to {node}: {e}"))?;
-            let bound = started.elapsed();
             drop(permit);
             let _permit = reports.acquire().await?;
             let reference = ObjectReference {
@@ -120,102 +192,399 @@ async fn bind_all(
             };
             record_scheduled(&events, &reference, &node)
                 .await
-                .with_context(|| format!("the Scheduled event of {name}"))?;
-            anyhow::Ok(bound)
+                .with_context(|| format!("the Scheduled event of {name}"))
         });
     }
-    let mut last_bound = Duration::ZERO;
     while let Some(done) = tasks.join_next().await {
-        last_bound = last_bound.max(done??);
+        done??;
     }
-    Ok((last_bound.as_secs_f64(), started.elapsed().as_secs_f64()))
+    Ok(())
 }
 
-async fn round(
+/// Creates `count` pending pods `{prefix}{i}` for `scheduler`, labelled as batch `batch`;
+/// returns their names and UIDs in index order.
+async fn create_batch(
     env: &Env,
-    client: &kube::Client,
-    events: &OneOffEvents,
-    (nodes, count, index): (usize, usize, usize),
-    hz: f64,
-) -> Result<Round> {
-    let prefix = format!("r{index}-");
+    (prefix, batch): (&str, &str),
+    scheduler: &str,
+    count: usize,
+) -> Result<Vec<(String, String)>> {
     env.create_pods(
         (0..count)
-            .map(|i| pod(&format!("{prefix}{i}"), NOBODY, "100m", json!({})))
+            .map(|i| {
+                let mut p = pod(&format!("{prefix}{i}"), scheduler, "100m", json!({}));
+                p.metadata.labels = Some(BTreeMap::from([(BATCH.into(), batch.into())]));
+                p
+            })
             .collect(),
     )
     .await?;
-    let listed = env.pods().list(&ListParams::default()).await?;
-    let pods: Vec<(String, String)> = listed
+    let listed = env
+        .pods()
+        .list(&ListParams::default().labels(&format!("{BATCH}={batch}")))
+        .await?;
+    listed
         .items
         .iter()
         .filter_map(|p| {
             let name = p.metadata.name.clone()?;
             let uid = p.metadata.uid.clone()?;
-            let i: usize = name.strip_prefix(&prefix)?.parse().ok()?;
+            let i: usize = name.strip_prefix(prefix)?.parse().ok()?;
             Some((i, name, uid))
         })
         .fold(vec![None; count], |mut by_index, (i, name, uid)| {
-            by_index[i] = Some((name, uid));
+            if let Some(slot) = by_index.get_mut(i) {
+                *slot = Some((name, uid));
+            }
             by_index
         })
         .into_iter()
         .collect::<Option<_>>()
-        .with_context(|| format!("not all {count} pods {prefix}* were listed"))?;
+        .with_context(|| format!("not all {count} pods {prefix}* were listed"))
+}
+
+/// Deletes batch `batch` (at once: no kubelet would confirm a graceful deletion) and every
+/// event in the namespace, and waits until the pods are gone.
+async fn delete_batch(env: &Env, batch: &str) -> Result<()> {
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    let selector = ListParams::default().labels(&format!("{BATCH}={batch}"));
+    env.pods().delete_collection(&now, &selector).await?;
+    let events: Api<Event> = Api::namespaced(env.admin.clone(), "default");
+    events
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await?;
+    common::eventually(
+        &format!("batch {batch} deleted"),
+        Duration::from_secs(120),
+        || async {
+            let left = env.pods().list(&selector.clone().limit(1)).await?;
+            Ok(left.items.is_empty().then_some(()))
+        },
+    )
+    .await
+}
+
+/// This process's watches of bound pods and of events, opened (their initial lists read)
+/// before a run's contender starts, so every binding and event of the run is seen live.
+struct Watches {
+    pods: BoxStream<'static, Result<watcher::Event<Pod>, watcher::Error>>,
+    events: BoxStream<'static, Result<watcher::Event<Event>, watcher::Error>>,
+}
+
+/// When the watches saw a batch bound, and the CPU of the measured processes over it.
+struct Seen {
+    binding: Duration,
+    to_last_event: Duration,
+    /// CPU seconds of each measured process, from the first pod seen bound to the end.
+    cpu: Vec<f64>,
+}
+
+impl Watches {
+    async fn open(env: &Env) -> Result<Watches> {
+        let bound = watcher::Config::default().fields("spec.nodeName!=");
+        let mut watches = Watches {
+            pods: watcher(env.pods(), bound).boxed(),
+            events: watcher(
+                Api::namespaced(env.admin.clone(), "default"),
+                watcher::Config::default(),
+            )
+            .boxed(),
+        };
+        while !matches!(
+            watches.pods.next().await.context("pod watch ended")??,
+            watcher::Event::InitDone
+        ) {}
+        while !matches!(
+            watches.events.next().await.context("event watch ended")??,
+            watcher::Event::InitDone
+        ) {}
+        Ok(watches)
+    }
+
+    /// Follows the watches until all `count` pods `{prefix}*` are bound and have their
+    /// `Scheduled` event, sampling the CPU of `pids` at the first pod seen bound and at the
+    /// end; `alive` is asked every second whether the contender is still running.
+    async fn follow(
+        &mut self,
+        (prefix, count): (&str, usize),
+        (pids, hz): (&[u32], f64),
+        alive: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Seen> {
+        let cpu = || -> Result<Vec<f64>> { pids.iter().map(|&p| cpu_seconds(p, hz)).collect() };
+        let deadline = tokio::time::Instant::now() + RUN_LIMIT;
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let (mut bound, mut scheduled) = (HashSet::new(), HashSet::new());
+        let mut first: Option<(Instant, Vec<f64>)> = None;
+        let (mut last_bound, mut last_event) = (None, None);
+        let ours = |name: Option<&String>| name.filter(|n| n.starts_with(prefix)).cloned();
+        while bound.len() < count || scheduled.len() < count {
+            tokio::select! {
+                event = self.pods.next() => {
+                    if let watcher::Event::Apply(p) | watcher::Event::InitApply(p) =
+                        event.context("pod watch ended")??
+                        && let Some(name) = ours(p.metadata.name.as_ref())
+                        && bound.insert(name)
+                    {
+                        let now = Instant::now();
+                        if first.is_none() {
+                            first = Some((now, cpu()?));
+                        }
+                        last_bound = Some(now);
+                    }
+                }
+                event = self.events.next() => {
+                    if let watcher::Event::Apply(e) | watcher::Event::InitApply(e) =
+                        event.context("event watch ended")??
+                        && e.reason.as_deref() == Some("Scheduled")
+                        && let Some(name) = ours(e.regarding.as_ref().and_then(|r| r.name.as_ref()))
+                        && scheduled.insert(name)
+                    {
+                        last_event = Some(Instant::now());
+                    }
+                }
+                _ = tick.tick() => alive()?,
+                () = tokio::time::sleep_until(deadline) => bail!(
+                    "after {RUN_LIMIT:?}: {} of {count} pods {prefix}* seen bound, {} with \
+                     their Scheduled event",
+                    bound.len(),
+                    scheduled.len()
+                ),
+            }
+        }
+        let end = cpu()?;
+        let (first, start) = first.context("no pod seen bound")?;
+        let (last_bound, last_event) = (
+            last_bound.context("no pod seen bound")?,
+            last_event.context("no event seen")?,
+        );
+        Ok(Seen {
+            binding: last_bound - first,
+            to_last_event: last_event.saturating_duration_since(first),
+            cpu: end.iter().zip(&start).map(|(e, s)| e - s).collect(),
+        })
+    }
+}
+
+/// A running contender.
+enum Running {
+    /// The binding task, None once it has finished well.
+    Ceiling(Option<tokio::task::JoinHandle<Result<()>>>),
+    Berth(Berth),
+    KubeScheduler(Process),
+}
+
+impl Running {
+    fn pid(&self) -> u32 {
+        match self {
+            Running::Ceiling(_) => std::process::id(),
+            Running::Berth(b) => b.pid(),
+            Running::KubeScheduler(p) => p.child.id(),
+        }
+    }
+
+    fn log(&self) -> String {
+        match self {
+            Running::Ceiling(_) => String::new(),
+            Running::Berth(b) => b.log(),
+            Running::KubeScheduler(p) => p.log(),
+        }
+    }
+
+    /// Fails if the contender has ended (the ceiling's binder: if it failed).
+    fn alive(&mut self) -> Result<()> {
+        let status = match self {
+            Running::Ceiling(task) => {
+                if let Some(handle) = task.take_if(|h| h.is_finished()) {
+                    handle
+                        .now_or_never()
+                        .context("a finished task's outcome")??
+                        .context("binding the batch")?;
+                }
+                None
+            }
+            Running::Berth(b) => b.try_wait()?,
+            Running::KubeScheduler(p) => p.child.try_wait()?,
+        };
+        match status {
+            Some(status) => bail!("the scheduler exited ({status})"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn load_average() -> Result<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg")?;
+    Ok(text
+        .split_whitespace()
+        .next()
+        .context("empty /proc/loadavg")?
+        .parse()?)
+}
+
+async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> Result<Run> {
+    let env = &bench.env;
+    let (tag, scheduler) = match contender {
+        Contender::Ceiling => ("c", NOBODY.to_string()),
+        Contender::Berth => ("b", format!("berth-r{round}")),
+        Contender::KubeScheduler => ("k", format!("kube-scheduler-r{round}")),
+    };
+    let batch = format!("{tag}{round}");
+    let prefix = format!("{batch}-");
+    let count = bench.count;
+    let pods = create_batch(env, (&prefix, &batch), &scheduler, count).await?;
     // Let the creations' after-effects (etcd's writes, watch fan-out) settle first.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let (apiserver, etcd) = (server_pid(env, "kube-apiserver")?, server_pid(env, "etcd")?);
+    let mut watches = Watches::open(env).await?;
+    let load = load_average()?;
+    let (q, b) = (bench.qps.to_string(), (bench.qps * 2).to_string());
+    let mut running = match contender {
+        Contender::Ceiling => Running::Ceiling(Some(tokio::spawn(bind_all(
+            bench.client.clone(),
+            bench.events.clone(),
+            pods,
+            bench.nodes,
+        )))),
+        Contender::Berth => Running::Berth(env.berth_measured(
+            &format!("measure-r{round}"),
+            &scheduler,
+            &["--qps", &q, "--burst", &b],
+        )?),
+        Contender::KubeScheduler => {
+            let config = format!(
+                "apiVersion: kubescheduler.config.k8s.io/v1\n\
+                 kind: KubeSchedulerConfiguration\n\
+                 clientConnection:\n  kubeconfig: {}\n  qps: {q}\n  burst: {b}\n\
+                 leaderElection:\n  leaderElect: true\n  resourceName: {scheduler}\n  \
+                 resourceNamespace: kube-system\n\
+                 profiles:\n- schedulerName: {scheduler}\n",
+                env.cluster.kubeconfig_path().display()
+            );
+            Running::KubeScheduler(kube_scheduler(
+                env,
+                dir,
+                &scheduler,
+                &config,
+                RUN_LIMIT * 2,
+            )?)
+        }
+    };
     let me = std::process::id();
-    let before = [
-        cpu_seconds(apiserver, hz)?,
-        cpu_seconds(etcd, hz)?,
-        cpu_seconds(me, hz)?,
-    ];
-    let (to_last_binding, to_last_event) = bind_all(client, events, pods, nodes).await?;
-    let after = [
-        cpu_seconds(apiserver, hz)?,
-        cpu_seconds(etcd, hz)?,
-        cpu_seconds(me, hz)?,
-    ];
-    let per_pod = |i: usize| (after[i] - before[i]) * 1000.0 / count as f64;
-    // Every pod is on the node it was given.
-    let listed = env.pods().list(&ListParams::default()).await?;
-    let misplaced: Vec<String> = listed
-        .items
+    let pids = [bench.apiserver, bench.etcd, me, running.pid()];
+    let seen = watches
+        .follow((&prefix, count), (&pids, bench.hz), &mut || running.alive())
+        .await;
+    let seen = match seen {
+        Ok(seen) => seen,
+        Err(e) => {
+            let log = running.log();
+            return Err(e.context(format!(
+                "{} run {round}; its log ends:\n{}",
+                contender.name(),
+                common::tail(&log, 30)
+            )));
+        }
+    };
+    let scheduler_peak_mib = match &mut running {
+        Running::Ceiling(task) => {
+            if let Some(handle) = task.take() {
+                handle.await?.context("binding the batch")?;
+            }
+            None
+        }
+        other => Some(peak_rss_mib(other.pid())?),
+    };
+    drop(running);
+    check_batch(bench, contender, &prefix).await?;
+    delete_batch(env, &batch).await?;
+    let per_pod = |i: usize| seen.cpu[i] * 1000.0 / count as f64;
+    Ok(Run {
+        pods_per_second: (count - 1) as f64 / seen.binding.as_secs_f64(),
+        binding: seen.binding.as_secs_f64(),
+        to_last_event: seen.to_last_event.as_secs_f64(),
+        scheduler_ms: per_pod(3),
+        apiserver_ms: per_pod(0),
+        etcd_ms: per_pod(1),
+        this_process_ms: per_pod(2),
+        scheduler_peak_mib,
+        load,
+    })
+}
+
+/// Every pod of the batch is bound (the ceiling's on its pre-decided node) and no node is
+/// overcommitted.
+async fn check_batch(bench: &Bench, contender: Contender, prefix: &str) -> Result<()> {
+    let placement = Placement::read(&bench.env).await?;
+    placement.check_no_overcommit()?;
+    let pods = placement.with_prefix(prefix);
+    ensure!(
+        pods.len() == bench.count,
+        "{} pods {prefix}*, expected {}",
+        pods.len(),
+        bench.count
+    );
+    let wrong: Vec<String> = pods
         .iter()
-        .filter_map(|p: &Pod| {
-            let name = p.metadata.name.as_deref()?;
-            let i: usize = name.strip_prefix(&prefix)?.parse().ok()?;
-            let want = format!("node-{}", i % nodes);
-            let on = p.spec.as_ref()?.node_name.as_deref();
-            (on != Some(want.as_str())).then(|| format!("{name} on {on:?}, not {want}"))
+        .filter_map(|&(name, node)| {
+            let want = match contender {
+                Contender::Ceiling => {
+                    let i: usize = name.strip_prefix(prefix)?.parse().ok()?;
+                    Some(format!("node-{}", i % bench.nodes))
+                }
+                _ => None,
+            };
+            match (node, want) {
+                (None, _) => Some(format!("{name} not bound")),
+                (Some(on), Some(want)) if on != want => Some(format!("{name} on {on}, not {want}")),
+                _ => None,
+            }
         })
         .collect();
     ensure!(
-        misplaced.is_empty(),
-        "{} pods not where bound: {:?}",
-        misplaced.len(),
-        &misplaced[..misplaced.len().min(5)]
+        wrong.is_empty(),
+        "{} pods not placed: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
     );
-    Ok(Round {
-        pods_per_second: count as f64 / to_last_binding,
-        with_events: to_last_event,
-        apiserver_ms: per_pod(0),
-        etcd_ms: per_pod(1),
-        client_ms: per_pod(2),
-        apiserver_peak_mib: peak_rss_mib(apiserver)?,
-    })
+    Ok(())
+}
+
+fn report(contender: Contender, round: usize, count: usize, nodes: usize, r: &Run) {
+    let rss = r
+        .scheduler_peak_mib
+        .map_or_else(|| "-".into(), |m| format!("{m:.0} MiB"));
+    eprintln!(
+        "round {round} {:>14}: {count} pods on {nodes} nodes, {:.0} pods/s ({:.2} s first to \
+         last bound, last event at {:.2} s); CPU ms per pod: scheduler {:.3}, apiserver {:.3}, \
+         etcd {:.3}, this process {:.3}; scheduler peak RSS {rss}; load {:.2}",
+        contender.name(),
+        r.pods_per_second,
+        r.binding,
+        r.to_last_event,
+        r.scheduler_ms,
+        r.apiserver_ms,
+        r.etcd_ms,
+        r.this_process_ms,
+        r.load
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement of this machine: run explicitly, in release mode"]
-async fn binding_ceiling_of_the_local_apiserver() {
+async fn ceiling_berth_and_kube_scheduler_alternating() {
     let _one = SERIAL.lock().await;
-    let limit = Duration::from_secs(1200);
+    let setting = |name: &str, default: u64| {
+        number(name, default).unwrap_or_else(|e| panic!("{e:#}")) as usize
+    };
+    let nodes = setting("BERTH_CEILING_NODES", 1000);
+    let count = setting("BERTH_CEILING_PODS", 5000);
+    let rounds = setting("BERTH_CEILING_ROUNDS", 3);
+    let contenders = Contender::chosen().unwrap_or_else(|e| panic!("{e:#}"));
+    let runs = (rounds * contenders.len()) as u32;
+    let limit = (RUN_LIMIT + Duration::from_secs(180)) * runs + Duration::from_secs(300);
     bounded(limit, async {
-        let nodes = number("BERTH_CEILING_NODES", 1000)? as usize;
-        let count = number("BERTH_CEILING_PODS", 2000)? as usize;
-        let rounds = number("BERTH_CEILING_ROUNDS", 3)? as usize;
         let qps = number("BERTH_CEILING_QPS", 5000)?;
         let kwok = std::env::var("BERTH_CEILING_KWOK").is_ok_and(|v| v == "1");
         let mut options = ClusterOptions::default()
@@ -234,46 +603,93 @@ async fn binding_ceiling_of_the_local_apiserver() {
             qps: qps as f64,
             burst: u32::try_from(qps * 2).context("BERTH_CEILING_QPS too large")?,
         };
-        let client = connect(&settings).await?;
-        let events = OneOffEvents::new(
-            connect(&settings).await?,
-            Reporter {
-                controller: "berth".into(),
-                instance: Some("ceiling".into()),
-            },
-        );
-        let hz = ticks_per_second()?;
-        let mut results = Vec::new();
-        for index in 0..rounds {
-            let r = round(&env, &client, &events, (nodes, count, index), hz).await?;
-            eprintln!(
-                "round {index}: {count} pods on {nodes} nodes: {:.0} pods/s to the last \
-                 binding ({:.2} s with events); CPU ms per pod: apiserver {:.2}, etcd {:.2}, \
-                 client {:.2}; apiserver peak RSS {:.0} MiB",
-                r.pods_per_second,
-                r.with_events,
-                r.apiserver_ms,
-                r.etcd_ms,
-                r.client_ms,
-                r.apiserver_peak_mib
-            );
-            results.push(r);
+        let bench = Bench {
+            apiserver: server_pid(&env, "kube-apiserver")?,
+            etcd: server_pid(&env, "etcd")?,
+            client: connect(&settings).await?,
+            events: OneOffEvents::new(
+                connect(&settings).await?,
+                Reporter {
+                    controller: "berth".into(),
+                    instance: Some("ceiling".into()),
+                },
+            ),
+            env,
+            nodes,
+            count,
+            qps,
+            hz: ticks_per_second()?,
+        };
+        let dir = tempfile::tempdir()?;
+        let mut results: Vec<Vec<Run>> = contenders.iter().map(|_| Vec::new()).collect();
+        for round in 0..rounds {
+            // Rotate the order, so each contender goes first (after another's deletions) as
+            // often as the others.
+            for k in 0..contenders.len() {
+                let i = (k + round) % contenders.len();
+                let r = run(&bench, contenders[i], round, dir.path()).await?;
+                report(contenders[i], round, count, nodes, &r);
+                results[i].push(r);
+            }
         }
-        let m = |f: fn(&Round) -> f64| median(results.iter().map(f).collect());
-        eprintln!(
-            "binding ceiling, median of {rounds} rounds ({count} pods on {nodes} nodes, \
-             kwok {kwok}, client qps {qps} burst {}, {IN_FLIGHT} bindings in flight): \
-             {:.0} pods/s; CPU ms per pod: apiserver {:.2}, etcd {:.2}, apiserver+etcd {:.2}, \
-             client {:.2}; apiserver peak RSS {:.0} MiB",
-            qps * 2,
-            m(|r| r.pods_per_second),
-            m(|r| r.apiserver_ms),
-            m(|r| r.etcd_ms),
-            m(|r| r.apiserver_ms + r.etcd_ms),
-            m(|r| r.client_ms),
-            m(|r| r.apiserver_peak_mib)
-        );
+        summarize(&contenders, &results, (count, nodes, qps, kwok));
         Ok(())
     })
     .await;
+}
+
+/// Medians per contender, and each scheduler's pods/s as a fraction of the ceiling's (the
+/// median of the rounds' fractions).
+fn summarize(
+    contenders: &[Contender],
+    results: &[Vec<Run>],
+    (count, nodes, qps, kwok): (usize, usize, u64, bool),
+) {
+    let rounds = results[0].len();
+    eprintln!(
+        "medians of {rounds} rounds, {count} pods on {nodes} nodes, kwok {kwok}, client qps \
+         {qps} burst {}:",
+        qps * 2
+    );
+    let ceiling = contenders.iter().position(|&c| c == Contender::Ceiling);
+    for (contender, runs) in contenders.iter().zip(results) {
+        let m = |f: &dyn Fn(&Run) -> f64| median(runs.iter().map(f).collect());
+        let rss = runs
+            .iter()
+            .map(|r| r.scheduler_peak_mib)
+            .collect::<Option<Vec<_>>>()
+            .map_or_else(|| "-".into(), |v| format!("{:.0} MiB", median(v)));
+        let fraction = ceiling
+            .filter(|_| *contender != Contender::Ceiling)
+            .map_or_else(String::new, |c| {
+                let fractions = runs
+                    .iter()
+                    .zip(&results[c])
+                    .map(|(r, c)| r.pods_per_second / c.pods_per_second)
+                    .collect();
+                format!("; {:.2} of the ceiling", median(fractions))
+            });
+        eprintln!(
+            "  {:>14}: {:.0} pods/s; CPU ms per pod: scheduler {:.3}, apiserver {:.3}, etcd \
+             {:.3}, apiserver+etcd {:.3}, this process {:.3}; scheduler peak RSS {rss}{fraction}",
+            contender.name(),
+            m(&|r| r.pods_per_second),
+            m(&|r| r.scheduler_ms),
+            m(&|r| r.apiserver_ms),
+            m(&|r| r.etcd_ms),
+            m(&|r| r.apiserver_ms + r.etcd_ms),
+            m(&|r| r.this_process_ms),
+        );
+    }
+}
+
+/// The pid of the cluster's server whose command name is `comm`.
+fn server_pid(env: &Env, comm: &str) -> Result<u32> {
+    env.cluster
+        .pids()
+        .into_iter()
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
+        })
+        .with_context(|| format!("no {comm} among the cluster's processes"))
 }

@@ -19,8 +19,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use berth_testcluster::{ClusterOptions, bounded_command, node_template};
 use common::{
-    Env, NAMESPACE, PLUGINS, POLICY, Process, SERIAL, bounded, cpu_seconds, free_port, median,
-    ticks_per_second,
+    Env, NAMESPACE, PLUGINS, POLICY, Process, SERIAL, bounded, cpu_seconds, free_port,
+    kube_scheduler, median, ticks_per_second,
 };
 
 const NODES: usize = 100;
@@ -58,66 +58,49 @@ fn usage(pid: u32, ticks_per_second: f64) -> Result<(f64, u64)> {
 }
 
 fn start(env: &Env, variant: Variant, dir: &Path, round: usize) -> Result<Process> {
-    let log = dir.join(format!("{variant:?}-{round}.log"));
-    let out = File::create(&log)?;
+    let name = format!("{variant:?}-{round}");
     let lifetime = Duration::from_secs(600);
-    let port = free_port()?;
-    let mut command = match variant {
-        Variant::Berth | Variant::BerthWasm => {
-            let binary = std::env::var("BERTH_BIN").map_or_else(
-                |_| PathBuf::from(env!("CARGO_BIN_EXE_berth")),
-                PathBuf::from,
-            );
-            let policy = match variant {
-                Variant::BerthWasm => {
-                    // In a directory of its own: Berth watches the policy's directory, and
-                    // the logs written beside it would be file events.
-                    let policy_dir = dir.join("policy");
-                    std::fs::create_dir_all(&policy_dir)?;
-                    let path = policy_dir.join("wasm-policy.json");
-                    std::fs::write(&path, WASM_POLICY)?;
-                    path
-                }
-                _ => PathBuf::from(POLICY),
-            };
-            let mut command = bounded_command(&binary, lifetime, None);
-            command
-                .args(["run", "--policy", &policy.display().to_string()])
-                .args(["--scheduler-name", "berth", "--leader-elect"])
-                .args(["--leader-elect-resource-namespace", NAMESPACE])
-                .arg("--kubeconfig")
-                .arg(&env.kubeconfig)
-                .args(["--metrics-addr", &format!("127.0.0.1:{port}")]);
-            if matches!(variant, Variant::BerthWasm) {
-                command
-                    .arg("--plugins")
-                    .arg(Path::new(PLUGINS).join("dist"));
-            }
-            command
-        }
+    let policy = match variant {
         Variant::KubeScheduler => {
-            let binary = env.cluster.bin_dir().join("kube-scheduler");
-            let kubeconfig = env.cluster.kubeconfig_path().display().to_string();
-            let config = dir.join("kube-scheduler.yaml");
-            std::fs::write(
-                &config,
-                format!(
-                    "apiVersion: kubescheduler.config.k8s.io/v1\n\
-                     kind: KubeSchedulerConfiguration\n\
-                     clientConnection:\n  kubeconfig: {kubeconfig}\n\
-                     leaderElection:\n  leaderElect: true\n"
-                ),
-            )?;
-            let mut command = bounded_command(&binary, lifetime, None);
-            command
-                .arg(format!("--config={}", config.display()))
-                .arg("--bind-address=127.0.0.1")
-                .arg(format!("--secure-port={port}"))
-                .arg(format!("--authentication-kubeconfig={kubeconfig}"))
-                .arg(format!("--authorization-kubeconfig={kubeconfig}"));
-            command
+            let kubeconfig = env.cluster.kubeconfig_path().display();
+            let config = format!(
+                "apiVersion: kubescheduler.config.k8s.io/v1\n\
+                 kind: KubeSchedulerConfiguration\n\
+                 clientConnection:\n  kubeconfig: {kubeconfig}\n\
+                 leaderElection:\n  leaderElect: true\n"
+            );
+            return kube_scheduler(env, dir, &name, &config, lifetime);
         }
+        Variant::BerthWasm => {
+            // In a directory of its own: Berth watches the policy's directory, and the logs
+            // written beside it would be file events.
+            let policy_dir = dir.join("policy");
+            std::fs::create_dir_all(&policy_dir)?;
+            let path = policy_dir.join("wasm-policy.json");
+            std::fs::write(&path, WASM_POLICY)?;
+            path
+        }
+        Variant::Berth => PathBuf::from(POLICY),
     };
+    let log = dir.join(format!("{name}.log"));
+    let out = File::create(&log)?;
+    let binary = std::env::var("BERTH_BIN").map_or_else(
+        |_| PathBuf::from(env!("CARGO_BIN_EXE_berth")),
+        PathBuf::from,
+    );
+    let mut command = bounded_command(&binary, lifetime, None);
+    command
+        .args(["run", "--policy", &policy.display().to_string()])
+        .args(["--scheduler-name", "berth", "--leader-elect"])
+        .args(["--leader-elect-resource-namespace", NAMESPACE])
+        .arg("--kubeconfig")
+        .arg(&env.kubeconfig)
+        .args(["--metrics-addr", &format!("127.0.0.1:{}", free_port()?)]);
+    if matches!(variant, Variant::BerthWasm) {
+        command
+            .arg("--plugins")
+            .arg(Path::new(PLUGINS).join("dist"));
+    }
     let child = command
         .stdout(out.try_clone()?)
         .stderr(out)

@@ -92,17 +92,42 @@ impl Env {
 
     /// Starts a Berth replica with leader election on, as deploy/ runs it.
     pub fn berth(&self, identity: &str, extra: &[&str]) -> Result<Berth> {
-        Berth::spawn(self, &self.kubeconfig, identity, extra, BERTH_LIFETIME)
+        Berth::spawn(
+            self,
+            &self.kubeconfig,
+            identity,
+            TESTED,
+            extra,
+            BERTH_LIFETIME,
+        )
     }
 
     /// Like [`Env::berth`], for a process that must outlive [`BERTH_LIFETIME`] (a soak).
     pub fn berth_for(&self, lifetime: Duration, identity: &str, extra: &[&str]) -> Result<Berth> {
-        Berth::spawn(self, &self.kubeconfig, identity, extra, lifetime)
+        Berth::spawn(self, &self.kubeconfig, identity, TESTED, extra, lifetime)
     }
 
     /// Like [`Env::berth`], reaching the apiserver through `kubeconfig` (a proxy's).
     pub fn berth_via(&self, kubeconfig: &Path, identity: &str, extra: &[&str]) -> Result<Berth> {
-        Berth::spawn(self, kubeconfig, identity, extra, BERTH_LIFETIME)
+        Berth::spawn(self, kubeconfig, identity, TESTED, extra, BERTH_LIFETIME)
+    }
+
+    /// Like [`Env::berth`], for measurements: it schedules the pods of `scheduler` and logs
+    /// at Berth's default level (info: nothing per pod, as kube-scheduler's default
+    /// verbosity), not the tests' per-pod debug lines.
+    pub fn berth_measured(&self, identity: &str, scheduler: &str, extra: &[&str]) -> Result<Berth> {
+        let launch = Launch {
+            scheduler,
+            log_filter: "info",
+        };
+        Berth::spawn(
+            self,
+            &self.kubeconfig,
+            identity,
+            launch,
+            extra,
+            BERTH_LIFETIME,
+        )
     }
 
     pub fn pods(&self) -> Api<Pod> {
@@ -203,6 +228,21 @@ pub struct Berth {
     metrics: u16,
 }
 
+/// Which pods a `berth run` schedules and what it logs.
+#[derive(Clone, Copy)]
+struct Launch<'a> {
+    /// Its --scheduler-name.
+    scheduler: &'a str,
+    /// Its RUST_LOG.
+    log_filter: &'a str,
+}
+
+/// How the tests run Berth: scheduling `berth`'s pods, with the daemon's per-pod lines.
+const TESTED: Launch<'static> = Launch {
+    scheduler: "berth",
+    log_filter: "info,berth_daemon=debug",
+};
+
 /// Hard bound on a scheduler process's life.
 pub const BERTH_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
@@ -211,6 +251,7 @@ impl Berth {
         env: &Env,
         kubeconfig: &Path,
         identity: &str,
+        launch: Launch,
         extra: &[&str],
         lifetime: Duration,
     ) -> Result<Berth> {
@@ -227,7 +268,7 @@ impl Berth {
             .chain(policy)
             .chain(&[
                 "--scheduler-name",
-                "berth",
+                launch.scheduler,
                 "--leader-elect",
                 "--leader-elect-resource-name",
                 LEASE,
@@ -253,7 +294,7 @@ impl Berth {
             None,
         )
         .args(&args)
-        .env("RUST_LOG", "info,berth_daemon=debug")
+        .env("RUST_LOG", launch.log_filter)
         .stdout(out.try_clone()?)
         .stderr(out)
         .spawn()
@@ -268,6 +309,11 @@ impl Berth {
     /// The process's id (for reading /proc).
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The exit status, if the process has ended.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        self.child.try_wait()
     }
 
     pub fn kill(&mut self) {
@@ -719,4 +765,50 @@ pub fn cpu_seconds(pid: u32, ticks_per_second: f64) -> Result<f64> {
 pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// Starts the control plane's kube-scheduler (v1.36) with `config`, a
+/// KubeSchedulerConfiguration whose clientConnection names the cluster's admin kubeconfig
+/// ([`TestCluster::kubeconfig_path`]); it serves its health and metrics on a free loopback
+/// port, writes `config` and its log to `dir` as `<name>.yaml` and `<name>.log`, and is
+/// killed with its group when dropped or once `lifetime` has passed.
+pub fn kube_scheduler(
+    env: &Env,
+    dir: &Path,
+    name: &str,
+    config: &str,
+    lifetime: Duration,
+) -> Result<Process> {
+    let binary = env.cluster.bin_dir().join("kube-scheduler");
+    let kubeconfig = env.cluster.kubeconfig_path().display().to_string();
+    let config_path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&config_path, config)?;
+    let log = dir.join(format!("{name}.log"));
+    let out = std::fs::File::create(&log)?;
+    let child = berth_testcluster::bounded_command(&binary, lifetime, None)
+        .arg(format!("--config={}", config_path.display()))
+        .arg("--bind-address=127.0.0.1")
+        .arg(format!("--secure-port={}", free_port()?))
+        .arg(format!("--authentication-kubeconfig={kubeconfig}"))
+        .arg(format!("--authorization-kubeconfig={kubeconfig}"))
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    Ok(Process { child, log })
+}
+
+/// The peak resident set of `pid` so far (VmHWM), in MiB.
+pub fn peak_rss_mib(pid: u32) -> Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .context("no VmHWM in status")?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()?;
+    Ok(kib / 1024.0)
 }
