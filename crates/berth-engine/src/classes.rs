@@ -110,6 +110,22 @@ pub(crate) struct Answers {
     /// Raw scores, one column per per-node score rule, indexed by node slot: a cycle
     /// gathers each column for its feasible nodes in one tight loop.
     raw: Vec<Vec<i64>>,
+    /// What the last cycle over every node gathered, while it still holds.
+    view: Option<View>,
+}
+
+/// A class's feasible nodes in visiting order from one start, with their raw scores in that
+/// order: what a cycle over every node gathers from the kept answers. A placement moves the
+/// answers of a few nodes and rarely a verdict, and a cycle over every node ends where it
+/// started, so the next such cycle copies these arrays instead of walking every verdict and
+/// gathering every score. Kept in step with [`Answers::keep`]; dropped when a verdict flips.
+#[derive(Debug)]
+struct View {
+    start: usize,
+    feasible: Vec<NodeId>,
+    columns: Vec<Vec<i64>>,
+    /// The row in `feasible` of each node slot (`u32::MAX` for a node not in it).
+    rows: Vec<u32>,
 }
 
 impl Answers {
@@ -156,6 +172,14 @@ impl Answers {
             }
         }
         self.known[slot] = true;
+        if self.feasible[slot] != feasible {
+            self.view = None;
+        } else if let Some(view) = self.view.as_mut().filter(|_| feasible) {
+            let row = view.rows[slot] as usize;
+            for (column, r) in view.columns.iter_mut().zip(raw) {
+                column[row] = *r;
+            }
+        }
         self.feasible[slot] = feasible;
         for (column, r) in self.raw.iter_mut().zip(raw) {
             column[slot] = *r;
@@ -163,17 +187,42 @@ impl Answers {
     }
 
     /// The kept raw scores of `nodes` (each known and feasible), one column per per-node
-    /// score rule.
-    pub fn columns(&self, nodes: &[NodeId]) -> Vec<Vec<i64>> {
-        self.raw
+    /// score rule. `whole`: `nodes` are every feasible node, in visiting order from this
+    /// start, which [`Answers::view`] then gives while they hold.
+    pub fn columns(&mut self, nodes: &[NodeId], whole: Option<usize>) -> Vec<Vec<i64>> {
+        let columns: Vec<Vec<i64>> = self
+            .raw
             .iter()
             .map(|column| nodes.iter().map(|id| column[id.0 as usize]).collect())
-            .collect()
+            .collect();
+        self.view = whole.filter(|_| self.all_known()).map(|start| {
+            let mut rows = vec![u32::MAX; self.known.len()];
+            for (row, id) in nodes.iter().enumerate() {
+                rows[id.0 as usize] = row as u32;
+            }
+            View {
+                start,
+                feasible: nodes.to_vec(),
+                columns: columns.clone(),
+                rows,
+            }
+        });
+        columns
+    }
+
+    /// Every feasible node in visiting order from `start`, with their raw score columns, when
+    /// every answer is known and the last cycle over every node gathered them from there.
+    pub fn view(&self, start: usize) -> Option<(Vec<NodeId>, Vec<Vec<i64>>)> {
+        self.view
+            .as_ref()
+            .filter(|v| v.start == start && self.all_known())
+            .map(|v| (v.feasible.clone(), v.columns.clone()))
     }
 
     /// Forgets everything, sized for the cluster's node slots and the shape's scorers.
     fn reset(&mut self, cluster: &Cluster) {
         let slots = cluster.node_slots();
+        self.view = None;
         self.known.clear();
         self.known.resize(slots, false);
         self.unknown = cluster.node_count();
@@ -363,6 +412,7 @@ impl Classes {
                 backoff: 0,
                 feasible: Vec::new(),
                 raw: Vec::new(),
+                view: None,
             });
             return self.classes.len() - 1;
         }

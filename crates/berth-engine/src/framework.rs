@@ -303,10 +303,35 @@ pub trait ScoreRule: Send + Sync {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a>;
 }
 
+/// The smallest and largest of `values`, None when empty. Cycles take these over every
+/// feasible node's scores for every pod; the target's baseline SIMD has no 64-bit compare,
+/// so four independent running pairs let the CPU overlap what one chain of compares
+/// would serialise.
+pub fn extremes(values: &[i64]) -> Option<(i64, i64)> {
+    let first = *values.first()?;
+    let mut low = [first; 4];
+    let mut high = [first; 4];
+    let mut quads = values.chunks_exact(4);
+    for quad in &mut quads {
+        for lane in 0..4 {
+            low[lane] = low[lane].min(quad[lane]);
+            high[lane] = high[lane].max(quad[lane]);
+        }
+    }
+    for v in quads.remainder() {
+        low[0] = low[0].min(*v);
+        high[0] = high[0].max(*v);
+    }
+    Some((
+        low.into_iter().min().unwrap_or(first),
+        high.into_iter().max().unwrap_or(first),
+    ))
+}
+
 /// Upstream's `reduce(max, reverse)` normalisation: scale to 0..=max by the largest raw
 /// score (integer division); all zero gives 0 (or `max` if reversed).
 pub fn normalize_reduce(scores: &mut [i64], max: i64, reverse: bool) {
-    let highest = scores.iter().copied().max().unwrap_or(0);
+    let highest = extremes(scores).map_or(0, |(_, high)| high);
     if highest == 0 {
         if reverse {
             scores.fill(max);
@@ -322,6 +347,21 @@ pub fn normalize_reduce(scores: &mut [i64], max: i64, reverse: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extremes_table() {
+        type Range = Option<(i64, i64)>;
+        let cases: &[(&[i64], Range)] = &[
+            (&[], None),
+            (&[7], Some((7, 7))),
+            (&[3, -1, 9, 4, 2], Some((-1, 9))),
+            (&[5, 5, 5, 5, 5, 5, 5, 5, i64::MIN], Some((i64::MIN, 5))),
+            (&[1, 2, 3, 4, 5, 6, 7, i64::MAX], Some((1, i64::MAX))),
+        ];
+        for (values, want) in cases {
+            assert_eq!(extremes(values), *want, "{values:?}");
+        }
+    }
 
     #[test]
     fn reduce_table() {

@@ -21,7 +21,7 @@ use crate::features::FeatureGates;
 use crate::filters::PreparedFilters;
 use crate::framework::{
     CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, NodeScore, Reason, Reservation,
-    ScorePrep, ScoreRule,
+    ScorePrep, ScoreRule, extremes,
 };
 use crate::health::Trackers;
 use crate::nominator::Nominator;
@@ -604,7 +604,10 @@ impl Scheduler {
             for (slot, feasible, raw) in pass.asked.iter() {
                 answers.keep(slot, feasible, raw);
             }
-            pass.columns = answers.columns(&pass.feasible);
+            if !pass.gathered {
+                let whole = (pass.visited == all).then_some(start);
+                pass.columns = answers.columns(&pass.feasible, whole);
+            }
             let asked = (pass.asked.len() + asked_first) as u64;
             let reused = (pass.reused - asked_first.min(pass.reused)) as u64;
             answers.judge(reused, asked);
@@ -851,6 +854,18 @@ fn evaluate(
     let order = cluster.node_order();
     let all = order.len();
     if let Some(k) = kept.filter(|k| k.all_known()) {
+        if want >= all
+            && let Some((feasible, columns)) = k.view(start)
+        {
+            return Pass {
+                feasible,
+                columns,
+                gathered: true,
+                visited: all,
+                asked: Asked::new(0),
+                reused: all,
+            };
+        }
         return walk_kept(order, walk, k);
     }
     // Columns the pass builds itself: none when the class's answers hold the raw scores.
@@ -914,6 +929,7 @@ fn evaluate(
     let mut pass = Pass {
         feasible: Vec::with_capacity(want.min(all)),
         columns: vec![Vec::with_capacity(want.min(all)); width],
+        gathered: false,
         visited: 0,
         asked: Asked::new(scorers.len()),
         reused: 0,
@@ -1035,6 +1051,7 @@ fn walk_kept(order: &[NodeId], walk: Walk, kept: &Answers) -> Pass {
     Pass {
         feasible,
         columns: Vec::new(),
+        gathered: false,
         visited,
         asked: Asked::new(0),
         reused: visited,
@@ -1096,6 +1113,9 @@ struct Pass {
     feasible: Vec<NodeId>,
     /// Raw scores of the feasible nodes, one column per per-node score rule.
     columns: Vec<Vec<i64>>,
+    /// Whether `columns` came from the class's answers already (else, with a class, the
+    /// cycle gathers them after keeping what the pass asked).
+    gathered: bool,
     /// How many nodes were consumed (from the start position, in visiting order).
     visited: usize,
     /// The node answers asked of the rules, for a class to keep (only when it keeps any).
@@ -1286,7 +1306,8 @@ fn weighted_totals(constant: i64, columns: &[Column], weights: &[i64], len: usiz
         .zip(weights)
         .try_fold(constant.unsigned_abs(), |acc, (col, w)| match col {
             Column::Values(values) => {
-                let largest = values.iter().map(|s| s.unsigned_abs()).max().unwrap_or(0);
+                let largest = extremes(values)
+                    .map_or(0, |(low, high)| low.unsigned_abs().max(high.unsigned_abs()));
                 largest
                     .checked_mul(w.unsigned_abs())
                     .and_then(|x| acc.checked_add(x))
@@ -1310,23 +1331,25 @@ fn weighted_totals(constant: i64, columns: &[Column], weights: &[i64], len: usiz
     totals
 }
 
-/// Index of the highest total; ties broken uniformly at random (reservoir sampling, as
-/// upstream's selectHost).
+/// Index of the highest total; ties broken uniformly at random, as upstream's selectHost
+/// (which samples a reservoir as it goes). One draw among the ties, counted first, picks
+/// the same distribution at a fraction of the cost: nodes of a fresh cluster often all tie.
 fn select_best(rng: &mut ChaCha8Rng, totals: &[i64]) -> usize {
-    let mut best = 0;
-    let mut ties = 1u32;
-    for (i, t) in totals.iter().enumerate().skip(1) {
-        if *t > totals[best] {
-            best = i;
-            ties = 1;
-        } else if *t == totals[best] {
-            ties += 1;
-            if rng.random_range(0..ties) == 0 {
-                best = i;
-            }
-        }
-    }
-    best
+    let Some((_, best)) = extremes(totals) else {
+        return 0;
+    };
+    let ties = totals.iter().filter(|t| **t == best).count();
+    let pick = if ties > 1 {
+        rng.random_range(0..ties)
+    } else {
+        0
+    };
+    totals
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| **t == best)
+        .nth(pick)
+        .map_or(0, |(i, _)| i)
 }
 
 #[cfg(test)]
