@@ -762,10 +762,10 @@ impl Scheduler {
             .iter()
             .zip(&weights)
             .filter_map(|(col, weight)| match col {
-                Column::Constant(v) => Some(v * weight),
+                Column::Constant(v) => Some(v.saturating_mul(*weight)),
                 Column::Values(_) => None,
             })
-            .sum();
+            .fold(0i64, i64::saturating_add);
         let totals = weighted_totals(constant, &columns, &weights, chosen.len());
         let best = select_best(&mut self.rng, &totals);
         let explanation = explain.then(|| {
@@ -1295,36 +1295,39 @@ fn select_rows(feasible: &[NodeId], columns: Vec<Vec<i64>>, kept: &[NodeId]) -> 
         .collect()
 }
 
-/// Each node's weighted sum of its normalised scores, saturating at the ends of i64. When no
-/// sum can come near them (the largest magnitude in each column times its weight, summed,
-/// fits), plain arithmetic gives the same sums and vectorises: the cycle runs this over every
-/// feasible node for every pod.
+/// Each node's weighted sum of its normalised scores, saturating at the ends of i64. While
+/// every score lies in `0..=limit`, where `limit` times the summed weights fits beside the
+/// constant part, no sum can come near the ends, so plain arithmetic gives the same sums;
+/// the loop checks that as it adds, in the same pass over each column (the cycle runs this
+/// over every feasible node for every pod). A score outside it sums again, saturating.
 fn weighted_totals(constant: i64, columns: &[Column], weights: &[i64], len: usize) -> Vec<i64> {
+    let values = || {
+        columns
+            .iter()
+            .zip(weights)
+            .filter_map(|(col, weight)| match col {
+                Column::Values(values) => Some((values, *weight)),
+                Column::Constant(_) => None,
+            })
+    };
+    let weight_sum = values().fold(0u64, |sum, (_, w)| sum.saturating_add(w.unsigned_abs()));
+    let limit = (i64::MAX
+        .unsigned_abs()
+        .saturating_sub(constant.unsigned_abs()))
+        / weight_sum.max(1);
     let mut totals = vec![constant; len];
-    let bound = columns
-        .iter()
-        .zip(weights)
-        .try_fold(constant.unsigned_abs(), |acc, (col, w)| match col {
-            Column::Values(values) => {
-                let largest = extremes(values)
-                    .map_or(0, |(low, high)| low.unsigned_abs().max(high.unsigned_abs()));
-                largest
-                    .checked_mul(w.unsigned_abs())
-                    .and_then(|x| acc.checked_add(x))
-            }
-            Column::Constant(_) => Some(acc),
-        });
-    let exact = bound.is_some_and(|b| b <= i64::MAX as u64);
-    for (col, weight) in columns.iter().zip(weights) {
-        if let Column::Values(values) = col {
-            if exact {
-                for (t, s) in totals.iter_mut().zip(values) {
-                    *t += s * weight;
-                }
-            } else {
-                for (t, s) in totals.iter_mut().zip(values) {
-                    *t = t.saturating_add(s.saturating_mul(*weight));
-                }
+    let mut within = true;
+    for (values, weight) in values() {
+        for (t, s) in totals.iter_mut().zip(values) {
+            within &= (*s as u64) <= limit;
+            *t = t.wrapping_add(s.wrapping_mul(weight));
+        }
+    }
+    if !within {
+        totals.fill(constant);
+        for (values, weight) in values() {
+            for (t, s) in totals.iter_mut().zip(values) {
+                *t = t.saturating_add(s.saturating_mul(weight));
             }
         }
     }
@@ -1449,6 +1452,63 @@ mod tests {
         // Wrapping around: the third cycle covers 200..300.
         s.schedule(&c, &p, false);
         assert_eq!(s.next_start, 0);
+    }
+
+    #[test]
+    fn weighted_totals_saturate_only_where_plain_sums_would_overflow() {
+        let values = |v: &[i64]| Column::Values(v.to_vec());
+        type Case = (&'static str, i64, Vec<Column>, Vec<i64>, Vec<i64>);
+        let cases: Vec<Case> = vec![
+            (
+                "plain sums",
+                5,
+                vec![values(&[0, 100]), Column::Constant(7), values(&[3, 1])],
+                vec![2, 9, 10],
+                vec![35, 215],
+            ),
+            (
+                "a negative score takes the checked path and sums the same",
+                0,
+                vec![values(&[-4, 2])],
+                vec![3],
+                vec![-12, 6],
+            ),
+            (
+                "a huge weight saturates at the top",
+                0,
+                vec![values(&[2, 0]), values(&[1, 1])],
+                vec![i64::MAX / 2 + 1, 1],
+                vec![i64::MAX, 1],
+            ),
+            (
+                "a huge negative score saturates at the bottom",
+                -10,
+                vec![values(&[i64::MIN / 2, 1])],
+                vec![4],
+                vec![i64::MIN, -6],
+            ),
+            (
+                "scores at the limit still sum plainly",
+                i64::MAX - 200,
+                vec![values(&[100]), values(&[100])],
+                vec![1, 1],
+                vec![i64::MAX],
+            ),
+            (
+                "one past the limit saturates",
+                i64::MAX - 200,
+                vec![values(&[100]), values(&[101])],
+                vec![1, 1],
+                vec![i64::MAX],
+            ),
+        ];
+        for (name, constant, columns, weights, want) in cases {
+            assert_eq!(
+                weighted_totals(constant, &columns, &weights, want.len()),
+                want,
+                "{name}"
+            );
+        }
     }
 
     #[test]
