@@ -24,7 +24,8 @@ for wasm in "$target"/wasm32-wasip1/release/*.wasm; do
 done
 
 echo "== plugins: Go (GOOS=wasip1 GOARCH=wasm)"
-for dir in plugins/maintenance-window; do
+go_plugins=(plugins/maintenance-window)
+for dir in "${go_plugins[@]}"; do
   (cd "$dir" && GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath \
     -o "../dist/$(basename "$dir").wasm" .)
 done

@@ -10,6 +10,16 @@ echo "== cargo fmt"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== shell scripts (bash -n; shellcheck where installed) and scripts/readme-figures.py"
+for script in scripts/*.sh; do
+  bash -n "$script"
+done
+if command -v shellcheck >/dev/null; then
+  shellcheck scripts/*.sh
+else
+  echo "shellcheck is not installed: only bash -n checked the scripts"
+fi
+python3 -c "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])" scripts/readme-figures.py
 echo "== unused dependencies (cargo-machete)"
 if [[ "$(cargo machete --version 2>/dev/null)" != *"0.9.2"* ]]; then
   cargo install cargo-machete --version 0.9.2 --locked --quiet
@@ -34,3 +44,7 @@ echo "== plugins: fmt, clippy and native tests (Rust SDK and examples; Go SDK an
 bash scripts/check-plugins.sh
 echo "== cargo test"
 cargo test --workspace --locked
+echo "== scripts/readme-figures.sh at tiny sizes, debug build (checks the script, measures nothing)"
+QUICK=1 ROUNDS=1 ONLY="basic scheduling-basic preemption extender-1000n" \
+  BERTH_BIN="$CARGO_TARGET_DIR/debug/berth" LOG="$CARGO_TARGET_DIR/tmp/readme-figures-check.log" \
+  bash scripts/readme-figures.sh
