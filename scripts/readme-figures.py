@@ -101,7 +101,7 @@ def tag(path, label, classes, round_, command, seconds, text):
 def num(x, unit=""):
     if x is None:
         return "—"
-    if abs(x) >= 100:
+    if abs(x) >= 100 or x == int(x):
         s = f"{x:,.0f}"
     elif abs(x) >= 10:
         s = f"{x:.1f}"
@@ -130,6 +130,16 @@ def spread(values):
     if len(values) == 1:
         return num(m)
     return f"{num(m)} ({num(min(values))}-{num(max(values))})"
+
+
+def latencies(rs):
+    """Median p50 / p99 of a set of runs."""
+    return f"{us(med(r.get('p50_us') for r in rs))} / {us(med(r.get('p99_us') for r in rs))}"
+
+
+def peak(rs):
+    """The highest peak RSS of a set of runs."""
+    return num(max((r.get("peak_rss_mib") or 0) for r in rs)) if rs else "—"
 
 
 def table(path):
@@ -164,8 +174,6 @@ def table(path):
         unit = " (preemptions/s)" if "preemptions_per_sec" in group[0] else ""
         r_on, r_off = med(rate(r) for r in on), med(rate(r) for r in off)
         ratio = f"{r_on / r_off:.2f}x" if r_on and r_off else "—"
-        lat = lambda rs: f"{us(med(r.get('p50_us') for r in rs))} / {us(med(r.get('p99_us') for r in rs))}"
-        rss = lambda rs: num(max((r.get("peak_rss_mib") or 0) for r in rs)) if rs else "—"
         digests = {r.get("placement_digest") for r in group}
         if None in digests:
             # The preemption workload has no digest: compare what it can, the counts.
@@ -184,8 +192,8 @@ def table(path):
         if short:
             placements += f"; {len(short)} run(s) placed fewer than all pods"
         print(f"| {name}{unit} | `{command}` | {spread([rate(r) for r in on])} | "
-              f"{spread([rate(r) for r in off])} | {ratio} | {lat(on)} | {lat(off)} | "
-              f"{rss(on)} / {rss(off)} MiB | {placements} |")
+              f"{spread([rate(r) for r in off])} | {ratio} | {latencies(on)} | {latencies(off)} | "
+              f"{peak(on)} / {peak(off)} MiB | {placements} |")
         keys = sorted({k for r in group for k, v in r.items()
                        if k not in COMMON and isinstance(v, (int, float))
                        and not isinstance(v, bool)})
