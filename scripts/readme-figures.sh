@@ -11,7 +11,8 @@
 #   QUICK=1           tiny clusters (200 nodes, a few hundred pods) and one short round of
 #                     each test: checks the script, measures nothing worth quoting
 #   WITH_TESTS=1      also run the measurement tests (control plane, plugins, Chromium)
-#   TESTS="idle throughput throughput-qps50 ceiling render"   which of them (default all)
+#   TESTS="idle throughput throughput-qps50 ceiling render"   which of them (default all;
+#                     TESTS="" runs none: only the WASM comparisons)
 #   ONLY="basic mixed ..."   run only these bench labels (default all; see RUNS below)
 #   LOG=path          the log (default $CARGO_TARGET_DIR/readme-figures/<UTC time>.log);
 #                     the raw JSON results go beside it (<log>.jsonl)
@@ -24,10 +25,16 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/berth/target}"
 export GOTOOLCHAIN=local
 
+for tool in python3 awk git; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "error: $tool is needed (python3 aggregates the JSON results)" >&2
+    exit 2
+  fi
+done
 ROUNDS="${ROUNDS:-3}"
 QUICK="${QUICK:-0}"
 WITH_TESTS="${WITH_TESTS:-0}"
-TESTS="${TESTS:-idle throughput throughput-qps50 ceiling render}"
+TESTS="${TESTS-idle throughput throughput-qps50 ceiling render}"
 ONLY="${ONLY:-}"
 if ! [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]]; then
   echo "error: ROUNDS must be a positive integer, got '$ROUNDS'" >&2
@@ -64,6 +71,7 @@ RUNS=(
   "basic-5000n-50000p|--nodes 5000 --running 0 --pods 50000|--nodes 200 --running 0 --pods 2000"
   "basic-5000n-50000running|--nodes 5000 --running 50000 --pods 1000|--nodes 200 --running 2000 --pods 100"
   "basic-20000n|--nodes 20000 --pods 3000|--nodes 400 --pods 300"
+  "basic-selector-spread|--workload basic --feature-gates DefaultPodTopologySpread=false|--workload basic --feature-gates DefaultPodTopologySpread=false --nodes 200 --running 200 --pods 500"
   "scheduling-basic|--workload scheduling-basic|--workload scheduling-basic --nodes 200 --running 200 --pods 500"
   "node-affinity|--workload node-affinity|--workload node-affinity --nodes 200 --running 200 --pods 500"
   "pod-affinity|--workload pod-affinity|--workload pod-affinity --nodes 200 --running 200 --pods 300"
@@ -219,16 +227,16 @@ if [[ $WITH_TESTS == 1 ]]; then
       throughput) cmd=(cargo test --release -p berth --test e2e -- --ignored --nocapture throughput) ;;
       throughput-qps50) cmd=(env BERTH_BENCH_QPS=50 cargo test --release -p berth --test e2e -- --ignored --nocapture throughput) ;;
       ceiling) cmd=(cargo test --release -p berth --test ceiling -- --ignored --nocapture) ;;
-      render)
-        BERTH_CHROMIUM="$(bash scripts/chromium.sh)"
-        export BERTH_CHROMIUM
-        # A debug build, as the README's command (the page's time is the browser's).
-        cmd=(cargo test -p berth --test report -- --ignored --nocapture render_time)
-        ;;
+      # A debug build, as the README's command (the page's time is the browser's).
+      render) cmd=(cargo test -p berth --test report -- --ignored --nocapture render_time) ;;
     esac
     if [[ $QUICK == 1 && ($t == throughput || $t == throughput-qps50 || $t == render) ]]; then
       echo "QUICK: skipping $t (fixed size, minutes long): ${cmd[*]}"
       continue
+    fi
+    if [[ $t == render && -z "${BERTH_CHROMIUM:-}" ]]; then
+      BERTH_CHROMIUM="$(bash scripts/chromium.sh)"
+      export BERTH_CHROMIUM
     fi
     run_step "$t: ${cmd[*]} ($(date -u +%H:%M:%S) UTC; load $(cut -d' ' -f1-3 /proc/loadavg))"
     "${cmd[@]}" || failures+=("${cmd[*]}")
