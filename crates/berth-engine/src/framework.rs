@@ -303,35 +303,29 @@ pub trait ScoreRule: Send + Sync {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a>;
 }
 
-/// The smallest and largest of `values`, None when empty. Cycles take these over every
-/// feasible node's scores for every pod; the target's baseline SIMD has no 64-bit compare,
-/// so four independent running pairs let the CPU overlap what one chain of compares
-/// would serialise.
-pub fn extremes(values: &[i64]) -> Option<(i64, i64)> {
+/// The largest of `values`, None when empty. Cycles take this over every feasible node's
+/// scores for every pod; the target's baseline SIMD has no 64-bit compare, so four
+/// independent running maxima let the CPU overlap what one chain of compares would
+/// serialise.
+pub fn highest(values: &[i64]) -> Option<i64> {
     let first = *values.first()?;
-    let mut low = [first; 4];
-    let mut high = [first; 4];
+    let mut lanes = [first; 4];
     let mut quads = values.chunks_exact(4);
     for quad in &mut quads {
-        for lane in 0..4 {
-            low[lane] = low[lane].min(quad[lane]);
-            high[lane] = high[lane].max(quad[lane]);
+        for (lane, v) in lanes.iter_mut().zip(quad) {
+            *lane = (*lane).max(*v);
         }
     }
     for v in quads.remainder() {
-        low[0] = low[0].min(*v);
-        high[0] = high[0].max(*v);
+        lanes[0] = lanes[0].max(*v);
     }
-    Some((
-        low.into_iter().min().unwrap_or(first),
-        high.into_iter().max().unwrap_or(first),
-    ))
+    lanes.into_iter().max()
 }
 
 /// Upstream's `reduce(max, reverse)` normalisation: scale to 0..=max by the largest raw
 /// score (integer division); all zero gives 0 (or `max` if reversed).
 pub fn normalize_reduce(scores: &mut [i64], max: i64, reverse: bool) {
-    let highest = extremes(scores).map_or(0, |(_, high)| high);
+    let highest = highest(scores).unwrap_or(0);
     if highest == 0 {
         if reverse {
             scores.fill(max);
@@ -349,17 +343,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn extremes_table() {
-        type Range = Option<(i64, i64)>;
-        let cases: &[(&[i64], Range)] = &[
+    fn highest_table() {
+        let cases: &[(&[i64], Option<i64>)] = &[
             (&[], None),
-            (&[7], Some((7, 7))),
-            (&[3, -1, 9, 4, 2], Some((-1, 9))),
-            (&[5, 5, 5, 5, 5, 5, 5, 5, i64::MIN], Some((i64::MIN, 5))),
-            (&[1, 2, 3, 4, 5, 6, 7, i64::MAX], Some((1, i64::MAX))),
+            (&[7], Some(7)),
+            (&[3, -1, 9, 4, 2], Some(9)),
+            (&[-5, -5, -5, -5, -5, -5, -5, -5, -9], Some(-5)),
+            (&[1, 2, 3, 4, 5, 6, 7, i64::MAX], Some(i64::MAX)),
+            (&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], Some(11)),
         ];
         for (values, want) in cases {
-            assert_eq!(extremes(values), *want, "{values:?}");
+            assert_eq!(highest(values), *want, "{values:?}");
         }
     }
 

@@ -21,7 +21,7 @@ use crate::features::FeatureGates;
 use crate::filters::PreparedFilters;
 use crate::framework::{
     CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, NodeScore, Reason, Reservation,
-    ScorePrep, ScoreRule, extremes,
+    ScorePrep, ScoreRule, highest,
 };
 use crate::health::Trackers;
 use crate::nominator::Nominator;
@@ -1338,7 +1338,7 @@ fn weighted_totals(constant: i64, columns: &[Column], weights: &[i64], len: usiz
 /// (which samples a reservoir as it goes). One draw among the ties, counted first, picks
 /// the same distribution at a fraction of the cost: nodes of a fresh cluster often all tie.
 fn select_best(rng: &mut ChaCha8Rng, totals: &[i64]) -> usize {
-    let Some((_, best)) = extremes(totals) else {
+    let Some(best) = highest(totals) else {
         return 0;
     };
     let ties = totals.iter().filter(|t| **t == best).count();
