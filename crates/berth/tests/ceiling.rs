@@ -34,12 +34,14 @@
 //! same cluster (the nodes, nothing bound). The order of the contenders rotates each round.
 //! `BERTH_CEILING_ROUNDS` (3) sets the rounds, `BERTH_CEILING_RUN` (`ceiling,berth,
 //! kube-scheduler`) which contenders run. Medians and fractions of the ceiling are printed
-//! last.
+//! last. `BERTH_CEILING_PROFILE=DIR` turns the apiserver's profiling on and writes a CPU
+//! profile of it, over `PROFILE_SECONDS` from a second after each contender starts, to
+//! `DIR/<contender>-<round>.pprof` (read it with `go tool pprof -top`).
 
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -69,6 +71,8 @@ const IN_FLIGHT: usize = 32;
 const NOBODY: &str = "nobody";
 /// Longest a run may take from its contender's start to its last pod bound and event seen.
 const RUN_LIMIT: Duration = Duration::from_secs(300);
+/// How long the apiserver's CPU profile of a run samples (from a second after the start).
+const PROFILE_SECONDS: u64 = 5;
 /// The label that names a run's batch, for deleting it.
 const BATCH: &str = "berth-ceiling-batch";
 
@@ -141,6 +145,8 @@ struct Bench {
     /// The ceiling's clients.
     client: kube::Client,
     events: OneOffEvents,
+    /// Where the apiserver's CPU profiles go, if anywhere.
+    profiles: Option<PathBuf>,
 }
 
 /// One run's figures.
@@ -415,6 +421,23 @@ impl Running {
     }
 }
 
+/// Writes a CPU profile of the apiserver, sampled over [`PROFILE_SECONDS`] from a second
+/// from now, to `path`.
+async fn profile_apiserver(admin: kube::Client, path: PathBuf) -> Result<()> {
+    use futures::AsyncReadExt;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let request = http::Request::get(format!("/debug/pprof/profile?seconds={PROFILE_SECONDS}"))
+        .body(Vec::new())?;
+    let mut profile = Vec::new();
+    admin
+        .request_stream(request)
+        .await
+        .context("the apiserver's CPU profile")?
+        .read_to_end(&mut profile)
+        .await?;
+    std::fs::write(&path, profile).with_context(|| format!("writing {}", path.display()))
+}
+
 fn load_average() -> Result<f64> {
     let text = std::fs::read_to_string("/proc/loadavg")?;
     Ok(text
@@ -471,6 +494,10 @@ async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> R
             )?)
         }
     };
+    let profile = bench.profiles.as_ref().map(|dir| {
+        let path = dir.join(format!("{}-{round}.pprof", contender.name()));
+        tokio::spawn(profile_apiserver(env.admin.clone(), path))
+    });
     let me = std::process::id();
     let pids = [bench.apiserver, bench.etcd, me, running.pid()];
     let seen = watches
@@ -497,6 +524,9 @@ async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> R
         other => Some(peak_rss_mib(other.pid())?),
     };
     drop(running);
+    if let Some(profile) = profile {
+        profile.await??;
+    }
     check_batch(bench, contender, &prefix).await?;
     delete_batch(env, &batch).await?;
     let per_pod = |i: usize| seen.cpu[i] * 1000.0 / count as f64;
@@ -587,11 +617,16 @@ async fn ceiling_berth_and_kube_scheduler_alternating() {
     bounded(limit, async {
         let qps = number("BERTH_CEILING_QPS", 5000)?;
         let kwok = std::env::var("BERTH_CEILING_KWOK").is_ok_and(|v| v == "1");
+        let profiles = std::env::var_os("BERTH_CEILING_PROFILE").map(PathBuf::from);
         let mut options = ClusterOptions::default()
             .for_throughput()
             .max_lifetime(limit);
         if kwok {
             options = options.with_kwok();
+        }
+        if let Some(dir) = &profiles {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            options.apiserver_args.push("--profiling=true".into());
         }
         let env = Env::start(options).await?;
         env.cluster
@@ -619,6 +654,7 @@ async fn ceiling_berth_and_kube_scheduler_alternating() {
             count,
             qps,
             hz: ticks_per_second()?,
+            profiles,
         };
         let dir = tempfile::tempdir()?;
         let mut results: Vec<Vec<Run>> = contenders.iter().map(|_| Vec::new()).collect();
