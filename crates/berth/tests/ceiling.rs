@@ -165,6 +165,9 @@ struct Run {
     scheduler_peak_mib: Option<f64>,
     /// The 1-minute load average when the run started.
     load: f64,
+    /// Requests the apiserver served during the run (from its contender's start to the end),
+    /// per pod, by verb and resource, the most frequent first.
+    requests: Vec<(String, f64)>,
 }
 
 /// Binds every `(name, uid)` to `node-{i % nodes}` as Berth's binder would.
@@ -438,6 +441,45 @@ async fn profile_apiserver(admin: kube::Client, path: PathBuf) -> Result<()> {
     std::fs::write(&path, profile).with_context(|| format!("writing {}", path.display()))
 }
 
+/// The apiserver's count of requests served so far (`apiserver_request_total` summed over
+/// response codes and the rest), by `VERB resource[/subresource]`.
+async fn request_counts(admin: &kube::Client) -> Result<BTreeMap<String, f64>> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = admin
+        .request_text(request)
+        .await
+        .context("the apiserver's metrics")?;
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let (labels, value) = rest
+            .rsplit_once("} ")
+            .with_context(|| format!("a metric line without a value: {line}"))?;
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix("=\""))
+                .map_or("", |v| v.trim_end_matches('"'))
+        };
+        let subresource = match label("subresource") {
+            "" => String::new(),
+            sub => format!("/{sub}"),
+        };
+        let kind = format!("{} {}{subresource}", label("verb"), label("resource"));
+        let value: f64 = value
+            .parse()
+            .with_context(|| format!("a metric value that is not a number: {line}"))?;
+        *counts.entry(kind).or_default() += value;
+    }
+    ensure!(
+        !counts.is_empty(),
+        "no apiserver_request_total in the apiserver's metrics"
+    );
+    Ok(counts)
+}
+
 fn load_average() -> Result<f64> {
     let text = std::fs::read_to_string("/proc/loadavg")?;
     Ok(text
@@ -462,6 +504,7 @@ async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> R
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut watches = Watches::open(env).await?;
     let load = load_average()?;
+    let requests_before = request_counts(&env.admin).await?;
     let (q, b) = (bench.qps.to_string(), (bench.qps * 2).to_string());
     let mut running = match contender {
         Contender::Ceiling => Running::Ceiling(Some(tokio::spawn(bind_all(
@@ -514,6 +557,16 @@ async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> R
             )));
         }
     };
+    let requests_after = request_counts(&env.admin).await?;
+    let mut requests: Vec<(String, f64)> = requests_after
+        .into_iter()
+        .map(|(kind, n)| {
+            let per_pod = (n - requests_before.get(&kind).copied().unwrap_or(0.0)) / count as f64;
+            (kind, per_pod)
+        })
+        .filter(|&(_, per_pod)| per_pod >= 0.01)
+        .collect();
+    requests.sort_by(|a, b| b.1.total_cmp(&a.1));
     let scheduler_peak_mib = match &mut running {
         Running::Ceiling(task) => {
             if let Some(handle) = task.take() {
@@ -540,6 +593,7 @@ async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> R
         this_process_ms: per_pod(2),
         scheduler_peak_mib,
         load,
+        requests,
     })
 }
 
@@ -588,7 +642,8 @@ fn report(contender: Contender, round: usize, count: usize, nodes: usize, r: &Ru
     eprintln!(
         "round {round} {:>14}: {count} pods on {nodes} nodes, {:.0} pods/s ({:.2} s first to \
          last bound, last event at {:.2} s); CPU ms per pod: scheduler {:.3}, apiserver {:.3}, \
-         etcd {:.3}, this process {:.3}; scheduler peak RSS {rss}; load {:.2}",
+         etcd {:.3}, this process {:.3}; scheduler peak RSS {rss}; load {:.2}; requests per \
+         pod: {}",
         contender.name(),
         r.pods_per_second,
         r.binding,
@@ -597,7 +652,12 @@ fn report(contender: Contender, round: usize, count: usize, nodes: usize, r: &Ru
         r.apiserver_ms,
         r.etcd_ms,
         r.this_process_ms,
-        r.load
+        r.load,
+        r.requests
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
 }
 
