@@ -1298,8 +1298,8 @@ fn select_rows(feasible: &[NodeId], columns: Vec<Vec<i64>>, kept: &[NodeId]) -> 
 /// Each node's weighted sum of its normalised scores, saturating at the ends of i64. While
 /// every score lies in `0..=limit`, where `limit` times the summed weights fits beside the
 /// constant part, no sum can come near the ends, so plain arithmetic gives the same sums;
-/// the loop checks that as it adds, in the same pass over each column (the cycle runs this
-/// over every feasible node for every pod). A score outside it sums again, saturating.
+/// the loops check that as they add, in the same passes (the cycle runs this over every
+/// feasible node for every pod). A score outside it sums again, saturating.
 fn weighted_totals(constant: i64, columns: &[Column], weights: &[i64], len: usize) -> Vec<i64> {
     let values = || {
         columns
@@ -1320,9 +1320,9 @@ fn weighted_totals(constant: i64, columns: &[Column], weights: &[i64], len: usiz
     // Up to three columns per pass over the nodes: each total is read and written once per
     // pass rather than once per column, which at tens of thousands of nodes is most of the
     // memory traffic.
-    let columns: Vec<(&Vec<i64>, i64)> = values().collect();
+    let weighted: Vec<(&Vec<i64>, i64)> = values().collect();
     let ok = |s: i64| (s as u64) <= limit;
-    for group in columns.chunks(3) {
+    for group in weighted.chunks(3) {
         match group {
             [(a, wa), (b, wb), (c, wc)] => {
                 for (((t, x), y), z) in totals.iter_mut().zip(*a).zip(*b).zip(*c) {
