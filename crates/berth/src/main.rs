@@ -3,7 +3,8 @@
 
 /// The allocator: glibc returns freed heap to the OS and faults it back in on every
 /// scheduling cycle (each cycle allocates a few hundred KiB of per-node tables); mimalloc
-/// keeps it.
+/// keeps it. Its v2 line, because v3 holds freed memory for a second before returning it:
+/// a fast run that outgrows its tables peaked 25% higher (README, "Equivalence classes").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -110,6 +110,11 @@ pub struct Args {
     /// its memoryLimitMiB.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     plugin_memory_mib: Option<u64>,
+    /// Threads that serve the API client (watches, bindings, events) and the metrics
+    /// endpoint (default: the CPUs available less the one the scheduling thread keeps busy,
+    /// at least one).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    io_threads: Option<u16>,
 }
 
 /// How long the policy file and plugins must be quiet before a reload (editors and
@@ -231,6 +236,7 @@ pub fn run(args: &Args) -> Result<()> {
         daemon.leader_election = Some(lease_settings(args, namespace, identity)?);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(io_threads(args.io_threads))
         .enable_all()
         .build()
         .context("starting the async runtime")?;
@@ -242,6 +248,22 @@ pub fn run(args: &Args) -> Result<()> {
     ))?;
     drop(reloader);
     Ok(())
+}
+
+/// The API threads: the flag, else every CPU but the scheduling thread's. A worker more
+/// than the CPUs left only contends with the scheduling thread (and, on a small machine,
+/// with the apiserver): on 2 CPUs two workers spend more CPU per bound pod than one
+/// (README, "End to end against the ceiling").
+fn io_threads(flag: Option<u16>) -> usize {
+    flag.map_or_else(
+        || {
+            std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .saturating_sub(1)
+                .max(1)
+        },
+        usize::from,
+    )
 }
 
 /// The Lease timing from the flags: the Lease counts whole seconds, and the leader must stop
@@ -331,7 +353,7 @@ mod tests {
     #[test]
     fn kube_scheduler_flags_and_their_aliases() {
         type Check = fn(&Args) -> bool;
-        let cases: [(&[&str], Check); 14] = [
+        let cases: [(&[&str], Check); 16] = [
             (&[], |a| a.leader_elect.is_none() && a.verbosity == 0),
             (&["--leader-elect"], |a| a.leader_elect == Some(true)),
             (&["--leader-elect=false"], |a| a.leader_elect == Some(false)),
@@ -366,6 +388,8 @@ mod tests {
                 a.kube_api_qps == 5.0 && a.kube_api_burst == 6
             }),
             (&["-v", "4"], |a| a.verbosity == 4),
+            (&["--io-threads", "3"], |a| a.io_threads == Some(3)),
+            (&[], |a| a.io_threads.is_none()),
             (&["--v=5", "--logging-format", "json"], |a| {
                 a.verbosity == 5 && a.logging_format == LogFormat::Json
             }),
@@ -381,7 +405,7 @@ mod tests {
 
     #[test]
     fn bad_flags_are_rejected_naming_the_flag() {
-        let cases: [(&[&str], &str); 6] = [
+        let cases: [(&[&str], &str); 7] = [
             (
                 &["--leader-elect-lease-duration", "15"],
                 "--leader-elect-lease-duration",
@@ -395,6 +419,7 @@ mod tests {
             ),
             (&["--leader-elect", "false"], "unexpected argument"),
             (&["--logging-format", "xml"], "--logging-format"),
+            (&["--io-threads", "0"], "--io-threads"),
         ];
         for (flags, want) in cases {
             let err = parse(flags)
