@@ -175,9 +175,13 @@ pub async fn run(
         Some(lease) => {
             info!(lease = %lease.name, namespace = %lease.namespace, identity = %lease.identity,
                 "campaigning for the lease");
+            // A client of its own, as kube-scheduler's leader election has: queued behind
+            // the bindings' rate limit at low QPS, renewals came back too late to extend
+            // the lease before it lapsed, and bindings stopped every few seconds.
+            let lease_client = connect(&config.client).await?;
             let leadership = Leadership::elected();
             let task = tokio::spawn(campaign(
-                client.clone(),
+                lease_client,
                 lease,
                 leadership.clone(),
                 inputs.clone(),

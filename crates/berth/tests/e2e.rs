@@ -946,6 +946,45 @@ async fn a_thousand_pods_on_five_hundred_nodes_fill_them_exactly() {
     .await;
 }
 
+/// At a client QPS far below what 32 bindings in flight ask for, the bindings queue on the
+/// rate limit; the lease renewals must not queue behind them (they have a client of their
+/// own), or the lease lapses and binding stops every few seconds. The tests' lease: renew
+/// deadline 3 s, renewals every 2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bindings_throttled_by_a_low_qps_do_not_starve_the_lease() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(300), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        env.cluster
+            .create_nodes(20, &node_template("node", "8", "32Gi", 110))
+            .await?;
+        let mut berth = env.berth("paced", &["--qps", "5", "--burst", "10"])?;
+        berth.wait_ready().await?;
+        env.create_pods(
+            (0..60)
+                .map(|i| pod(&format!("p-{i}"), "berth", "100m", json!({})))
+                .collect(),
+        )
+        .await?;
+        // 60 bindings at 5 a second take about 12 s; renewals stuck behind them lost the
+        // lease for most of that time.
+        let bound = env.wait_bound("p-", 60, Duration::from_secs(120)).await;
+        let log = berth.log();
+        if let Err(e) = bound {
+            bail!("{e:#}\nberth log tail:\n{}", tail(&log, 40));
+        }
+        for lapse in ["lease has lapsed", "lease lost", "renewal failed"] {
+            ensure!(
+                !log.contains(lapse),
+                "the lease lapsed while bindings waited on the rate limit ({lapse:?}):\n{}",
+                tail(&log, 40)
+            );
+        }
+        Ok(())
+    })
+    .await;
+}
+
 /// End-to-end throughput: 5,000 pods on 1,000 nodes, from the moment Berth is ready (its
 /// caches hold every pending pod) until the watch shows the last pod bound. A measurement,
 /// not a test with a time bound on the result:
