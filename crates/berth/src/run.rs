@@ -253,7 +253,7 @@ pub fn run(args: &Args) -> Result<()> {
 /// The API threads: the flag, else every CPU but the scheduling thread's. A worker more
 /// than the CPUs left only contends with the scheduling thread (and, on a small machine,
 /// with the apiserver): on 2 CPUs two workers spend more CPU per bound pod than one
-/// (README, "End to end against the ceiling").
+/// (README, "The binding ceiling", under "Shipping WASM plugins").
 fn io_threads(flag: Option<u16>) -> usize {
     flag.map_or_else(
         || {
