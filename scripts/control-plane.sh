@@ -16,8 +16,8 @@
 set -euo pipefail
 
 # One wrapper module holds them all so the dependencies they share (client-go, the etcd
-# client, grpc, ...) are compiled once. kubernetes v1.36.3 (go 1.26.0, API newer than the
-# v1_33 the Rust side targets) requires etcd v3.6.8 itself, and kwok v0.8.0 is built
+# client, grpc, ...) are compiled once. kubernetes v1.36.3 (go 1.26.0)
+# requires etcd v3.6.8 itself, and kwok v0.8.0 is built
 # against the v0.36 staging modules.
 K8S_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8
