@@ -89,7 +89,7 @@ fn multi_document_yaml_with_lists_and_empty_documents() {
     assert_eq!(counts(&objects), [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1]);
     assert_eq!(names(&objects.persistent_volumes), ["pv-1"]);
     assert_eq!(names(&objects.persistent_volume_claims), ["data-web-0"]);
-    assert_eq!(objects.priority_classes[0].value, 1000);
+    assert_eq!(objects.priority_classes[0].value, Some(1000));
     assert_eq!(
         objects.warnings,
         [format!(

@@ -303,10 +303,10 @@ impl TestCluster {
         // The API's minimum lifetime is ten minutes.
         let seconds = self.opts.max_lifetime.as_secs().max(600);
         let request = TokenRequest {
-            spec: TokenRequestSpec {
+            spec: Some(TokenRequestSpec {
                 expiration_seconds: Some(i64::try_from(seconds)?),
                 ..TokenRequestSpec::default()
-            },
+            }),
             ..TokenRequest::default()
         };
         let answer = accounts
@@ -315,7 +315,7 @@ impl TestCluster {
             .with_context(|| format!("requesting a token for {namespace}/{name}"))?;
         answer
             .status
-            .map(|s| s.token)
+            .and_then(|s| s.token)
             .ok_or_else(|| anyhow!("TokenRequest for {namespace}/{name} came back without a token"))
     }
 

@@ -55,14 +55,17 @@ impl PriorityResolver {
             let Some(name) = class.metadata.name.as_deref() else {
                 continue;
             };
-            values.insert(name.to_owned(), class.value);
+            // Go decodes a missing `value` as 0 (a plain int32 there; optional only in the
+            // generated Rust types).
+            let value = class.value.unwrap_or(0);
+            values.insert(name.to_owned(), value);
             // Upstream takes the lowest value when several classes claim to be the default.
             if class.global_default == Some(true)
                 && global_default
                     .as_ref()
-                    .is_none_or(|(_, value)| class.value < *value)
+                    .is_none_or(|(_, lowest)| value < *lowest)
             {
-                global_default = Some((name.to_owned(), class.value));
+                global_default = Some((name.to_owned(), value));
             }
         }
         PriorityResolver {

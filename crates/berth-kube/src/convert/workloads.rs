@@ -123,7 +123,7 @@ pub fn pod_disruption_budget(
                 pdb.spec.as_ref().and_then(|s| s.selector.as_ref()),
                 Field::root("spec").name("selector"),
             )?,
-            disruptions_allowed: status.map_or(0, |s| s.disruptions_allowed),
+            disruptions_allowed: status.and_then(|s| s.disruptions_allowed).unwrap_or(0),
             disrupted_pods: status
                 .and_then(|s| s.disrupted_pods.as_ref())
                 .map(|m| m.keys().cloned().collect())

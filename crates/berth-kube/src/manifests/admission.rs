@@ -56,12 +56,14 @@ impl<'a> Admission<'a> {
                 continue;
             };
             let policy = class.preemption_policy.as_deref();
-            classes.insert(name, (class.value, policy));
+            // Go decodes a missing `value` as 0.
+            let value = class.value.unwrap_or(0);
+            classes.insert(name, (value, policy));
             // Upstream takes the lowest value when several classes claim to be the default.
             if class.global_default == Some(true)
-                && global_default.is_none_or(|(_, value, _)| class.value < value)
+                && global_default.is_none_or(|(_, lowest, _)| value < lowest)
             {
-                global_default = Some((name, class.value, policy));
+                global_default = Some((name, value, policy));
             }
         }
         Admission {
