@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use berth_engine::health::Trackers;
 use berth_engine::preemption::DisruptionBudgets;
+use berth_engine::resources::Resources;
 use berth_engine::rules::volume_binding::VolumeBindings;
 use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
 use berth_engine::{Nominator, Reservation, Scheduler};
@@ -699,17 +700,32 @@ impl Cache {
                 "pod bound to another node than assumed");
         }
         let (ns, name) = (&pod.meta.namespace, &pod.meta.name);
-        match self.cluster.pod_by_key(ns, name) {
+        let before = match self.cluster.pod_by_key(ns, name) {
             Some(id) if self.cluster.pod(id).pod == pod => return Effect::None,
-            Some(_) => {
+            Some(id) => {
+                let request = self.cluster.pod(id).request.clone();
                 self.cluster.remove_pod(ns, name);
+                Some(request)
             }
             None => {
                 self.unplaced.remove(&key);
+                None
             }
-        }
+        };
+        let (ns, name) = (pod.meta.namespace.clone(), pod.meta.name.clone());
         self.place(pod);
-        Effect::None
+        // Upstream requeues on AssignedPodUpdate when a pod's requests went down: the room a
+        // resize frees may fit a pod that was refused.
+        let after = self
+            .cluster
+            .pod_by_key(&ns, &name)
+            .map(|id| &self.cluster.pod(id).request);
+        match (before, after) {
+            (Some(before), Some(after)) if asks_less(after, &before) => {
+                Effect::CouldHelp(event::ASSIGNED_POD_UPDATE)
+            }
+            _ => Effect::None,
+        }
     }
 
     /// A pod without a node: queued if it is this scheduler's, unless an assumption for it
@@ -994,6 +1010,14 @@ pub fn object_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectM
         namespace: meta.namespace.clone(),
         name: meta.name.clone().unwrap_or_default(),
     }
+}
+
+/// Whether `after` asks for less of some resource than `before`.
+fn asks_less(after: &Resources, before: &Resources) -> bool {
+    after.milli_cpu < before.milli_cpu
+        || after.memory < before.memory
+        || after.ephemeral_storage < before.ephemeral_storage
+        || before.scalars.iter().any(|(n, v)| after.scalar(n) < *v)
 }
 
 /// Whether a pod has scheduling gates (`spec.schedulingGates`) left.

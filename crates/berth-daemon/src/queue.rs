@@ -32,6 +32,9 @@ pub mod event {
     pub const NODE_UPDATE: &str = "NodeUpdate";
     /// A bound pod went away (deleted, finished, or replaced by a re-created pending one).
     pub const ASSIGNED_POD_DELETE: &str = "AssignedPodDelete";
+    /// A bound pod now asks for less (an in-place resize down, or its resize found
+    /// infeasible), freeing room on its node.
+    pub const ASSIGNED_POD_UPDATE: &str = "AssignedPodUpdate";
     /// Berth's own: a reloaded policy or plugin was swapped in.
     pub const POLICY_RELOAD: &str = "PolicyReload";
     /// Berth's own: a protection lifted a verdict (a circuit breaker half-open or closed,

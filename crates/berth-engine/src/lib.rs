@@ -18,6 +18,8 @@ pub mod labels;
 pub mod model;
 pub mod nominator;
 pub mod podinfo;
+#[cfg(test)]
+mod podinfo_requests_tests;
 pub mod preemption;
 pub mod registry;
 pub mod resources;

@@ -184,6 +184,16 @@ pub struct Container {
     pub requests: ResourceList,
     /// Ports.
     pub ports: Vec<ContainerPort>,
+    /// An init container with `restartPolicy: Always` (a native sidecar, GA in v1.33): it
+    /// keeps running beside the app containers, so its requests and host ports count for the
+    /// pod's whole life. Always false for app containers.
+    pub restartable: bool,
+    /// `status.containerStatuses[].allocatedResources`: what the kubelet has admitted for
+    /// the container (in-place resize, GA in v1.35). None when not reported.
+    pub allocated: Option<ResourceList>,
+    /// `status.containerStatuses[].resources.requests`: what the container runs with now.
+    /// None when not reported.
+    pub actual: Option<ResourceList>,
 }
 
 /// A pod volume source, reduced to what the volume rules need.
@@ -355,6 +365,19 @@ pub struct Pod {
     pub init_containers: Vec<Container>,
     /// `spec.overhead`.
     pub overhead: ResourceList,
+    /// `spec.resources.requests` (pod-level resources, on by default since v1.34), with the
+    /// API server's defaulting of requests from limits already applied: where set for cpu,
+    /// memory or `hugepages-*` it replaces the containers' sum.
+    pub resources: ResourceList,
+    /// The pod's `PodResizePending` condition says `Infeasible`: the kubelet will not apply
+    /// the resize, so the spec's requests are not counted for this bound pod.
+    pub resize_infeasible: bool,
+    /// `spec.schedulingGates` names: while any is left the pod is not tried (v1.30's
+    /// SchedulingGates).
+    pub scheduling_gates: Vec<String>,
+    /// `spec.resourceClaims` names (Dynamic Resource Allocation, GA in v1.34): devices Berth
+    /// does not allocate, so such a pod is refused everywhere.
+    pub resource_claims: Vec<String>,
     /// `spec.nodeSelector`.
     pub node_selector: BTreeMap<String, String>,
     /// `spec.affinity`.

@@ -6,7 +6,8 @@ use crate::labels::{
 };
 use crate::model::{self, NodeSelectorTerm, PodAffinityTerm, WhenUnsatisfiable};
 use crate::resources::{
-    CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, Resources, clamp_i64,
+    CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, ResourceList, Resources,
+    clamp_i64,
 };
 use crate::types::{HostPort, NamespaceFilter, NodeId, TermKind};
 
@@ -218,7 +219,10 @@ pub struct PodInfo {
     pub labels: Labels,
     /// The node it is assigned to (None while pending).
     pub node: Option<NodeId>,
-    /// Filter request: max(sum of containers, each init container) + overhead.
+    /// Filter request as v1.36 computes it: sidecars, pod-level requests, overhead, and for a
+    /// bound pod the resize-aware largest of spec, admitted and running requests (see
+    /// `pod_requests`). Without those fields, v1.22's max(sum of containers, each init
+    /// container) + overhead.
     pub request: Resources,
     /// Scoring CPU request, with 100m for containers that request none.
     pub nonzero_milli_cpu: i64,
@@ -280,8 +284,11 @@ impl PodInfo {
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str())),
         );
-        let request = filter_request(&pod);
-        let (nonzero_milli_cpu, nonzero_memory) = scoring_request(&pod);
+        // A bound pod counts what its containers run with as well as its spec (in-place
+        // resize); a pending one only its spec, as upstream's NodeResourcesFit reads it.
+        let with_status = pod.node_name.is_some();
+        let request = filter_request(&pod, with_status);
+        let (nonzero_milli_cpu, nonzero_memory) = scoring_request(&pod, with_status);
         let cpu_overhead = pod
             .overhead
             .iter()
@@ -294,9 +301,13 @@ impl PodInfo {
         };
         let incoming_milli_cpu = whole_cores(nonzero_milli_cpu);
         let incoming_requested_milli_cpu = whole_cores(request.milli_cpu);
+        // Sidecars' host ports first, then the app containers' (v1.36's `GetHostPorts`);
+        // regular init containers have exited by the time the ports matter.
         let host_ports = pod
-            .containers
+            .init_containers
             .iter()
+            .filter(|c| c.restartable)
+            .chain(&pod.containers)
             .flat_map(|c| &c.ports)
             .filter(|p| p.host_port > 0)
             .map(|p| HostPort {
@@ -384,11 +395,15 @@ impl PodInfo {
     /// Limits are not modelled separately: a container with limits but no requests gets
     /// requests equal to the limits from the API server's defaulting.
     pub fn is_best_effort(&self) -> bool {
-        self.pod
-            .containers
-            .iter()
-            .chain(&self.pod.init_containers)
-            .all(|c| c.requests.iter().all(|(n, _)| n != CPU && n != MEMORY))
+        let unset = |list: &ResourceList| list.iter().all(|(n, _)| n != CPU && n != MEMORY);
+        // Pod-level resources count for the QoS class too (v1.36's `ComputePodQOS`).
+        unset(&self.pod.resources)
+            && self
+                .pod
+                .containers
+                .iter()
+                .chain(&self.pod.init_containers)
+                .all(|c| unset(&c.requests))
     }
 
     /// Whether the pod is being deleted.
@@ -397,50 +412,148 @@ impl PodInfo {
     }
 }
 
-/// Upstream's filter request: per resource, max(sum over app containers, each init container),
-/// plus the pod overhead.
-fn filter_request(pod: &model::Pod) -> Resources {
-    let mut sum = Resources::default();
-    for c in &pod.containers {
-        sum.add(&Resources::from_list(&c.requests));
-    }
-    for c in &pod.init_containers {
-        sum.max_with(&Resources::from_list(&c.requests));
-    }
-    sum.add(&Resources::from_list(&pod.overhead));
-    sum
+/// Which of a container's request lists a sum reads (component-helpers' `containerSpecRequests`,
+/// `containerAllocatedRequests` and `containerActuatedRequests`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The spec.
+    Spec,
+    /// What the kubelet admitted; the spec where it reported nothing, unless the resize is
+    /// infeasible.
+    Allocated,
+    /// What the container runs with; else what was admitted; else the spec, unless the
+    /// resize is infeasible.
+    Actuated,
 }
 
-/// Upstream's scoring request for CPU and memory: a container with no request for a resource
-/// counts the default; an explicit zero stays zero.
-fn scoring_request(pod: &model::Pod) -> (i64, i64) {
-    let nonzero = |c: &model::Container, name: &str, default: i64| {
-        c.requests
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(default, |(_, v)| *v)
+/// One container's requests from `source`, with `defaults` added for the resources it does not
+/// list at all (upstream's `applyNonMissing`: an explicit zero stays zero).
+fn container_requests(
+    c: &model::Container,
+    source: Source,
+    resize_infeasible: bool,
+    defaults: &[(&str, i64)],
+) -> Resources {
+    let spec = (!resize_infeasible).then_some(&c.requests);
+    let list = match source {
+        Source::Spec => Some(&c.requests),
+        Source::Allocated => c.allocated.as_ref().or(spec),
+        Source::Actuated => c.actual.as_ref().or(c.allocated.as_ref()).or(spec),
     };
-    let per_resource = |name: &str, default: i64| {
-        let sum = pod
-            .containers
-            .iter()
-            .map(|c| nonzero(c, name, default))
-            .fold(0i64, i64::saturating_add);
-        let init = pod
-            .init_containers
-            .iter()
-            .map(|c| nonzero(c, name, default))
-            .max()
-            .unwrap_or(0);
-        let overhead = pod
-            .overhead
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, v)| *v);
-        sum.max(init).saturating_add(overhead)
+    let list = list.map_or(&[][..], Vec::as_slice);
+    let mut r = Resources::from_list(list);
+    for &(name, value) in defaults {
+        if !list.iter().any(|(n, _)| n == name) {
+            r.set_named(name, value);
+        }
+    }
+    r
+}
+
+/// The containers' requests as v1.36 sums them (component-helpers'
+/// `aggregateContainerResourcesByFn`, the sidecar KEP's formula): the app containers and the
+/// sidecars (restartable init containers) run together; each regular init container runs
+/// beside the sidecars started before it, one at a time. Per resource, the larger of the two.
+/// Without sidecars this is v1.22's max(sum of containers, largest init container).
+fn aggregate(pod: &model::Pod, source: Source, defaults: &[(&str, i64)]) -> Resources {
+    let one = |c| container_requests(c, source, pod.resize_infeasible, defaults);
+    let mut running = Resources::default();
+    for c in &pod.containers {
+        running.add(&one(c));
+    }
+    let mut sidecars = Resources::default();
+    let mut init_peak = Resources::default();
+    for c in &pod.init_containers {
+        let mut r = one(c);
+        if c.restartable {
+            running.add(&r);
+            sidecars.add(&r);
+            init_peak.max_with(&sidecars);
+        } else {
+            r.add(&sidecars);
+            init_peak.max_with(&r);
+        }
+    }
+    running.max_with(&init_peak);
+    running
+}
+
+/// Whether a resource can be set at pod level (component-helpers'
+/// `IsSupportedPodLevelResource`).
+fn pod_level_resource(name: &str) -> bool {
+    name == CPU || name == MEMORY || name.starts_with("hugepages-")
+}
+
+/// Whether the pod sets pod-level requests for a resource that can have them
+/// (`IsPodLevelRequestsSet`).
+fn pod_level_requests_set(pod: &model::Pod) -> bool {
+    pod.resources.iter().any(|(n, _)| pod_level_resource(n))
+}
+
+/// The pod's requests as v1.36 computes them (component-helpers' `PodRequests`), with
+/// `defaults` for container requests left out (see [`container_requests`]). A bound pod
+/// (`with_status`) counts, per resource, the largest of its spec, what the kubelet admitted
+/// and what runs (in-place resize, `AggregateContainerRequests` with `UseStatusResources`);
+/// while its resize is infeasible the spec is left out. Pod-level requests then replace the
+/// containers' sum for the resources they set, and the overhead is added.
+fn pod_requests(pod: &model::Pod, with_status: bool, defaults: &[(&str, i64)]) -> Resources {
+    let mut requests = if with_status {
+        let mut r = aggregate(pod, Source::Actuated, defaults);
+        r.max_with(&aggregate(pod, Source::Allocated, defaults));
+        if !pod.resize_infeasible {
+            r.max_with(&aggregate(pod, Source::Spec, defaults));
+        }
+        r
+    } else {
+        aggregate(pod, Source::Spec, defaults)
     };
-    (
-        per_resource(CPU, DEFAULT_MILLI_CPU_REQUEST),
-        per_resource(MEMORY, DEFAULT_MEMORY_REQUEST),
-    )
+    for (name, value) in &pod.resources {
+        if pod_level_resource(name) {
+            requests.set_named(name, *value);
+        }
+    }
+    requests.add(&Resources::from_list(&pod.overhead));
+    requests
+}
+
+/// What the pod reserves on a node, as v1.36 and its kubelet's admission compute it: for a
+/// bound pod resize-aware (see [`pod_requests`]), for a pending one from its spec.
+pub fn effective_requests(pod: &model::Pod) -> Resources {
+    filter_request(pod, pod.node_name.is_some())
+}
+
+/// Upstream's filter request (`PodRequests`, see [`pod_requests`]).
+fn filter_request(pod: &model::Pod, with_status: bool) -> Resources {
+    pod_requests(pod, with_status, &[])
+}
+
+/// Upstream's scoring request for CPU and memory (v1.36's `calculateResource`): a container
+/// with no request for a resource counts the default; an explicit zero stays zero. With
+/// pod-level requests, the defaults apply only to a resource no container, pod-level request
+/// or overhead names (`getNonMissingContainerRequests`).
+fn scoring_request(pod: &model::Pod, with_status: bool) -> (i64, i64) {
+    let all_defaults = [
+        (CPU, DEFAULT_MILLI_CPU_REQUEST),
+        (MEMORY, DEFAULT_MEMORY_REQUEST),
+    ];
+    let defaults: Vec<(&str, i64)> = if pod_level_requests_set(pod) {
+        let named = |name: &str| {
+            let in_list = |list: &ResourceList| list.iter().any(|(n, _)| n == name);
+            pod.containers.iter().chain(&pod.init_containers).any(|c| {
+                in_list(&c.requests)
+                    || (with_status
+                        && (c.allocated.as_ref().is_some_and(in_list)
+                            || c.actual.as_ref().is_some_and(in_list)))
+            }) || in_list(&pod.resources)
+                || in_list(&pod.overhead)
+        };
+        all_defaults
+            .into_iter()
+            .filter(|(name, _)| !named(name))
+            .collect()
+    } else {
+        all_defaults.to_vec()
+    };
+    let requests = pod_requests(pod, with_status, &defaults);
+    (requests.milli_cpu, requests.memory)
 }

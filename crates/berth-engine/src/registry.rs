@@ -82,9 +82,15 @@ pub fn scheduler_with_plugins(
         .filter(|m| m.ignored_by_scheduler)
         .map(|m| m.name.clone())
         .collect();
-    let filters = filter_groups(policy)
-        .into_iter()
-        .map(|group| {
+    // Checks of fields v1.22 never knew come first, whatever the policy: they follow v1.36,
+    // whose default profile always runs them, and they skip every pod without those fields.
+    let mandatory = std::iter::once(Ok(NamedFilter {
+        name: dynamic_resources::NAME.to_owned(),
+        upstream: Some(dynamic_resources::UPSTREAM_PLUGIN),
+        rule: Arc::new(dynamic_resources::DynamicResources),
+    }));
+    let filters = mandatory
+        .chain(filter_groups(policy).into_iter().map(|group| {
             Ok(NamedFilter {
                 name: group.name(),
                 upstream: match upstream_filter_plugins(group.first()) {
@@ -98,7 +104,7 @@ pub fn scheduler_with_plugins(
                     plugins,
                 )?,
             })
-        })
+        }))
         .collect::<Result<Vec<_>, RegistryError>>()?;
     let mut scores = Vec::new();
     for group in score_groups(policy, config.feature_gates) {
@@ -627,7 +633,9 @@ mod tests {
         for (name, text, gates, filters, scores) in cases {
             let s = build(text, *gates);
             let got: Vec<&str> = s.filters().iter().map(|f| f.name.as_str()).collect();
-            assert_eq!(&got, filters, "{name}: filters");
+            // Every scheduler starts with the checks of fields v1.22 never knew.
+            assert_eq!(got[0], dynamic_resources::NAME, "{name}: mandatory filter");
+            assert_eq!(&got[1..], *filters, "{name}: filters");
             let got: Vec<(&str, i64)> = s
                 .scores()
                 .iter()

@@ -55,7 +55,7 @@ impl Resources {
     }
 
     /// Sets the named quantity.
-    fn set_named(&mut self, name: &str, v: i64) {
+    pub(crate) fn set_named(&mut self, name: &str, v: i64) {
         if let Some(q) = self.slot(name) {
             *q = v;
         }

@@ -1827,6 +1827,7 @@ mod tests {
         assert_eq!(
             seen,
             [
+                expect("DynamicResources", "PreFilter"),
                 expect("NodeUnschedulable", "PreFilter"),
                 expect("GeneralPredicates", "PreFilter"),
                 expect("TaintToleration", "PreFilter"),

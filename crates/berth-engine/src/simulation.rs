@@ -39,13 +39,26 @@ pub struct Outcome {
     pub preemption_warnings: Vec<ExtenderError>,
     /// The non-ignorable extender whose preempt call failed, failing the preemption.
     pub preemption_error: Option<ExtenderError>,
+    /// The pod's scheduling gates: while any is left it is not tried (SchedulingGates'
+    /// PreEnqueue), so there is no decision to speak of.
+    pub gates: Vec<String>,
 }
 
 impl Outcome {
-    /// Why the pod was not placed (the FitError or a failing extender's error).
+    /// Why the pod was not placed (its scheduling gates, the FitError or a failing
+    /// extender's error).
     pub fn message(&self) -> Option<String> {
+        if !self.gates.is_empty() {
+            return Some(gated_message(&self.gates));
+        }
         self.decision.failure_message()
     }
+}
+
+/// SchedulingGates' words for a held pod (`waiting for scheduling gates: %v`, Go's list
+/// format).
+pub fn gated_message(gates: &[String]) -> String {
+    format!("waiting for scheduling gates: [{}]", gates.join(" "))
 }
 
 /// A preemption attempt in words, by node and pod name.
@@ -113,6 +126,10 @@ pub fn schedule_all_with(
 ) -> Result<(), ClusterError> {
     let mut nominator = Nominator::new();
     for pod in pending {
+        if !pod.scheduling_gates.is_empty() {
+            each(&gated(pod));
+            continue;
+        }
         let mut info = cluster.compile_pod(pod);
         let key = info.key();
         let mut decision = scheduler.schedule_with(cluster, &nominator, &info, explain);
@@ -125,6 +142,7 @@ pub fn schedule_all_with(
             preemption: None,
             preemption_warnings: Vec::new(),
             preemption_error: None,
+            gates: Vec::new(),
         };
         if let Some(fit) = &decision.fit_error {
             let (result, explained) = scheduler.preempt(cluster, &nominator, budgets, &info, fit);
@@ -179,6 +197,28 @@ pub fn schedule_all_with(
         each(&outcome);
     }
     Ok(())
+}
+
+/// The outcome of a pod held by its scheduling gates: never tried, so never placed,
+/// preempting or nominated.
+fn gated(pod: Pod) -> Outcome {
+    Outcome {
+        pod: pod.key(),
+        node: None,
+        decision: Decision {
+            node: None,
+            fit_error: None,
+            explanation: None,
+            extender_error: None,
+            extender_warnings: Vec::new(),
+        },
+        nominated_node: None,
+        victims: Vec::new(),
+        preemption: None,
+        preemption_warnings: Vec::new(),
+        preemption_error: None,
+        gates: pod.scheduling_gates,
+    }
 }
 
 /// Removes the victims from the cluster; returns their keys.

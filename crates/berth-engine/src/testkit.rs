@@ -202,6 +202,22 @@ impl PodBuilder {
         });
         self
     }
+    /// Adds a sidecar: an init container with `restartPolicy: Always` and these CPU and
+    /// memory requests.
+    pub fn sidecar(mut self, milli_cpu: i64, memory: i64) -> Self {
+        self.0.init_containers.push(Container {
+            name: format!("init{}", self.0.init_containers.len()),
+            requests: vec![("cpu".into(), milli_cpu), ("memory".into(), memory)],
+            restartable: true,
+            ..Container::default()
+        });
+        self
+    }
+    /// A pod-level request (`spec.resources.requests`).
+    pub fn pod_level(mut self, name: &str, v: i64) -> Self {
+        set(&mut self.0.resources, name, v);
+        self
+    }
     /// Pod overhead.
     pub fn overhead(mut self, name: &str, v: i64) -> Self {
         set(&mut self.0.overhead, name, v);

@@ -1688,3 +1688,95 @@ spec:
         "ReplicaSet shop/rs: spec.selector.matchExpressions[0].values: must be empty for operator Exists or DoesNotExist"
     );
 }
+
+/// A pod with fields kube-scheduler v1.22 never knew: a native sidecar, pod-level resources,
+/// an in-place resize in progress, scheduling gates and resource claims.
+const MODERN_POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: modern
+  namespace: shop
+spec:
+  nodeName: n1
+  initContainers:
+  - name: setup
+    image: busybox
+    resources:
+      requests: {cpu: 500m}
+  - name: proxy
+    image: envoy
+    restartPolicy: Always
+    ports:
+    - containerPort: 15001
+      hostPort: 15001
+    resources:
+      limits: {cpu: 250m, memory: 64Mi}
+  containers:
+  - name: app
+    image: app:1
+    resources:
+      requests: {cpu: "1"}
+  resources:
+    limits: {memory: 1Gi}
+    requests: {cpu: "2"}
+  schedulingGates:
+  - name: example.com/quota
+  resourceClaims:
+  - name: gpu
+    resourceClaimName: gpu-claim
+status:
+  phase: Running
+  conditions:
+  - type: PodResizePending
+    status: "True"
+    reason: Infeasible
+  containerStatuses:
+  - name: app
+    image: app:1
+    imageID: ""
+    ready: true
+    restartCount: 0
+    allocatedResources: {cpu: 1500m}
+    resources:
+      requests: {cpu: 1200m}
+  initContainerStatuses:
+  - name: proxy
+    image: envoy
+    imageID: ""
+    ready: true
+    restartCount: 0
+"#;
+
+#[test]
+fn fields_v122_never_knew_are_read() {
+    let pod = pod_ok(MODERN_POD);
+    let [setup, proxy] = &pod.init_containers[..] else {
+        panic!("two init containers: {:?}", pod.init_containers);
+    };
+    assert!(!setup.restartable && proxy.restartable);
+    // A limit without a request is the request too, for sidecars and pod-level resources.
+    assert_eq!(proxy.requests, list(&[("cpu", 250), ("memory", 64 << 20)]));
+    assert_eq!(pod.resources, list(&[("cpu", 2000), ("memory", 1 << 30)]));
+    assert_eq!(proxy.ports[0].host_port, 15001);
+    // The status is matched to containers by name; the sidecar reports no resources.
+    let app = &pod.containers[0];
+    assert_eq!(app.allocated, Some(list(&[("cpu", 1500)])));
+    assert_eq!(app.actual, Some(list(&[("cpu", 1200)])));
+    assert_eq!((&proxy.allocated, &proxy.actual), (&None, &None));
+    assert!(pod.resize_infeasible);
+    assert_eq!(pod.scheduling_gates, ["example.com/quota"]);
+    assert_eq!(pod.resource_claims, ["gpu"]);
+}
+
+#[test]
+fn a_bad_status_quantity_names_the_status_field() {
+    let yaml = MODERN_POD.replace(
+        "allocatedResources: {cpu: 1500m}",
+        "allocatedResources: {cpu: 1x}",
+    );
+    assert_eq!(
+        pod_err(&yaml),
+        "Pod shop/modern: status.containerStatuses[0].allocatedResources.cpu: invalid quantity \"1x\": unknown suffix \"x\" (expected one of n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent like 1e3)"
+    );
+}

@@ -26,11 +26,15 @@ fn quantities(list: &[(String, i64)]) -> Value {
 }
 
 fn container(c: &Container) -> Value {
-    json!({
+    let mut v = json!({
         "name": c.name,
         "image": c.image,
         "resources": {"requests": quantities(&c.requests)},
-    })
+    });
+    if c.restartable {
+        v["restartPolicy"] = json!("Always");
+    }
+    v
 }
 
 /// The pod being scheduled: `{metadata, spec}` with the fields a scheduling plugin reads.
@@ -59,6 +63,7 @@ pub(crate) fn pod_json(pod: &PodInfo) -> Vec<u8> {
             "containers": p.containers.iter().map(container).collect::<Vec<_>>(),
             "initContainers": p.init_containers.iter().map(container).collect::<Vec<_>>(),
             "overhead": quantities(&p.overhead),
+            "resources": {"requests": quantities(&p.resources)},
             "nodeSelector": p.node_selector,
             "tolerations": tolerations,
             "hostNetwork": p.host_network,

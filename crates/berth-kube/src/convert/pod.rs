@@ -9,6 +9,8 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use super::field::{Field, Problem};
 use super::selectors::{node_selector, node_selector_term, optional_selector};
 
+use berth_engine::resources::ResourceList;
+
 use super::{
     ConvertError, DEFAULT_SCHEDULER_NAME, PREFERRED, REQUIRED, amount, convert, object_ref,
     resource_list, taint_effect,
@@ -117,10 +119,18 @@ pub fn pod(
                 (0, class.to_owned())
             }
         };
-        let app_containers = containers(&spec.containers, at.name("containers"))?;
+        let status = pod.status.as_ref();
+        let app_containers = containers(
+            &spec.containers,
+            status.and_then(|s| s.container_statuses.as_deref()),
+            at.name("containers"),
+            Field::root("status").name("containerStatuses"),
+        )?;
         let init_containers = containers(
             spec.init_containers.as_deref().unwrap_or_default(),
+            status.and_then(|s| s.init_container_statuses.as_deref()),
             at.name("initContainers"),
+            Field::root("status").name("initContainerStatuses"),
         )?;
         let affinity = spec
             .affinity
@@ -162,7 +172,6 @@ pub fn pod(
                 )));
             }
         };
-        let status = pod.status.as_ref();
         Ok(model::Pod {
             preempt_never,
             nominated_node_name: status
@@ -182,6 +191,30 @@ pub fn pod(
             containers: app_containers,
             init_containers,
             overhead: resource_list(spec.overhead.as_ref(), at.name("overhead"))?,
+            resources: spec
+                .resources
+                .as_ref()
+                .map(|r| requests_with_limits(r, at.name("resources")))
+                .transpose()?
+                .unwrap_or_default(),
+            resize_infeasible: status
+                .and_then(|s| s.conditions.as_deref())
+                .into_iter()
+                .flatten()
+                .find(|c| c.type_ == "PodResizePending")
+                .is_some_and(|c| c.reason.as_deref() == Some("Infeasible")),
+            scheduling_gates: spec
+                .scheduling_gates
+                .iter()
+                .flatten()
+                .map(|g| g.name.clone())
+                .collect(),
+            resource_claims: spec
+                .resource_claims
+                .iter()
+                .flatten()
+                .map(|c| c.name.clone())
+                .collect(),
             node_selector: spec.node_selector.clone().unwrap_or_default(),
             affinity,
             tolerations,
@@ -193,33 +226,71 @@ pub fn pod(
     })
 }
 
-fn containers(list: &[core::Container], at: Field<'_>) -> Result<Vec<model::Container>, Problem> {
+/// Containers with their statuses (matched by name, as upstream's `findContainerStatus`).
+fn containers(
+    list: &[core::Container],
+    statuses: Option<&[core::ContainerStatus]>,
+    at: Field<'_>,
+    statuses_at: Field<'_>,
+) -> Result<Vec<model::Container>, Problem> {
+    let statuses = statuses.unwrap_or_default();
     list.iter()
         .enumerate()
-        .map(|(index, c)| container(c, at.index(index)))
+        .map(|(index, c)| {
+            let status = statuses
+                .iter()
+                .position(|status| status.name == c.name)
+                .map(|i| (&statuses[i], statuses_at.index(i)));
+            container(c, status, at.index(index))
+        })
         .collect()
 }
 
-fn container(container: &core::Container, at: Field<'_>) -> Result<model::Container, Problem> {
-    let resources = container.resources.as_ref();
-    let resources_at = at.name("resources");
-    let requests = resources.and_then(|r| r.requests.as_ref());
-    let mut converted = resource_list(requests, resources_at.name("requests"))?;
-    // The API server's defaulting: a limit without a request is the request too.
-    let limits_at = resources_at.name("limits");
-    for (name, limit) in resources
-        .and_then(|r| r.limits.as_ref())
-        .into_iter()
-        .flatten()
-    {
+/// Requests with the API server's defaulting: a limit without a request is the request too.
+fn requests_with_limits(
+    resources: &core::ResourceRequirements,
+    at: Field<'_>,
+) -> Result<ResourceList, Problem> {
+    let requests = resources.requests.as_ref();
+    let mut converted = resource_list(requests, at.name("requests"))?;
+    let limits_at = at.name("limits");
+    for (name, limit) in resources.limits.iter().flatten() {
         if !requests.is_some_and(|requests| requests.contains_key(name)) {
             converted.push((name.clone(), amount(name, limit, limits_at.key(name))?));
         }
     }
+    Ok(converted)
+}
+
+fn container(
+    container: &core::Container,
+    status: Option<(&core::ContainerStatus, Field<'_>)>,
+    at: Field<'_>,
+) -> Result<model::Container, Problem> {
+    let requests = match container.resources.as_ref() {
+        Some(resources) => requests_with_limits(resources, at.name("resources"))?,
+        None => Vec::new(),
+    };
+    let (allocated, actual) = match status {
+        Some((status, status_at)) => (
+            status
+                .allocated_resources
+                .as_ref()
+                .map(|list| resource_list(Some(list), status_at.name("allocatedResources")))
+                .transpose()?,
+            status
+                .resources
+                .as_ref()
+                .and_then(|r| r.requests.as_ref())
+                .map(|list| resource_list(Some(list), status_at.name("resources").name("requests")))
+                .transpose()?,
+        ),
+        None => (None, None),
+    };
     Ok(model::Container {
         name: container.name.clone(),
         image: container.image.clone().unwrap_or_default(),
-        requests: converted,
+        requests,
         ports: container
             .ports
             .iter()
@@ -230,6 +301,9 @@ fn container(container: &core::Container, at: Field<'_>) -> Result<model::Contai
                 protocol: port.protocol.clone().unwrap_or_default(),
             })
             .collect(),
+        restartable: container.restart_policy.as_deref() == Some("Always"),
+        allocated,
+        actual,
     })
 }
 

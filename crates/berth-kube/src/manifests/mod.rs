@@ -20,8 +20,8 @@ mod stateful_set;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use berth_engine::labels::{Interner, Labels, Selector};
-use berth_engine::model;
 use berth_engine::resources::{ResourceList, Resources};
+use berth_engine::{model, podinfo};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec};
@@ -220,14 +220,21 @@ pub struct Applied {
     pub claims: Vec<String>,
 }
 
-/// A pod's requests as the scheduler reserves them: the effective request is, per
-/// resource, max(sum of containers, largest init container) + overhead.
+/// A pod's requests as the scheduler reserves them (v1.36's `PodRequests`): per resource, the
+/// app containers and sidecars together or the busiest init step, whichever is larger;
+/// pod-level requests replace that for the resources they set; plus the overhead.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodRequests {
     /// Sum over the app containers.
     pub containers: ResourceList,
-    /// Largest init container, per resource.
+    /// Sum over the sidecars (init containers with `restartPolicy: Always`), which run
+    /// beside the app containers.
+    pub sidecars: ResourceList,
+    /// The busiest init step, per resource: a regular init container with the sidecars
+    /// started before it, or the sidecars started so far.
     pub init_containers: ResourceList,
+    /// `spec.resources.requests` (pod-level).
+    pub pod_level: ResourceList,
     /// `spec.overhead`.
     pub overhead: ResourceList,
     /// What the pod reserves on its node.
@@ -241,19 +248,25 @@ impl PodRequests {
         for c in &pod.containers {
             containers.add(&Resources::from_list(&c.requests));
         }
+        let mut sidecars = Resources::default();
         let mut init = Resources::default();
         for c in &pod.init_containers {
-            init.max_with(&Resources::from_list(&c.requests));
+            let mut step = Resources::from_list(&c.requests);
+            if c.restartable {
+                sidecars.add(&step);
+                step = sidecars.clone();
+            } else {
+                step.add(&sidecars);
+            }
+            init.max_with(&step);
         }
-        let overhead = Resources::from_list(&pod.overhead);
-        let mut effective = containers.clone();
-        effective.max_with(&init);
-        effective.add(&overhead);
         PodRequests {
             containers: list(&containers),
+            sidecars: list(&sidecars),
             init_containers: list(&init),
-            overhead: list(&overhead),
-            effective: list(&effective),
+            pod_level: list(&Resources::from_list(&pod.resources)),
+            overhead: list(&Resources::from_list(&pod.overhead)),
+            effective: list(&podinfo::effective_requests(pod)),
         }
     }
 }

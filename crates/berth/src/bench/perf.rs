@@ -188,6 +188,7 @@ fn pod(cluster: &mut Cluster, template: Template, name: &str, namespace: &str) -
             image: "registry.k8s.io/pause:3.10".into(),
             requests: vec![("cpu".into(), POD_MILLI_CPU), ("memory".into(), POD_MEMORY)],
             ports: Vec::new(),
+            ..Container::default()
         }],
         ..Pod::default()
     };

@@ -43,6 +43,7 @@ fn pod(name: &str, node: Option<String>, priority: i32, start: Option<i64>) -> P
             image: "registry.example/app:1".into(),
             requests: vec![("cpu".into(), POD_MILLI_CPU), ("memory".into(), 256 * MI)],
             ports: Vec::new(),
+            ..Container::default()
         }],
         ..Pod::default()
     }

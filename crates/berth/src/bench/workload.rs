@@ -151,6 +151,7 @@ pub(super) fn synthetic_pod(
                 ("memory".into(), rng.random_range(1..=8) * 128 * MI),
             ],
             ports: Vec::new(),
+            ..Container::default()
         }],
         ..Pod::default()
     };

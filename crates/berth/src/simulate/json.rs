@@ -10,6 +10,9 @@ use super::RuleKinds;
 /// (`--explain`) every evaluated node's rejections and scores.
 pub(super) fn line(o: &Outcome, rules: &RuleKinds, details: bool) -> Value {
     let mut v = json!({"pod": o.pod, "node": o.node, "message": o.message()});
+    if !o.gates.is_empty() {
+        v["schedulingGates"] = json!(o.gates);
+    }
     if o.nominated_node.is_some() {
         v["nominatedNode"] = json!(o.nominated_node);
         v["victims"] = json!(o.victims);

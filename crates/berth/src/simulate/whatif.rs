@@ -165,7 +165,9 @@ impl WhatIf {
                     "unschedulableReasons": failures,
                     "requests": {
                         "containers": quantities(&w.requests.containers),
+                        "sidecars": quantities(&w.requests.sidecars),
                         "initContainers": quantities(&w.requests.init_containers),
+                        "podLevel": quantities(&w.requests.pod_level),
                         "overhead": quantities(&w.requests.overhead),
                         "effective": quantities(&w.requests.effective),
                     },
@@ -305,8 +307,14 @@ fn requests_line(r: &manifests::PodRequests) -> String {
             .join(", ")
     };
     let mut line = format!("requests per pod: containers {}", text(&r.containers));
+    if !r.sidecars.is_empty() {
+        line.push_str(&format!("; sidecars {}", text(&r.sidecars)));
+    }
     if !r.init_containers.is_empty() {
         line.push_str(&format!("; init containers {}", text(&r.init_containers)));
+    }
+    if !r.pod_level.is_empty() {
+        line.push_str(&format!("; pod-level {}", text(&r.pod_level)));
     }
     if !r.overhead.is_empty() {
         line.push_str(&format!("; overhead {}", text(&r.overhead)));
