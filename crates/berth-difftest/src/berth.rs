@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Context, Result, anyhow};
 use berth_engine::preemption::{LostOn, PreemptionExplanation, PreemptionOutcome};
 use berth_engine::registry::scheduler_for;
+use berth_engine::simulation::gated_message;
 use berth_engine::{Cluster, CycleConfig, FeatureGates, Nominator};
 use berth_kube::ClusterObjects;
 use berth_policy::{EffectivePolicy, PriorityKind};
@@ -30,6 +31,17 @@ pub struct BerthOutcome {
     pub totals: BTreeMap<String, i64>,
     /// Nodes that passed every filter.
     pub feasible: usize,
+    /// Their names.
+    pub feasible_nodes: BTreeSet<String>,
+    /// node -> the reasons it was rejected for, in policy order (every failing filter's
+    /// when the policy checks them all).
+    pub rejections: BTreeMap<String, Vec<String>>,
+    /// The pod's scheduling gates: while any is left Berth holds it (no cycle runs).
+    pub gates: Vec<String>,
+    /// The "Insufficient ..." reasons of the resources among cpu, memory and ephemeral
+    /// storage the pod does not request: v1.22 still gives them on a node already
+    /// overcommitted on that resource (v1.36 checks only what the pod requests).
+    pub unrequested: Vec<&'static str>,
     /// What preemption decided, when the pod fit nowhere.
     pub preemption: Option<BerthPreemption>,
 }
@@ -115,6 +127,13 @@ pub fn decide(
     }
     let pending = pending
         .ok_or_else(|| anyhow!("Berth's snapshot lost the pending pod {namespace}/{name}"))?;
+    if !pending.scheduling_gates.is_empty() {
+        return Ok(BerthOutcome {
+            message: Some(gated_message(&pending.scheduling_gates)),
+            gates: pending.scheduling_gates,
+            ..BerthOutcome::default()
+        });
+    }
     let config = CycleConfig {
         feature_gates: FeatureGates {
             default_pod_topology_spread: gate == DefaultPodTopologySpread::On,
@@ -123,6 +142,18 @@ pub fn decide(
     };
     let mut scheduler = scheduler_for(policy, config).context("Berth's registry failed")?;
     let info = cluster.compile_pod(pending);
+    let unrequested = [
+        (info.request.milli_cpu, "Insufficient cpu"),
+        (info.request.memory, "Insufficient memory"),
+        (
+            info.request.ephemeral_storage,
+            "Insufficient ephemeral-storage",
+        ),
+    ]
+    .into_iter()
+    .filter(|(amount, _)| *amount == 0)
+    .map(|(_, reason)| reason)
+    .collect();
     let decision = scheduler.schedule_with(&cluster, &nominator, &info, true);
     let preemption = decision.fit_error.as_ref().map(|fit| {
         let (result, explained) = scheduler.preempt(&cluster, &nominator, &budgets, &info, fit);
@@ -132,6 +163,7 @@ pub fn decide(
         node: decision.node.map(|n| cluster.node(n).name().to_owned()),
         message: decision.failure_message(),
         preemption,
+        unrequested,
         ..BerthOutcome::default()
     };
     let Some(explanation) = decision.explanation else {
@@ -155,6 +187,10 @@ pub fn decide(
     for node in &explanation.nodes {
         if node.feasible() {
             outcome.feasible += 1;
+            outcome.feasible_nodes.insert(node.node.clone());
+        } else {
+            let reasons = node.rejections.iter().map(|r| r.reason.clone()).collect();
+            outcome.rejections.insert(node.node.clone(), reasons);
         }
         let Some(total) = node.total else { continue };
         outcome.totals.insert(node.node.clone(), total);

@@ -61,10 +61,26 @@ pub fn uid_placeholder(kind: &str, name: &str) -> String {
 /// Generates the scenario of `seed`. Names are prefixed with `prefix` (cluster-scoped
 /// objects) so scenarios can follow each other on one apiserver.
 pub fn scenario(seed: u64, prefix: &str) -> Scenario {
+    build(seed, prefix, false)
+}
+
+/// Generates the v1.36 scenario of `seed` ([`crate::v136`]): the v1.22-era cluster and pods
+/// of [`scenario`] less inline in-tree volumes (v1.36 counts and checks them through CSI
+/// migration, by design unlike v1.22), plus what v1.22 never knew: native sidecars (some
+/// holding host ports), pod-level requests, running pods with a resize in progress or
+/// pending (their status as the kubelet would write it), pending pods held by scheduling
+/// gates, and pending pods with resource claims (a DeviceClass exists for one claim, none
+/// for the other; no node publishes ResourceSlices). The policy is v1.22's default provider.
+pub fn scenario_v136(seed: u64, prefix: &str) -> Scenario {
+    build(seed, prefix, true)
+}
+
+fn build(seed: u64, prefix: &str, modern: bool) -> Scenario {
     let mut g = Gen {
         rng: ChaCha8Rng::seed_from_u64(seed),
         prefix: prefix.to_owned(),
         ns: [prefix.to_owned(), format!("{prefix}-team")],
+        modern,
     };
     let node_count = g.rng.random_range(3..=7usize);
     let nodes: Vec<String> = (0..node_count).map(|i| format!("{prefix}-n{i}")).collect();
@@ -79,6 +95,9 @@ pub fn scenario(seed: u64, prefix: &str) -> Scenario {
     }
     objects.extend(g.storage(&nodes));
     objects.extend(g.services());
+    if modern {
+        objects.extend(g.device_claims());
+    }
     let running = g.rng.random_range(0..=6usize);
     for k in 0..running {
         let node = g.pick(&nodes).clone();
@@ -89,7 +108,11 @@ pub fn scenario(seed: u64, prefix: &str) -> Scenario {
     let pending = (0..pending_count)
         .map(|k| g.pod(&format!("p{k}"), None, &nodes))
         .collect();
-    let policy = g.policy();
+    let policy = if modern {
+        json!({"kind": "Policy", "apiVersion": "v1"})
+    } else {
+        g.policy()
+    };
     Scenario {
         seed,
         preemption: false,
@@ -105,6 +128,9 @@ struct Gen {
     rng: ChaCha8Rng,
     prefix: String,
     ns: [String; 2],
+    /// A v1.36 scenario ([`scenario_v136`]). The v1.22 scenarios draw exactly as before,
+    /// so their seeds keep their clusters.
+    modern: bool,
 }
 
 impl Gen {
@@ -540,6 +566,11 @@ impl Gen {
             spec["topologySpreadConstraints"] = json!(constraints);
         }
         spec["volumes"] = json!(self.volumes(&ns));
+        let status = if self.modern {
+            self.v136_fields(&mut spec, node.is_some())
+        } else {
+            None
+        };
         let mut meta = json!({"name": name, "namespace": ns, "labels": {"app": app}});
         if self.chance(0.4) {
             let (kind, api, controller) = match app {
@@ -555,16 +586,156 @@ impl Gen {
                     "controller": true}]);
             }
         }
-        json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec});
+        if let Some(status) = status {
+            pod["status"] = status;
+        }
+        pod
+    }
+
+    /// The fields v1.22 never knew, added to a pod's `spec`; for a running pod (`bound`),
+    /// the status the kubelet would write, if its resize state is one to test.
+    fn v136_fields(&mut self, spec: &mut Value, bound: bool) -> Option<Value> {
+        if self.chance(0.35) {
+            // A native sidecar, before or after the regular init container (each regular
+            // init container is counted with the sidecars started before it).
+            let big = self.chance(0.4);
+            let mut sidecar = json!({"name": "sidecar", "image": self.pick(&IMAGES).0,
+                "restartPolicy": "Always", "resources": self.resources(big)});
+            if self.chance(0.25) {
+                let port = *self.pick(&[8080, 8081, 9090]);
+                sidecar["ports"] = json!([{"containerPort": port, "hostPort": port}]);
+            }
+            let mut inits = spec["initContainers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let at = self.rng.random_range(0..=inits.len());
+            inits.insert(at, sidecar);
+            spec["initContainers"] = json!(inits);
+        }
+        if self.chance(0.2) {
+            // Validation wants pod-level requests no lower than the containers' aggregate.
+            let (cpu, memory) = aggregate_requests(spec);
+            let cpu = cpu + *self.pick(&[0, 250, 1000, 3000]);
+            let memory = memory + *self.pick(&[0, 256, 1024, 4096]);
+            spec["resources"] = json!({"requests": {"cpu": format!("{cpu}m"),
+                "memory": format!("{memory}Mi")}});
+        }
+        if bound {
+            return self.resize_status(spec);
+        }
+        if self.chance(0.15) {
+            spec["schedulingGates"] = json!([{"name": "difftest.berth.local/hold"}]);
+        }
+        if self.chance(0.08) {
+            let claim = *self.pick(&["claim-0", "claim-1"]);
+            spec["resourceClaims"] = json!([{"name": "device", "resourceClaimName": claim}]);
+        }
+        None
+    }
+
+    /// A running pod's status with an in-place resize under way, as the kubelet reports it
+    /// (or None for a pod without one): the main container's and the sidecar's allocated
+    /// and actual requests, and the PodResizePending condition when the kubelet has not
+    /// admitted the resize. v1.36 counts the largest of spec, allocated and actual, but
+    /// only allocated and actual while the resize is infeasible. Pods with pod-level
+    /// resources are left alone (resizing those is not on by default).
+    fn resize_status(&mut self, spec: &Value) -> Option<Value> {
+        if spec["resources"].is_object() || !self.chance(0.4) {
+            return None;
+        }
+        let mode = *self.pick(&["shrinking", "growing", "Deferred", "Infeasible"]);
+        let mut statuses = Vec::new();
+        let mut init_statuses = Vec::new();
+        let containers = spec["containers"].as_array().cloned().unwrap_or_default();
+        let inits = spec["initContainers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for (container, sidecar) in containers
+            .iter()
+            .map(|c| (c, false))
+            .chain(inits.iter().map(|c| (c, true)))
+        {
+            let name = container["name"].as_str().unwrap_or_default();
+            if sidecar && container["restartPolicy"] != "Always" {
+                continue;
+            }
+            let requested = &container["resources"]["requests"];
+            let mut allocated = serde_json::Map::new();
+            let mut actual = serde_json::Map::new();
+            for (resource, big, small) in [("cpu", "3", "50m"), ("memory", "3Gi", "32Mi")] {
+                let Some(spec_value) = requested[resource].as_str() else {
+                    continue;
+                };
+                let (a, b) = match mode {
+                    // The spec asks for less; the kubelet has admitted it but not applied it.
+                    "shrinking" => (big, big),
+                    // The spec asks for more; admitted, not applied.
+                    "growing" => (spec_value, small),
+                    // The spec asks for more; not admitted (deferred or infeasible).
+                    _ => (small, small),
+                };
+                allocated.insert(resource.into(), json!(a));
+                actual.insert(resource.into(), json!(b));
+            }
+            let status = json!({"name": name, "image": container["image"], "imageID": "",
+                "ready": true, "restartCount": 0, "started": true,
+                "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}},
+                "allocatedResources": allocated, "resources": {"requests": actual}});
+            if sidecar {
+                init_statuses.push(status);
+            } else {
+                statuses.push(status);
+            }
+        }
+        let mut conditions = Vec::new();
+        if matches!(mode, "Deferred" | "Infeasible") {
+            conditions.push(json!({"type": "PodResizePending", "status": "True",
+                "reason": mode, "message": "difftest"}));
+        } else {
+            conditions.push(json!({"type": "PodResizeInProgress", "status": "True"}));
+        }
+        Some(
+            json!({"phase": "Running", "startTime": "2024-01-01T00:00:00Z",
+            "conditions": conditions, "containerStatuses": statuses,
+            "initContainerStatuses": init_statuses}),
+        )
+    }
+
+    /// Two ResourceClaims in each namespace asking for one device: `claim-0` of a
+    /// DeviceClass that exists, `claim-1` of one that does not. No ResourceSlice exists, so
+    /// v1.36 can allocate neither.
+    fn device_claims(&mut self) -> Vec<Value> {
+        let class = format!("{}-gpu", self.prefix);
+        let mut out = vec![
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": class}, "spec": {}}),
+        ];
+        for ns in self.ns.clone() {
+            for (claim, class) in [
+                ("claim-0", class.clone()),
+                ("claim-1", format!("{}-missing", self.prefix)),
+            ] {
+                out.push(
+                    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                    "metadata": {"name": claim, "namespace": ns},
+                    "spec": {"devices": {"requests": [{"name": "device",
+                        "exactly": {"deviceClassName": class}}]}}}),
+                );
+            }
+        }
+        out
     }
 
     fn volumes(&mut self, ns: &str) -> Vec<Value> {
         let mut volumes = Vec::new();
-        if self.chance(0.15) {
+        if !self.modern && self.chance(0.15) {
             volumes.push(json!({"name": "ebs", "awsElasticBlockStore": {
                 "volumeID": format!("vol-{}", self.rng.random_range(0..4))}}));
         }
-        if self.chance(0.1) {
+        if !self.modern && self.chance(0.1) {
             volumes.push(json!({"name": "pd", "gcePersistentDisk": {
                 "pdName": format!("pd-{}", self.rng.random_range(0..3)),
                 "readOnly": self.chance(0.5)}}));
@@ -722,6 +893,60 @@ impl Gen {
                 "argument": {"labelPreference": {"label": "tier", "presence": false}}}));
         }
         out
+    }
+}
+
+/// The aggregate cpu (millicores) and memory (MiB) requests of a pod's containers, as v1.36
+/// computes them: app containers and sidecars summed, each regular init container with the
+/// sidecars started before it, the larger of the two. Only the quantities the generator
+/// writes are read.
+fn aggregate_requests(spec: &Value) -> (i64, i64) {
+    let requests = |c: &Value| {
+        let r = &c["resources"]["requests"];
+        (
+            r["cpu"].as_str().map_or(0, millicores),
+            r["memory"].as_str().map_or(0, mebibytes),
+        )
+    };
+    let (mut cpu, mut memory) = (0, 0);
+    for c in spec["containers"].as_array().into_iter().flatten() {
+        let (a, b) = requests(c);
+        cpu += a;
+        memory += b;
+    }
+    let (mut sidecars_cpu, mut sidecars_memory) = (0, 0);
+    let (mut init_cpu, mut init_memory) = (0, 0);
+    for c in spec["initContainers"].as_array().into_iter().flatten() {
+        let (a, b) = requests(c);
+        if c["restartPolicy"] == "Always" {
+            cpu += a;
+            memory += b;
+            sidecars_cpu += a;
+            sidecars_memory += b;
+            init_cpu = init_cpu.max(sidecars_cpu);
+            init_memory = init_memory.max(sidecars_memory);
+        } else {
+            init_cpu = init_cpu.max(a + sidecars_cpu);
+            init_memory = init_memory.max(b + sidecars_memory);
+        }
+    }
+    (cpu.max(init_cpu), memory.max(init_memory))
+}
+
+fn millicores(q: &str) -> i64 {
+    match q.strip_suffix('m') {
+        Some(m) => m.parse().unwrap_or(0),
+        None => q.parse::<i64>().unwrap_or(0) * 1000,
+    }
+}
+
+fn mebibytes(q: &str) -> i64 {
+    if let Some(g) = q.strip_suffix("Gi") {
+        g.parse::<i64>().unwrap_or(0) * 1024
+    } else {
+        q.strip_suffix("Mi")
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0)
     }
 }
 

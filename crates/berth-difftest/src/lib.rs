@@ -26,6 +26,7 @@ pub mod preemption;
 pub mod replay;
 pub mod report;
 pub mod upstream;
+pub mod v136;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -128,8 +129,16 @@ async fn run_scenario(
     };
     replay::create_cluster(client, scenario).await?;
     let lifetime = Duration::from_secs(300);
-    let mut reference =
-        upstream::ReferenceScheduler::start(cluster, &scenario.policy, gate, dir, lifetime).await?;
+    let mut reference = upstream::ReferenceScheduler::start(
+        cluster,
+        upstream::Reference::V122 {
+            policy: &scenario.policy,
+            gate,
+        },
+        dir,
+        lifetime,
+    )
+    .await?;
     replay::touch_nodes(client, scenario).await?;
     for index in 0..scenario.pending.len() {
         let state = replay::list_state(client).await?;

@@ -195,8 +195,8 @@ pub async fn await_verdict(
         complete_volume_bindings(client).await?;
         if tokio::time::Instant::now() > deadline {
             bail!(
-                "kube-scheduler v1.22 made no decision on {namespace}/{name} within {:?}; \
-                 its log:\n{}",
+                "{} made no decision on {namespace}/{name} within {:?}; its log:\n{}",
+                reference.label(),
                 DECISION_TIMEOUT,
                 reference.log_tail()
             );

@@ -1,5 +1,6 @@
-//! The reference: kube-scheduler v1.22.17 run on the test cluster with a Policy file, and
-//! what it logs about each pod's scores.
+//! The references: kube-scheduler v1.22.17 run on the test cluster with a Policy file, or
+//! kube-scheduler v1.36.3 with its default profile; and what either logs about each pod's
+//! scores.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -14,6 +15,35 @@ use rustix::process::{Pid, Signal, kill_process_group};
 
 /// The reference binary's name in the control-plane bin directory.
 pub const REFERENCE_BINARY: &str = "kube-scheduler-v1.22";
+/// The second reference's binary: the kube-scheduler of the control plane's release.
+pub const V136_BINARY: &str = "kube-scheduler";
+/// The scheduler name of v1.36's one profile. The test cluster runs no other scheduler
+/// while a scenario runs, so the generated pods need no `schedulerName`.
+pub const V136_SCHEDULER_NAME: &str = "default-scheduler";
+
+/// Which reference to start, with what it is configured by.
+#[derive(Debug, Clone, Copy)]
+pub enum Reference<'a> {
+    /// kube-scheduler v1.22.17 with a Policy file and one setting of the gate.
+    V122 {
+        /// The Policy (JSON).
+        policy: &'a serde_json::Value,
+        /// `DefaultPodTopologySpread`.
+        gate: DefaultPodTopologySpread,
+    },
+    /// kube-scheduler v1.36.3 with its default profile (KubeSchedulerConfiguration v1).
+    V136,
+}
+
+impl Reference<'_> {
+    /// The reference in words, for errors.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Reference::V122 { .. } => "kube-scheduler v1.22",
+            Reference::V136 => "kube-scheduler v1.36",
+        }
+    }
+}
 
 /// v1.22's feature gate that decides what serves `SelectorSpreadPriority`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,12 +75,14 @@ impl DefaultPodTopologySpread {
 /// A running reference scheduler, killed (its process group) when dropped.
 pub struct ReferenceScheduler {
     child: Child,
+    label: &'static str,
     log: PathBuf,
     /// How far the log has been read.
     offset: u64,
 }
 
-/// What the reference logged while scheduling one pod (at -v=10 from generic_scheduler.go).
+/// What the reference logged while scheduling one pod (at -v=10 from v1.22's
+/// generic_scheduler.go or v1.36's schedule_one.go, in the same words).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScoreLog {
     /// (plugin, node) -> weighted score ("Plugin scored node for pod").
@@ -60,20 +92,18 @@ pub struct ScoreLog {
 }
 
 impl ReferenceScheduler {
-    /// Starts kube-scheduler v1.22.17 against `cluster` with `policy` (JSON) and the gate,
-    /// in `dir`, for at most `lifetime`; returns once it is healthy. The free ports it is
-    /// given may be taken by another process before it binds them (the machine is shared):
+    /// Starts `reference` against `cluster` in `dir`, for at most `lifetime`; returns once
+    /// it is healthy. The free ports it is given may be taken by another process before it binds them (the machine is shared):
     /// it is then started again on new ones, up to three times in all.
     pub async fn start(
         cluster: &TestCluster,
-        policy: &serde_json::Value,
-        gate: DefaultPodTopologySpread,
+        reference: Reference<'_>,
         dir: &Path,
         lifetime: Duration,
     ) -> Result<Self> {
         let mut attempt = 1;
         loop {
-            match Self::start_once(cluster, policy, gate, dir, lifetime).await {
+            match Self::start_once(cluster, reference, dir, lifetime).await {
                 Err(e) if attempt < 3 && format!("{e:#}").contains("address already in use") => {
                     attempt += 1;
                 }
@@ -84,71 +114,43 @@ impl ReferenceScheduler {
 
     async fn start_once(
         cluster: &TestCluster,
-        policy: &serde_json::Value,
-        gate: DefaultPodTopologySpread,
+        reference: Reference<'_>,
         dir: &Path,
         lifetime: Duration,
     ) -> Result<Self> {
-        let binary = cluster.bin_dir().join(REFERENCE_BINARY);
+        let binary = cluster.bin_dir().join(match reference {
+            Reference::V122 { .. } => REFERENCE_BINARY,
+            Reference::V136 => V136_BINARY,
+        });
         if !binary.is_file() {
             bail!(
                 "{} is missing: run scripts/control-plane.sh --with-reference-scheduler (it \
-                 builds kube-scheduler v1.22.17 from its Go module) and point \
-                 BERTH_CONTROL_PLANE_BIN at the directory it prints",
+                 builds kube-scheduler v1.22.17 from its Go module, beside the release's own) \
+                 and point BERTH_CONTROL_PLANE_BIN at the directory it prints",
                 binary.display()
             );
         }
         std::fs::create_dir_all(dir)?;
-        let policy_path = dir.join("policy.json");
-        std::fs::write(&policy_path, serde_json::to_vec_pretty(policy)?)?;
-        // v1.22's default v1beta2 configuration rejects a Policy naming LeastRequestedPriority
-        // (kubernetes/kubernetes#105202); a v1beta1 file does not. The insecure
-        // healthz/metrics listener, which a config file opens on 0.0.0.0:10251 whatever
-        // `--port` says (two runs at once collided there), goes to a free loopback port
-        // (the file cannot turn it off: port 0 is refused). The Policy replaces the profiles,
-        // so the scheduler name is always default-scheduler: the test cluster runs no other
-        // scheduler.
-        let insecure_port = free_port()?;
-        let config_path = dir.join("config.yaml");
-        std::fs::write(
-            &config_path,
-            format!(
-                "apiVersion: kubescheduler.config.k8s.io/v1beta1\n\
-                 kind: KubeSchedulerConfiguration\n\
-                 clientConnection:\n  kubeconfig: {}\n  qps: 500\n  burst: 1000\n\
-                 leaderElection:\n  leaderElect: false\n\
-                 healthzBindAddress: 127.0.0.1:{insecure_port}\n\
-                 metricsBindAddress: 127.0.0.1:{insecure_port}\n",
-                cluster.kubeconfig_path().display()
-            ),
-        )?;
         let health_port = free_port()?;
         let log = dir.join("kube-scheduler.log");
         let out = File::create(&log)?;
-        let gates = format!(
-            // CSIStorageCapacity off: v1.22 would watch storage.k8s.io/v1beta1
-            // CSIStorageCapacities, which the v1.36 apiserver no longer serves, and never sync.
-            // No generated CSIDriver asks for capacity tracking, so it changes no decision.
-            "--feature-gates=DefaultPodTopologySpread={},CSIStorageCapacity=false",
-            gate.enabled()
-        );
-        let child = bounded_command(&binary, lifetime, None)
-            .arg(format!("--config={}", config_path.display()))
-            .arg(format!("--policy-config-file={}", policy_path.display()))
-            .arg(gates)
-            // The score lines are logged at -v=10 by generic_scheduler.go; -v=10 everywhere
-            // would also log every API request and response body.
-            .arg("-v=2")
-            .arg("--vmodule=generic_scheduler=10")
+        let mut command = bounded_command(&binary, lifetime, None);
+        match reference {
+            Reference::V122 { policy, gate } => {
+                v122_arguments(&mut command, cluster, policy, gate, dir)?;
+            }
+            Reference::V136 => v136_arguments(&mut command, cluster, dir)?,
+        }
+        let child = command
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--secure-port={health_port}"))
-            .arg("--port=0")
             .stdout(out.try_clone()?)
             .stderr(out)
             .spawn()
             .with_context(|| format!("starting {}", binary.display()))?;
         let mut reference = ReferenceScheduler {
             child,
+            label: reference.label(),
             log,
             offset: 0,
         };
@@ -161,7 +163,8 @@ impl ReferenceScheduler {
         loop {
             if let Some(status) = self.child.try_wait()? {
                 bail!(
-                    "kube-scheduler v1.22 exited ({status}); its log:\n{}",
+                    "{} exited ({status}); its log:\n{}",
+                    self.label,
                     self.log_tail()
                 );
             }
@@ -175,7 +178,8 @@ impl ReferenceScheduler {
             }
             if tokio::time::Instant::now() > deadline {
                 bail!(
-                    "kube-scheduler v1.22 was not ready within 60 s; its log:\n{}",
+                    "{} was not ready within 60 s; its log:\n{}",
+                    self.label,
                     self.log_tail()
                 );
             }
@@ -183,11 +187,17 @@ impl ReferenceScheduler {
         }
     }
 
+    /// The reference in words ("kube-scheduler v1.22"), for errors.
+    pub fn label(&self) -> &'static str {
+        self.label
+    }
+
     /// Fails with the log's tail if the process exited.
     pub fn check_running(&mut self) -> Result<()> {
         if let Some(status) = self.child.try_wait()? {
             bail!(
-                "kube-scheduler v1.22 exited ({status}); its log:\n{}",
+                "{} exited ({status}); its log:\n{}",
+                self.label,
                 self.log_tail()
             );
         }
@@ -264,6 +274,86 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     } else {
         rest.split_whitespace().next()
     }
+}
+
+/// v1.22's configuration and flags: the Policy file, the gates, and the score lines of
+/// generic_scheduler.go.
+fn v122_arguments(
+    command: &mut std::process::Command,
+    cluster: &TestCluster,
+    policy: &serde_json::Value,
+    gate: DefaultPodTopologySpread,
+    dir: &Path,
+) -> Result<()> {
+    let policy_path = dir.join("policy.json");
+    std::fs::write(&policy_path, serde_json::to_vec_pretty(policy)?)?;
+    // v1.22's default v1beta2 configuration rejects a Policy naming LeastRequestedPriority
+    // (kubernetes/kubernetes#105202); a v1beta1 file does not. The insecure
+    // healthz/metrics listener, which a config file opens on 0.0.0.0:10251 whatever
+    // `--port` says (two runs at once collided there), goes to a free loopback port
+    // (the file cannot turn it off: port 0 is refused). The Policy replaces the profiles,
+    // so the scheduler name is always default-scheduler: the test cluster runs no other
+    // scheduler.
+    let insecure_port = free_port()?;
+    let config_path = dir.join("config.yaml");
+    std::fs::write(
+        &config_path,
+        format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1beta1\n\
+             kind: KubeSchedulerConfiguration\n\
+             clientConnection:\n  kubeconfig: {}\n  qps: 500\n  burst: 1000\n\
+             leaderElection:\n  leaderElect: false\n\
+             healthzBindAddress: 127.0.0.1:{insecure_port}\n\
+             metricsBindAddress: 127.0.0.1:{insecure_port}\n",
+            cluster.kubeconfig_path().display()
+        ),
+    )?;
+    let gates = format!(
+        // CSIStorageCapacity off: v1.22 would watch storage.k8s.io/v1beta1
+        // CSIStorageCapacities, which the v1.36 apiserver no longer serves, and never sync.
+        // No generated CSIDriver asks for capacity tracking, so it changes no decision.
+        "--feature-gates=DefaultPodTopologySpread={},CSIStorageCapacity=false",
+        gate.enabled()
+    );
+    command
+        .arg(format!("--config={}", config_path.display()))
+        .arg(format!("--policy-config-file={}", policy_path.display()))
+        .arg(gates)
+        // The score lines are logged at -v=10 by generic_scheduler.go; -v=10 everywhere
+        // would also log every API request and response body.
+        .arg("-v=2")
+        .arg("--vmodule=generic_scheduler=10")
+        .arg("--port=0");
+    Ok(())
+}
+
+/// v1.36's configuration and flags: the default profile under [`V136_SCHEDULER_NAME`],
+/// every feature gate at its default, and the score lines of schedule_one.go.
+fn v136_arguments(
+    command: &mut std::process::Command,
+    cluster: &TestCluster,
+    dir: &Path,
+) -> Result<()> {
+    let config_path = dir.join("config.yaml");
+    // v1.36 has no insecure listener: the secure one (127.0.0.1) serves health.
+    std::fs::write(
+        &config_path,
+        format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\n\
+             kind: KubeSchedulerConfiguration\n\
+             clientConnection:\n  kubeconfig: {}\n  qps: 500\n  burst: 1000\n\
+             leaderElection:\n  leaderElect: false\n\
+             profiles:\n- schedulerName: {V136_SCHEDULER_NAME}\n",
+            cluster.kubeconfig_path().display()
+        ),
+    )?;
+    command
+        .arg(format!("--config={}", config_path.display()))
+        // "Plugin scored node for pod" and the totals are logged at -v=10 by
+        // schedule_one.go, as generic_scheduler.go did in v1.22.
+        .arg("-v=2")
+        .arg("--vmodule=schedule_one=10");
+    Ok(())
 }
 
 fn free_port() -> Result<u16> {

@@ -1,4 +1,7 @@
-//! Berth against the real kube-scheduler v1.22.17 on seeded random clusters and policies
+//! Berth against the real kube-scheduler v1.22.17 on seeded random clusters and policies,
+//! and against kube-scheduler v1.36.3 (default profile) on clusters using the fields v1.22
+//! never knew (`sample_v136`, `long_v136`; `BERTH_DIFFTEST_V136_SEEDS=FROM..TO` replaces
+//! their seeds)
 //! (see the crate docs and docs/fidelity.md). Needs the reference scheduler:
 //! `scripts/control-plane.sh --with-reference-scheduler`.
 //!
@@ -17,6 +20,7 @@
 use std::ops::Range;
 use std::time::Duration;
 
+use berth_difftest::v136::{self, V136Options};
 use berth_difftest::{DefaultPodTopologySpread, RunOptions, run};
 
 fn seeds(variable: &str, default: Range<u64>) -> Vec<u64> {
@@ -56,4 +60,32 @@ async fn sample() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long() {
     run_and_check(1000..1100, 1000..1060, Duration::from_secs(3 * 60 * 60)).await;
+}
+
+/// Against kube-scheduler v1.36.3 (default profile) on clusters using the fields v1.22
+/// never knew; see `berth_difftest::v136` and docs/fidelity.md.
+async fn run_and_check_v136(seeds_default: Range<u64>, lifetime: Duration) {
+    let options = V136Options {
+        seeds: seeds("BERTH_DIFFTEST_V136_SEEDS", seeds_default),
+        max_lifetime: lifetime,
+    };
+    let report = v136::run(&options)
+        .await
+        .expect("the v1.36 differential run failed");
+    println!("{report}");
+    assert!(
+        report.all_agree(),
+        "Berth disagrees with kube-scheduler v1.36.3:\n{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sample_v136() {
+    run_and_check_v136(0..10, Duration::from_secs(15 * 60)).await;
+}
+
+#[ignore = "long run (tens of minutes); its figures are in the README"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_v136() {
+    run_and_check_v136(1000..1150, Duration::from_secs(60 * 60)).await;
 }
