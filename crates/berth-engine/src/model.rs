@@ -191,8 +191,9 @@ pub struct Container {
     /// `status.containerStatuses[].allocatedResources`: what the kubelet has admitted for
     /// the container (in-place resize, GA in v1.35). None when not reported.
     pub allocated: Option<ResourceList>,
-    /// `status.containerStatuses[].resources.requests`: what the container runs with now.
-    /// None when not reported.
+    /// `status.containerStatuses[].resources.requests`: what the container runs with now;
+    /// empty when `resources` is reported without requests. None when the status reports
+    /// no `resources`: v1.36 then reads neither this nor `allocated`, only the spec.
     pub actual: Option<ResourceList>,
 }
 

@@ -412,35 +412,32 @@ impl PodInfo {
     }
 }
 
-/// Which of a container's request lists a sum reads (component-helpers' `containerSpecRequests`,
-/// `containerAllocatedRequests` and `containerActuatedRequests`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Source {
-    /// The spec.
-    Spec,
-    /// What the kubelet admitted; the spec where it reported nothing, unless the resize is
-    /// infeasible.
-    Allocated,
-    /// What the container runs with; else what was admitted; else the spec, unless the
-    /// resize is infeasible.
-    Actuated,
-}
-
-/// One container's requests from `source`, with `defaults` added for the resources it does not
-/// list at all (upstream's `applyNonMissing`: an explicit zero stays zero).
+/// One container's requests (component-helpers' `AggregateContainerRequests`), with
+/// `defaults` added for the resources it does not list at all (upstream's
+/// `applyNonMissing`: an explicit zero stays zero). When `read_status` (a bound pod's app
+/// container or sidecar) and the container's status reports `resources` (upstream's
+/// `cs.Resources != nil`), per resource the largest of what it runs with, what the kubelet
+/// admitted and, unless the resize is infeasible, the spec; otherwise the spec alone. A
+/// regular init container's status is never read.
 fn container_requests(
     c: &model::Container,
-    source: Source,
+    read_status: bool,
     resize_infeasible: bool,
     defaults: &[(&str, i64)],
 ) -> Resources {
-    let spec = (!resize_infeasible).then_some(&c.requests);
-    let list = match source {
-        Source::Spec => Some(&c.requests),
-        Source::Allocated => c.allocated.as_ref().or(spec),
-        Source::Actuated => c.actual.as_ref().or(c.allocated.as_ref()).or(spec),
+    let effective;
+    let list = match (&c.actual, read_status) {
+        (Some(actual), true) => {
+            let mut lists = vec![actual];
+            lists.extend(&c.allocated);
+            if !resize_infeasible {
+                lists.push(&c.requests);
+            }
+            effective = largest(&lists);
+            &effective
+        }
+        _ => &c.requests,
     };
-    let list = list.map_or(&[][..], Vec::as_slice);
     let mut r = Resources::from_list(list);
     for &(name, value) in defaults {
         if !list.iter().any(|(n, _)| n == name) {
@@ -450,21 +447,36 @@ fn container_requests(
     r
 }
 
+/// Per resource, the largest quantity any of `lists` gives (component-helpers' `max`): a
+/// resource named by one list is named in the result.
+fn largest(lists: &[&ResourceList]) -> ResourceList {
+    let mut out: ResourceList = Vec::new();
+    for (name, value) in lists.iter().flat_map(|list| list.iter()) {
+        match out.iter_mut().find(|(n, _)| n == name) {
+            Some((_, q)) => *q = (*q).max(*value),
+            None => out.push((name.clone(), *value)),
+        }
+    }
+    out
+}
+
 /// The containers' requests as v1.36 sums them (component-helpers'
-/// `aggregateContainerResourcesByFn`, the sidecar KEP's formula): the app containers and the
+/// `AggregateContainerRequests`, the sidecar KEP's formula): the app containers and the
 /// sidecars (restartable init containers) run together; each regular init container runs
 /// beside the sidecars started before it, one at a time. Per resource, the larger of the two.
-/// Without sidecars this is v1.22's max(sum of containers, largest init container).
-fn aggregate(pod: &model::Pod, source: Source, defaults: &[(&str, i64)]) -> Resources {
-    let one = |c| container_requests(c, source, pod.resize_infeasible, defaults);
+/// Without sidecars this is v1.22's max(sum of containers, largest init container). A bound
+/// pod (`with_status`) counts its app containers and sidecars resize-aware
+/// ([`container_requests`]).
+fn aggregate(pod: &model::Pod, with_status: bool, defaults: &[(&str, i64)]) -> Resources {
+    let one = |c, read_status| container_requests(c, read_status, pod.resize_infeasible, defaults);
     let mut running = Resources::default();
     for c in &pod.containers {
-        running.add(&one(c));
+        running.add(&one(c, with_status));
     }
     let mut sidecars = Resources::default();
     let mut init_peak = Resources::default();
     for c in &pod.init_containers {
-        let mut r = one(c);
+        let mut r = one(c, with_status && c.restartable);
         if c.restartable {
             running.add(&r);
             sidecars.add(&r);
@@ -492,21 +504,13 @@ fn pod_level_requests_set(pod: &model::Pod) -> bool {
 
 /// The pod's requests as v1.36 computes them (component-helpers' `PodRequests`), with
 /// `defaults` for container requests left out (see [`container_requests`]). A bound pod
-/// (`with_status`) counts, per resource, the largest of its spec, what the kubelet admitted
-/// and what runs (in-place resize, `AggregateContainerRequests` with `UseStatusResources`);
-/// while its resize is infeasible the spec is left out. Pod-level requests then replace the
-/// containers' sum for the resources they set, and the overhead is added.
+/// (`with_status`) counts each app container and sidecar whose status reports resources
+/// as the largest of its spec, what the kubelet admitted and what runs (in-place resize,
+/// `UseStatusResources`), the spec left out while the resize is infeasible. Pod-level
+/// requests then replace the containers' sum for the resources they set, and the overhead
+/// is added.
 fn pod_requests(pod: &model::Pod, with_status: bool, defaults: &[(&str, i64)]) -> Resources {
-    let mut requests = if with_status {
-        let mut r = aggregate(pod, Source::Actuated, defaults);
-        r.max_with(&aggregate(pod, Source::Allocated, defaults));
-        if !pod.resize_infeasible {
-            r.max_with(&aggregate(pod, Source::Spec, defaults));
-        }
-        r
-    } else {
-        aggregate(pod, Source::Spec, defaults)
-    };
+    let mut requests = aggregate(pod, with_status, defaults);
     for (name, value) in &pod.resources {
         if pod_level_resource(name) {
             requests.set_named(name, *value);

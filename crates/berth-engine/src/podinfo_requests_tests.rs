@@ -24,11 +24,11 @@ fn container(name: &str, cpu: i64) -> Container {
 
 /// A bound pod whose only container asks for `spec` CPU and, by its status, was admitted
 /// with `allocated` and runs with `actual`.
-fn resizing(spec: i64, allocated: Option<i64>, actual: Option<i64>, infeasible: bool) -> Pod {
+fn resizing(spec: i64, allocated: Option<i64>, actual: Option<Vec<i64>>, infeasible: bool) -> Pod {
     let mut p = pod("p").on("n1").build();
     p.containers = vec![Container {
         allocated: allocated.map(|v| vec![("cpu".into(), v)]),
-        actual: actual.map(|v| vec![("cpu".into(), v)]),
+        actual: actual.map(|v| v.into_iter().map(|v| ("cpu".into(), v)).collect()),
         ..container("c", spec)
     }];
     p.resize_infeasible = infeasible;
@@ -87,32 +87,85 @@ fn filter_requests() {
         ),
         (
             "a resize down not yet applied: the larger running requests count",
-            resizing(500, Some(1000), Some(1000), false),
+            resizing(500, Some(1000), Some(vec![1000]), false),
             1000,
             0,
         ),
         (
             "a resize up admitted but not yet running: the admitted requests count",
-            resizing(2000, Some(2000), Some(1000), false),
+            resizing(2000, Some(2000), Some(vec![1000]), false),
             2000,
             0,
         ),
         (
             "a resize up deferred (not admitted yet): the spec counts",
-            resizing(2000, Some(1000), Some(1000), false),
+            resizing(2000, Some(1000), Some(vec![1000]), false),
             2000,
             0,
         ),
         (
             "an infeasible resize: the spec is ignored, the running requests count",
-            resizing(4000, Some(1000), Some(1000), true),
+            resizing(4000, Some(1000), Some(vec![1000]), true),
             1000,
             0,
         ),
         (
-            "an infeasible resize with nothing reported counts nothing",
+            "an infeasible resize with no resources reported: the spec (no status is read)",
             resizing(4000, None, None, true),
+            4000,
             0,
+        ),
+        (
+            "an infeasible resize with resources reported but nothing in them counts nothing",
+            resizing(4000, None, Some(vec![]), true),
+            0,
+            0,
+        ),
+        (
+            "admitted requests alone are not read without running resources",
+            resizing(500, Some(1000), None, false),
+            500,
+            0,
+        ),
+        (
+            // Per container, then summed: 1000 + 2000, not max(500 + 2000, 1000 + 1500).
+            "containers resized in opposite directions count each one's largest",
+            {
+                let mut p = resizing(500, Some(1000), Some(vec![1000]), false);
+                p.containers.push(Container {
+                    allocated: Some(vec![("cpu".into(), 1500)]),
+                    actual: Some(vec![("cpu".into(), 1500)]),
+                    ..container("d", 2000)
+                });
+                p
+            },
+            3000,
+            0,
+        ),
+        (
+            "an infeasible resize leaves other containers' and init containers' specs counted",
+            {
+                let mut p = resizing(4000, Some(1000), Some(vec![1000]), true);
+                p.containers.push(container("plain", 300));
+                p.init_containers.push(container("setup", 2500));
+                p
+            },
+            2500,
+            0,
+        ),
+        (
+            "a resized sidecar counts its largest beside the app container",
+            {
+                let mut p = resizing(500, None, Some(vec![500]), false);
+                p.init_containers.push(Container {
+                    restartable: true,
+                    allocated: Some(vec![("cpu".into(), 800)]),
+                    actual: Some(vec![("cpu".into(), 800)]),
+                    ..container("proxy", 200)
+                });
+                p
+            },
+            1300,
             0,
         ),
     ];
@@ -128,7 +181,7 @@ fn filter_requests() {
 
 #[test]
 fn a_pending_pod_counts_its_spec_whatever_its_status_says() {
-    let mut p = resizing(500, Some(1000), Some(1000), false);
+    let mut p = resizing(500, Some(1000), Some(vec![1000]), false);
     p.node_name = None;
     assert_eq!(compiled(p).request.milli_cpu, 500);
 }

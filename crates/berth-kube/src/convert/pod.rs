@@ -278,11 +278,15 @@ fn container(
                 .as_ref()
                 .map(|list| resource_list(Some(list), status_at.name("allocatedResources")))
                 .transpose()?,
+            // Some whenever `resources` is reported, requests or not: that is what makes
+            // v1.36 read the container's status at all (`cs.Resources != nil`).
             status
                 .resources
                 .as_ref()
-                .and_then(|r| r.requests.as_ref())
-                .map(|list| resource_list(Some(list), status_at.name("resources").name("requests")))
+                .map(|r| {
+                    let resources_at = status_at.name("resources");
+                    resource_list(r.requests.as_ref(), resources_at.name("requests"))
+                })
                 .transpose()?,
         ),
         None => (None, None),
