@@ -378,6 +378,10 @@ pub struct Pod {
     /// `spec.resourceClaims` names (Dynamic Resource Allocation, GA in v1.34): devices Berth
     /// does not allocate, so such a pod is refused everywhere.
     pub resource_claims: Vec<String>,
+    /// Why Berth will not place the pod: each names a field it sets that Berth does not
+    /// model and whose being ignored could overcommit a node or break a constraint the user
+    /// wrote (filled in by the converter). Such a pod fits nowhere.
+    pub refused: Vec<String>,
     /// `spec.nodeSelector`.
     pub node_selector: BTreeMap<String, String>,
     /// `spec.affinity`.

@@ -209,6 +209,11 @@ pub fn pod(
                 .flatten()
                 .map(|g| g.name.clone())
                 .collect(),
+            refused: crate::unmodelled::in_pod(pod)
+                .into_iter()
+                .filter(|u| u.refuses)
+                .map(|u| u.why.to_owned())
+                .collect(),
             resource_claims: spec
                 .resource_claims
                 .iter()
