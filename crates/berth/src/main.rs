@@ -59,6 +59,10 @@ enum Command {
         /// (default: v1.22's, DefaultPodTopologySpread=true).
         #[arg(long, value_parser = feature_gates, default_value = "")]
         feature_gates: FeatureGates,
+        /// Also read a cluster file (as `simulate --cluster` takes it) and report what Berth
+        /// would ignore or refuse in it: unknown fields, fields Berth does not model.
+        #[arg(long)]
+        cluster: Option<PathBuf>,
     },
     /// Print the KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) that reproduces a
     /// Policy with kube-scheduler's plugins, naming what has no equivalent.
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
             plugins,
             output,
             feature_gates,
+            cluster,
         } => {
             let source = source::PolicySource::from_flags(
                 policy.as_deref(),
@@ -103,6 +108,7 @@ fn main() -> ExitCode {
             )
             .expect("clap requires a policy or --config");
             check::run(&source, plugins.as_deref(), output, feature_gates)
+                .and_then(|()| cluster.map_or(Ok(()), |c| check::cluster(&c, output)))
         }
         Command::Convert(args) => convert::run(&args),
         Command::Simulate(args) => simulate::run(&args),

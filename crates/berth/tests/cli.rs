@@ -269,6 +269,34 @@ fn check_prints_the_effective_configuration() {
     assert!(text.contains("10000"));
 }
 
+#[test]
+fn check_of_a_cluster_file_names_what_berth_ignores_or_refuses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cluster = write(
+        &dir,
+        "cluster.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n\
+         - {apiVersion: v1, kind: Node, metadata: {name: n1}, spec: {unschedulabel: true}}\n\
+         - apiVersion: v1\n  kind: Pod\n  metadata: {name: gang-0}\n  \
+         spec: {schedulingGroup: {podGroupName: g}, containers: [{name: c}]}\n",
+    );
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+    let out = berth(&["check", policy, "--cluster", &cluster]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "1 nodes, 0 running pods, 1 pending pods",
+        "spec.unschedulabel: unknown field of Node",
+        "1 Pod object(s) set spec.schedulingGroup (refused, not placed)",
+    ] {
+        assert!(text.contains(want), "{want:?} missing from:\n{text}");
+    }
+}
+
 /// Every `berth bench` workload runs once at a small size (a sample, never timed): each
 /// pending pod is placed, the run's own placement checks pass, and the result names the
 /// machine. Figures come from release builds at full size (README, Performance).
