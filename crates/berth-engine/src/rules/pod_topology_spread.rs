@@ -1012,6 +1012,143 @@ mod tests {
         }
     }
 
+    /// The incoming pod's reason on node `on` once `other` is added there (`delta` 1) or
+    /// removed (-1), as for a nominated pod or a preemption victim, with how many counts
+    /// changed.
+    fn filter_after(
+        nodes: Vec<Node>,
+        pods: Vec<Pod>,
+        incoming: Pod,
+        other: Pod,
+        on: &str,
+        delta: i64,
+    ) -> (usize, String) {
+        let mut cl = cluster(nodes, pods);
+        let info = cl.compile_pod(incoming);
+        let other = cl.compile_pod(other);
+        let ctx = CycleContext {
+            cluster: &cl,
+            pod: &info,
+            nominated: true,
+        };
+        let FilterPrep::Check(check) = EvenPodsSpread.prepare(ctx) else {
+            panic!("a DoNotSchedule constraint prepares a check");
+        };
+        let node = cl.node(cl.node_by_name(on).expect("test node"));
+        let mut changes = CountChanges::default();
+        check.count_pod(&mut changes, &other, node, delta);
+        let mut reasons = Vec::new();
+        check.check_changed(node, &changes, &mut reasons);
+        (
+            changes.iter().count(),
+            reasons.first().map(|r| r.to_string()).unwrap_or_default(),
+        )
+    }
+
+    /// Counts changed by a pod added or removed (v1.36.3 filtering.go `updateWithPod`: only
+    /// on nodes that have every key and pass the constraint's `matchNodeInclusionPolicies`)
+    /// and the minimum under minDomains (`minMatchNum`, which reads only the number of
+    /// domains, which adding or removing pods does not change).
+    #[test]
+    fn counts_after_adding_or_removing_pods() {
+        use crate::model::NodeInclusionPolicy::Honor;
+        use crate::model::TaintEffect::NoSchedule;
+        let p = || pod("p").label("foo", "");
+        // TestPreFilterStateAddPod's nodes: node-a in zone1 tainted, node-b in zone2.
+        let nodes = || {
+            vec![
+                keyed("node-a")
+                    .label("zone", "zone1")
+                    .taint(UNSCHEDULABLE, "", NoSchedule)
+                    .build(),
+                zn("node-b", "zone2"),
+            ]
+        };
+        let pods = || vec![foo_on("p-a1", "node-a"), foo_on("p-b2", "node-b")];
+        let added = || foo_on("p-a3", "node-a");
+        let honoring = || hard(p(), 1, "zone").inclusion(None, Some(Honor)).build();
+        // Taints ignored: node-a counts, zone1 goes to 2 and fails (2 + 1 - 1 > 1).
+        assert_eq!(
+            filter_after(
+                nodes(),
+                pods(),
+                hard(p(), 1, "zone").build(),
+                added(),
+                "node-a",
+                1
+            ),
+            (1, SKEW.to_owned())
+        );
+        // Taints honoured and untolerated: node-a does not count, nothing changes; zone1
+        // has no count, 0 + 1 - 1 passes.
+        assert_eq!(
+            filter_after(nodes(), pods(), honoring(), added(), "node-a", 1),
+            (0, String::new())
+        );
+        // Tolerated: node-a counts again (upstream's "add a pod when scheduling taint
+        // tolerated pod with NodeInclusionPolicy enabled").
+        let tolerating = hard(
+            p().tolerate(
+                UNSCHEDULABLE,
+                crate::model::TolerationOperator::Exists,
+                "",
+                None,
+            ),
+            1,
+            "zone",
+        )
+        .inclusion(None, Some(Honor))
+        .build();
+        assert_eq!(
+            filter_after(nodes(), pods(), tolerating, added(), "node-a", 1),
+            (1, SKEW.to_owned())
+        );
+        // Nodes 2/2/1, maxSkew 2, minDomains 4: one more pod on node-c makes it 2 + 1 - 0 > 2,
+        // the minimum staying 0 (without minDomains it would be 2: 2 + 1 - 2 passes).
+        let abc = || {
+            vec![
+                keyed("node-a").build(),
+                keyed("node-b").build(),
+                keyed("node-c").build(),
+            ]
+        };
+        let pods_2_2_1 = || foo_pods(&[("node-a", 2), ("node-b", 2), ("node-c", 1)]);
+        assert_eq!(
+            filter_after(
+                abc(),
+                pods_2_2_1(),
+                hard(p(), 2, "node").min_domains(4).build(),
+                foo_on("p-c2", "node-c"),
+                "node-c",
+                1,
+            ),
+            (1, SKEW.to_owned())
+        );
+        assert_eq!(
+            filter_after(
+                abc(),
+                pods_2_2_1(),
+                hard(p(), 2, "node").build(),
+                foo_on("p-c2", "node-c"),
+                "node-c",
+                1,
+            ),
+            (1, String::new())
+        );
+        // Removing a pod from node-a: 1 + 1 - 0 <= 2.
+        assert_eq!(
+            filter_after(
+                abc(),
+                pods_2_2_1(),
+                hard(p(), 2, "node").min_domains(4).build(),
+                foo_on("p-node-a-0", "node-a"),
+                "node-a",
+                -1,
+            ),
+            (1, String::new())
+        );
+    }
+
     fn host(name: &str) -> Node {
         node(name).build()
     }
