@@ -347,7 +347,7 @@ pub struct TopologySpreadConstraint {
     /// The pods counted. `matchLabelKeys` (v1.25+) arrive already merged into it by
     /// conversion, as `key In [the pod's value]`.
     pub label_selector: Option<LabelSelector>,
-    /// `minDomains` (v1.25+; None means upstream's 1): a DoNotSchedule constraint with fewer
+    /// `minDomains` (v1.24+; None means upstream's 1): a DoNotSchedule constraint with fewer
     /// eligible domains than this takes the global minimum as 0.
     pub min_domains: Option<i32>,
     /// `nodeAffinityPolicy` (v1.25+; None means Honor): whether only nodes matching the pod's
