@@ -593,6 +593,19 @@ async fn sidecars_resizes_gates_and_claims_are_honoured() {
             "2.5 CPU fits no 2-CPU node"
         );
         assert_not_overcommitted(&env).await?;
+        // Counted while it waits in the unschedulable queue (a cluster event may move it to
+        // backoff for a moment, as it moves every refused pod).
+        let counted =
+            r#"scheduler_unschedulable_pods{plugin="DynamicResources",profile="berth"} 1"#;
+        eventually(
+            "the DRA pod counted under DynamicResources",
+            wait,
+            || async {
+                let (_, metrics) = berth.get("/metrics")?;
+                Ok(metrics.contains(counted).then_some(()))
+            },
+        )
+        .await?;
         let status = berth.terminate()?;
         assert!(status.success(), "exit {status}:\n{}", berth.log());
         Ok(())
