@@ -269,6 +269,45 @@ fn check_prints_the_effective_configuration() {
     assert!(text.contains("10000"));
 }
 
+/// Common mistakes name their subject and cause once: libraries' errors repeat their
+/// sources' messages, which the binary prints once.
+#[test]
+fn each_cause_is_said_once() {
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("kubeconfig");
+    let missing = missing.display().to_string();
+    let cases: [(&str, Vec<&str>, &str); 2] = [
+        (
+            "missing kubeconfig",
+            vec![
+                "run",
+                "--policy",
+                policy,
+                "--leader-elect=false",
+                "--kubeconfig",
+                &missing,
+            ],
+            "No such file or directory",
+        ),
+        (
+            "missing policy",
+            vec!["check", "/nonexistent/policy.json"],
+            "No such file or directory",
+        ),
+    ];
+    for (name, args, cause) in cases {
+        let out = berth(&args);
+        assert!(!out.status.success(), "{name}: should fail");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let error = stderr
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_else(|| panic!("{name}: no error line in {stderr}"));
+        assert_eq!(error.matches(cause).count(), 1, "{name}: {error}");
+    }
+}
+
 #[test]
 fn check_of_a_cluster_file_names_what_berth_ignores_or_refuses() {
     let dir = tempfile::tempdir().expect("tempdir");
