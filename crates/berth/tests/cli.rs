@@ -308,6 +308,59 @@ fn each_cause_is_said_once() {
     }
 }
 
+/// An API server that refuses connections is named once, with its URL and the cause, not
+/// once per watch per retry.
+#[test]
+fn an_unreachable_api_server_is_named_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Port 1 on loopback: nothing listens there, so every connection is refused at once.
+    let kubeconfig = write(
+        &dir,
+        "kubeconfig",
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n\
+         contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n\
+         users: [{name: u, user: {token: t}}]\n",
+    );
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args([
+            "run",
+            "--policy",
+            policy,
+            "--leader-elect=false",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .args(["--metrics-addr", "127.0.0.1:0", "--logging-format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run berth");
+    // Long enough for every watch to fail and retry several times.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    child.kill().expect("stop berth");
+    let out = child.wait_with_output().expect("berth's output");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let failing: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("API server request failed"))
+        .collect();
+    assert_eq!(failing.len(), 1, "one line for the one cause:\n{log}");
+    assert!(
+        failing[0].contains("https://127.0.0.1:1/") && failing[0].contains("Connection refused"),
+        "{}",
+        failing[0]
+    );
+    assert!(
+        !log.contains("client error (Connect)"),
+        "kube's own lines:\n{log}"
+    );
+}
+
 #[test]
 fn check_of_a_cluster_file_names_what_berth_ignores_or_refuses() {
     let dir = tempfile::tempdir().expect("tempdir");
