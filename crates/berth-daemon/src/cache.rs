@@ -20,6 +20,7 @@ use berth_engine::{Nominator, Reservation, Scheduler};
 use berth_extender::Documents;
 use berth_kube::PriorityResolver;
 use berth_kube::convert::{self, ConvertError};
+use berth_kube::unmodelled;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
@@ -213,6 +214,9 @@ pub struct Cache {
     protections: Protections,
     /// Seconds since the epoch: the protections judge kubelets' timestamps by it.
     clock: fn() -> i64,
+    /// Pods (by key) that set each field Berth does not model; a field is logged when its
+    /// first pod appears.
+    unmodelled: BTreeMap<(&'static str, &'static str), HashSet<String>>,
 }
 
 impl Cache {
@@ -232,6 +236,42 @@ impl Cache {
             unreadable: HashMap::new(),
             protections: Protections::new(Trackers::default()),
             clock: wall_clock,
+            unmodelled: BTreeMap::new(),
+        }
+    }
+
+    /// How many cached pods set each field Berth does not model (every field seen since
+    /// start, so a gauge falls back to 0).
+    pub fn unmodelled_field_counts(&self) -> Vec<(&'static str, &'static str, usize)> {
+        self.unmodelled
+            .iter()
+            .map(|(&(kind, field), pods)| (kind, field, pods.len()))
+            .collect()
+    }
+
+    /// Records which unmodelled fields a pod sets (none once deleted), logging each field the
+    /// first time any pod sets it.
+    fn track_unmodelled(&mut self, key: &str, object: Option<&Pod>) {
+        let found = object.map(unmodelled::in_pod).unwrap_or_default();
+        for u in &found {
+            if !self.unmodelled.contains_key(&(u.kind, u.field)) {
+                warn!(
+                    kind = u.kind,
+                    field = u.field,
+                    refused = u.refuses,
+                    "{}",
+                    u.why
+                );
+            }
+            self.unmodelled
+                .entry((u.kind, u.field))
+                .or_default()
+                .insert(key.to_owned());
+        }
+        for ((kind, field), pods) in &mut self.unmodelled {
+            if !found.iter().any(|u| u.kind == *kind && u.field == *field) {
+                pods.remove(key);
+            }
         }
     }
 
@@ -550,6 +590,7 @@ impl Cache {
             Change::Synced => Effect::Synced,
             Change::Delete(key) => {
                 let pod_key = format!("{}/{}", key.namespace(), key.name);
+                self.track_unmodelled(&pod_key, None);
                 self.protections.pod_deleted(&pod_key);
                 if let Some(documents) = &self.documents {
                     documents.remove_pod(&pod_key);
@@ -576,6 +617,9 @@ impl Cache {
                     let key = object_key(&object.metadata);
                     return self.pod(Change::Delete(key), queue, now);
                 }
+                let key = object_key(&object.metadata);
+                let pod_key = format!("{}/{}", key.namespace(), key.name);
+                self.track_unmodelled(&pod_key, Some(&object));
                 let Some(pod) = self.convert_pod(&object, queue) else {
                     return Effect::None;
                 };
@@ -1161,6 +1205,24 @@ mod tests {
         assert!(!f.queue.contains("default/gated"));
         f.pod(Change::Apply(pod("gated", "berth", 100)));
         assert_eq!(f.queue.place("default/gated"), Some(Place::Active));
+    }
+
+    #[test]
+    fn pods_setting_unmodelled_fields_are_counted_until_they_go() {
+        let mut f = Fixture::new();
+        let mut gang = pod("gang-0", "berth", 100);
+        gang.spec.as_mut().unwrap().scheduling_group =
+            Some(serde_json::from_value(serde_json::json!({"podGroupName": "trainers"})).unwrap());
+        let field = ("Pod", "spec.schedulingGroup");
+        f.pod(Change::Apply(gang.clone()));
+        f.pod(Change::Apply(pod("plain", "berth", 100)));
+        assert_eq!(f.cache.unmodelled_field_counts(), [(field.0, field.1, 1)]);
+        // The field dropped from the pod, then the pod back and deleted: the gauge stays.
+        f.pod(Change::Apply(pod("gang-0", "berth", 100)));
+        assert_eq!(f.cache.unmodelled_field_counts(), [(field.0, field.1, 0)]);
+        f.pod(Change::Apply(gang));
+        f.pod(Change::Delete(delete("gang-0")));
+        assert_eq!(f.cache.unmodelled_field_counts(), [(field.0, field.1, 0)]);
     }
 
     #[test]

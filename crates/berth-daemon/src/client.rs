@@ -64,13 +64,19 @@ pub enum ClientError {
 
 /// Builds a rate-limited client.
 pub async fn connect(settings: &ClientSettings) -> Result<Client, ClientError> {
+    build(settings, config(settings).await?)
+}
+
+/// The connection settings a client of `settings` uses (kubeconfig or in-cluster), read once
+/// so the caller can also name the server in its messages.
+pub async fn config(settings: &ClientSettings) -> Result<Config, ClientError> {
     if settings.qps.is_nan() || settings.qps <= 0.0 || settings.burst == 0 {
         return Err(ClientError::BadRateLimit {
             qps: settings.qps,
             burst: settings.burst,
         });
     }
-    let mut config = match &settings.kubeconfig {
+    let config = match &settings.kubeconfig {
         Some(path) => {
             let kubeconfig =
                 Kubeconfig::read_from(path).map_err(|source| ClientError::Kubeconfig {
@@ -86,6 +92,11 @@ pub async fn connect(settings: &ClientSettings) -> Result<Client, ClientError> {
         }
         None => Config::infer().await?,
     };
+    Ok(config)
+}
+
+/// A rate-limited client over `config`.
+pub fn build(settings: &ClientSettings, mut config: Config) -> Result<Client, ClientError> {
     // kube's own retry of 429/503/504 answers would resend a request below the rate limit
     // and after the binder's lease check (a binding retried after a pause past the lease
     // binds on stale state); every caller here retries by itself: watches relist with

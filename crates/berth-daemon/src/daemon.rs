@@ -21,6 +21,7 @@ use crate::extenders::ExtenderSet;
 use crate::leader::{Leadership, LeaseSettings, campaign};
 use crate::metrics::{Metrics, ReloadSource};
 use crate::queue::QueueConfig;
+use crate::reachability::Reachability;
 use crate::scheduling::{Health, SchedulerUpdates, SchedulingLoop};
 use crate::watch::Relists;
 
@@ -107,7 +108,9 @@ pub async fn run(
     reloading: Option<Reloading>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), DaemonError> {
-    let client = connect(&config.client).await?;
+    let kube_config = crate::client::config(&config.client).await?;
+    let reachability = Arc::new(Reachability::new(kube_config.cluster_url.to_string()));
+    let client = crate::client::build(&config.client, kube_config)?;
     let events = connect(&config.client).await?;
     let runtime = tokio::runtime::Handle::current();
     let (inputs, receiver) = mpsc::channel::<Input>();
@@ -170,7 +173,7 @@ pub async fn run(
         None => None,
     };
 
-    let mut watches = crate::watch::spawn_all(&client, &runtime, &inputs, &relists);
+    let mut watches = crate::watch::spawn_all(&client, &runtime, &inputs, &relists, &reachability);
     let (election, leadership) = match config.leader_election.clone() {
         Some(lease) => {
             info!(lease = %lease.name, namespace = %lease.namespace, identity = %lease.identity,

@@ -16,6 +16,7 @@ pub mod leader;
 pub mod metrics;
 pub mod protections;
 pub mod queue;
+pub mod reachability;
 pub mod scheduling;
 mod server;
 pub mod unreadable;

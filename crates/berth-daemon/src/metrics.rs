@@ -147,6 +147,12 @@ struct CacheTypeLabels {
     r#type: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FieldLabels {
+    kind: &'static str,
+    field: &'static str,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// The daemon's metrics; cheap to clone, shared by the scheduling thread and the tasks.
@@ -174,6 +180,7 @@ pub struct Metrics {
     incoming: Family<IncomingLabels, Counter>,
     cache_size: Family<CacheTypeLabels, Gauge>,
     unschedulable: Family<PluginLabels, Gauge>,
+    unmodelled: Family<FieldLabels, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -276,6 +283,13 @@ impl Metrics {
              meaning only when broken down by plugin",
             unschedulable.clone(),
         );
+        let unmodelled = Family::<FieldLabels, Gauge>::default();
+        registry.register(
+            "berth_unmodelled_field_objects",
+            "Objects in the cache that set a field Berth does not model, by kind and field \
+             (pending pods among them are refused, see the log)",
+            unmodelled.clone(),
+        );
         let cache_size = Family::<CacheTypeLabels, Gauge>::default();
         registry.register(
             "scheduler_scheduler_cache_size",
@@ -374,6 +388,7 @@ impl Metrics {
             incoming,
             cache_size,
             unschedulable,
+            unmodelled,
         }
     }
 
@@ -550,6 +565,15 @@ impl Metrics {
         ] {
             self.cache_size
                 .get_or_create(&CacheTypeLabels { r#type })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Sets how many cached objects set each field Berth does not model.
+    pub fn unmodelled_fields(&self, counts: &[(&'static str, &'static str, usize)]) {
+        for &(kind, field, n) in counts {
+            self.unmodelled
+                .get_or_create(&FieldLabels { kind, field })
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
     }

@@ -230,6 +230,8 @@ impl<B: Backend> SchedulingLoop<B> {
         self.metrics.cache_entries(&self.cache.sizes());
         let (nodes, pods, assumed) = self.cache.upstream_sizes();
         self.metrics.cache_size(nodes, pods, assumed);
+        self.metrics
+            .unmodelled_fields(&self.cache.unmodelled_field_counts());
     }
 
     /// Logs, counts and (when leading, so one replica writes them) records as Events what the

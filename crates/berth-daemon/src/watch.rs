@@ -26,10 +26,11 @@ use serde::de::DeserializeOwned;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use crate::Input;
 use crate::cache::{Change, ObjectKey, WatchEvent, object_key};
+use crate::reachability::Reachability;
 
 /// Finished pods never matter to the scheduler; leaving them out of the watch keeps the
 /// cache small (a pod that finishes arrives as a delete).
@@ -52,6 +53,7 @@ pub fn spawn_all(
     runtime: &Handle,
     to: &Sender<Input>,
     relists: &Relists,
+    reachability: &Arc<Reachability>,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     let all = watcher::Config::default();
@@ -68,6 +70,7 @@ pub fn spawn_all(
                     to.clone(),
                     WatchEvent::$variant,
                     $relist,
+                    reachability.clone(),
                 ),
                 runtime,
             );
@@ -102,6 +105,7 @@ async fn forward<K>(
     to: Sender<Input>,
     wrap: fn(Change<K>) -> WatchEvent,
     relist_on: Option<Arc<Notify>>,
+    reachability: Arc<Reachability>,
 ) where
     K: Resource<DynamicType = ()>
         + k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>
@@ -127,10 +131,16 @@ async fn forward<K>(
                 None => stream.next().await,
             };
             let event = match event {
-                Some(Ok(event)) => event,
+                Some(Ok(event)) => {
+                    // The watcher announces a relist before asking the server anything.
+                    if !matches!(event, Event::Init) {
+                        reachability.answered();
+                    }
+                    event
+                }
                 Some(Err(e)) => {
                     // The stream retries by itself after its backoff.
-                    warn!(%kind, error = %e, "watch failed; retrying");
+                    reachability.failed(static_kind(&kind), &e);
                     continue;
                 }
                 None => {
@@ -145,6 +155,26 @@ async fn forward<K>(
             }
         }
     }
+}
+
+/// A kind's name for the reachability log: the kinds watched are a fixed set.
+fn static_kind(kind: &str) -> &'static str {
+    const KINDS: [&str; 13] = [
+        "Node",
+        "Pod",
+        "Namespace",
+        "Service",
+        "ReplicationController",
+        "ReplicaSet",
+        "StatefulSet",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
+        "PriorityClass",
+        "PodDisruptionBudget",
+    ];
+    KINDS.into_iter().find(|k| *k == kind).unwrap_or("object")
 }
 
 /// The keys a watch has delivered, to turn a relist into deletes for what it lacks.

@@ -143,6 +143,14 @@ fn random_template(rng: &mut ChaCha8Rng) -> Pod {
             when,
             Some(selector(&[("app", &a)])),
         );
+        if when == WhenUnsatisfiable::DoNotSchedule && rng.random_bool(0.3) {
+            p = p.min_domains(rng.random_range(1..=4));
+        }
+        if rng.random_bool(0.3) {
+            use crate::model::NodeInclusionPolicy::{Honor, Ignore};
+            let policy = |honor: bool| Some(if honor { Honor } else { Ignore });
+            p = p.inclusion(policy(rng.random_bool(0.5)), policy(rng.random_bool(0.5)));
+        }
     }
     if rng.random_bool(0.2) {
         p = p.tolerate(
@@ -385,4 +393,35 @@ fn every_change_but_a_pods_makes_kept_answers_stale() {
         .map(|ch| ch.node.0)
         .collect();
     assert_eq!(nodes, vec![0, 0]);
+}
+
+/// The class signature is the whole pod but its identity, so pods differing only in a spread
+/// constraint's v1.25+ fields (which change which nodes count and the global minimum) never
+/// share kept answers.
+#[test]
+fn spread_fields_split_classes() {
+    use crate::classes::class_of;
+    use crate::model::NodeInclusionPolicy::{Honor, Ignore};
+    let base = || {
+        pod("p").label("app", "a").spread(
+            1,
+            "zone",
+            WhenUnsatisfiable::DoNotSchedule,
+            Some(selector(&[("app", "a")])),
+        )
+    };
+    let variants = [
+        base().build(),
+        base().min_domains(3).build(),
+        base().inclusion(Some(Ignore), None).build(),
+        base().inclusion(None, Some(Honor)).build(),
+    ];
+    for (i, a) in variants.iter().enumerate() {
+        for b in &variants[i + 1..] {
+            assert_ne!(class_of(a), class_of(b));
+        }
+    }
+    let mut renamed = base().build();
+    renamed.meta.name = "q".into();
+    assert_eq!(class_of(&base().build()), class_of(&renamed));
 }

@@ -289,7 +289,9 @@ pub struct PreferredNodeTerm {
 /// A pod (anti-)affinity term.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PodAffinityTerm {
-    /// Selects the pods this term is about (None selects nothing).
+    /// Selects the pods this term is about (None selects nothing). `matchLabelKeys` and
+    /// `mismatchLabelKeys` (v1.29+) arrive already merged into it by conversion, as the API
+    /// server merges them at creation.
     pub label_selector: Option<LabelSelector>,
     /// Namespaces to look in; empty (with no namespace selector) means the pod's own.
     pub namespaces: Vec<String>,
@@ -343,8 +345,28 @@ pub struct TopologySpreadConstraint {
     pub topology_key: String,
     /// Filter or score.
     pub when_unsatisfiable: WhenUnsatisfiable,
-    /// The pods counted.
+    /// The pods counted. `matchLabelKeys` (v1.25+) arrive already merged into it by
+    /// conversion, as `key In [the pod's value]`.
     pub label_selector: Option<LabelSelector>,
+    /// `minDomains` (v1.24+; None means upstream's 1): a DoNotSchedule constraint with fewer
+    /// eligible domains than this takes the global minimum as 0.
+    pub min_domains: Option<i32>,
+    /// `nodeAffinityPolicy` (v1.25+; None means Honor): whether only nodes matching the pod's
+    /// node selector and required node affinity count.
+    pub node_affinity_policy: Option<NodeInclusionPolicy>,
+    /// `nodeTaintsPolicy` (v1.25+; None means Ignore): whether nodes with a NoSchedule or
+    /// NoExecute taint the pod does not tolerate are left out of the count.
+    pub node_taints_policy: Option<NodeInclusionPolicy>,
+}
+
+/// How a topology spread constraint treats a node property when choosing the nodes whose pods
+/// count (upstream's `NodeInclusionPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeInclusionPolicy {
+    /// Only nodes that satisfy the property count.
+    Honor,
+    /// Every node counts, whatever the property.
+    Ignore,
 }
 
 /// A pod.
@@ -379,6 +401,10 @@ pub struct Pod {
     /// `spec.resourceClaims` names (Dynamic Resource Allocation, GA in v1.34): devices Berth
     /// does not allocate, so such a pod is refused everywhere.
     pub resource_claims: Vec<String>,
+    /// Why Berth will not place the pod: each names a field it sets that Berth does not
+    /// model and whose being ignored could overcommit a node or break a constraint the user
+    /// wrote (filled in by the converter). Such a pod fits nowhere.
+    pub refused: Vec<String>,
     /// `spec.nodeSelector`.
     pub node_selector: BTreeMap<String, String>,
     /// `spec.affinity`.

@@ -206,6 +206,14 @@ pub struct SpreadConstraint {
     pub when_unsatisfiable: WhenUnsatisfiable,
     /// The pods counted; None counts none (upstream's nil selector).
     pub selector: Option<Selector>,
+    /// `minDomains` (1 when unset, as upstream's `filterTopologySpreadConstraints`).
+    pub min_domains: i32,
+    /// Whether only nodes matching the pod's node selector and required node affinity count
+    /// (`nodeAffinityPolicy: Honor`, the default).
+    pub honor_node_affinity: bool,
+    /// Whether nodes with a NoSchedule or NoExecute taint the pod does not tolerate are left
+    /// out of the count (`nodeTaintsPolicy: Honor`; Ignore is the default).
+    pub honor_node_taints: bool,
 }
 
 /// A pod ready for the rules.
@@ -364,6 +372,10 @@ impl PodInfo {
                     .label_selector
                     .as_ref()
                     .map(|s| Selector::compile(interner, s)),
+                min_domains: c.min_domains.unwrap_or(1),
+                honor_node_affinity: c.node_affinity_policy
+                    != Some(model::NodeInclusionPolicy::Ignore),
+                honor_node_taints: c.node_taints_policy == Some(model::NodeInclusionPolicy::Honor),
             })
             .collect();
         PodInfo {

@@ -84,11 +84,20 @@ pub fn scheduler_with_plugins(
         .collect();
     // Checks of fields v1.22 never knew come first, whatever the policy: they follow v1.36,
     // whose default profile always runs them, and they skip every pod without those fields.
-    let mandatory = std::iter::once(Ok(NamedFilter {
-        name: dynamic_resources::NAME.to_owned(),
-        upstream: Some(dynamic_resources::UPSTREAM_PLUGIN),
-        rule: Arc::new(dynamic_resources::DynamicResources),
-    }));
+    let mandatory = [
+        NamedFilter {
+            name: dynamic_resources::NAME.to_owned(),
+            upstream: Some(dynamic_resources::UPSTREAM_PLUGIN),
+            rule: Arc::new(dynamic_resources::DynamicResources),
+        },
+        NamedFilter {
+            name: unmodelled_fields::NAME.to_owned(),
+            upstream: None,
+            rule: Arc::new(unmodelled_fields::UnmodelledFields),
+        },
+    ]
+    .into_iter()
+    .map(Ok);
     let filters = mandatory
         .chain(filter_groups(policy).into_iter().map(|group| {
             Ok(NamedFilter {
@@ -634,8 +643,12 @@ mod tests {
             let s = build(text, *gates);
             let got: Vec<&str> = s.filters().iter().map(|f| f.name.as_str()).collect();
             // Every scheduler starts with the checks of fields v1.22 never knew.
-            assert_eq!(got[0], dynamic_resources::NAME, "{name}: mandatory filter");
-            assert_eq!(&got[1..], *filters, "{name}: filters");
+            assert_eq!(
+                got[..2],
+                [dynamic_resources::NAME, unmodelled_fields::NAME],
+                "{name}: mandatory filters"
+            );
+            assert_eq!(&got[2..], *filters, "{name}: filters");
             let got: Vec<(&str, i64)> = s
                 .scores()
                 .iter()

@@ -1828,6 +1828,7 @@ mod tests {
             seen,
             [
                 expect("DynamicResources", "PreFilter"),
+                expect("UnmodelledFields", "PreFilter"),
                 expect("NodeUnschedulable", "PreFilter"),
                 expect("GeneralPredicates", "PreFilter"),
                 expect("TaintToleration", "PreFilter"),

@@ -393,7 +393,30 @@ impl PodBuilder {
                 topology_key: topology_key.into(),
                 when_unsatisfiable,
                 label_selector,
+                min_domains: None,
+                node_affinity_policy: None,
+                node_taints_policy: None,
             });
+        self
+    }
+    /// Sets `minDomains` on the last topology spread constraint.
+    pub fn min_domains(mut self, min_domains: i32) -> Self {
+        if let Some(c) = self.0.topology_spread_constraints.last_mut() {
+            c.min_domains = Some(min_domains);
+        }
+        self
+    }
+    /// Sets `nodeAffinityPolicy` and `nodeTaintsPolicy` on the last topology spread
+    /// constraint (None leaves a policy unset).
+    pub fn inclusion(
+        mut self,
+        node_affinity_policy: Option<crate::model::NodeInclusionPolicy>,
+        node_taints_policy: Option<crate::model::NodeInclusionPolicy>,
+    ) -> Self {
+        if let Some(c) = self.0.topology_spread_constraints.last_mut() {
+            c.node_affinity_policy = node_affinity_policy;
+            c.node_taints_policy = node_taints_policy;
+        }
         self
     }
     /// Edits anything else.

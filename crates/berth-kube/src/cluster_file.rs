@@ -16,8 +16,8 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::{Metadata, Resource};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::convert::is_plain_key;
@@ -75,10 +75,23 @@ pub fn load_cluster_file(path: &Path) -> Result<ClusterObjects, ClusterFileError
 /// `source` names the file in errors and warnings.
 pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterObjects, ClusterFileError> {
     let mut objects = ClusterObjects::default();
-    let mut seen = HashMap::new();
+    let mut seen = Seen::default();
     let found_any = walk_objects(text, source, &mut |kind, item| {
         objects.add(&kind, item, &mut seen)
     })?;
+    // Once per kind and field: a cluster file may come from a newer API server, so an
+    // unknown field is a warning here (`--apply`, like kubectl's strict validation, refuses
+    // it).
+    for ((kind, field), (count, first)) in &seen.unknown {
+        objects.warnings.push(format!(
+            "{first}: {field}: unknown field of {kind} in Kubernetes v1.36's API (a typo, or a \
+             newer field): ignored{}",
+            match count {
+                1 => String::new(),
+                n => format!(" (set in {n} {kind} objects)"),
+            }
+        ));
+    }
     if !found_any {
         objects
             .warnings
@@ -110,12 +123,7 @@ pub(crate) fn walk_objects(
 
 impl ClusterObjects {
     /// Decodes one object and files it under its kind, or skips it with a warning.
-    fn add(
-        &mut self,
-        kind: &str,
-        item: Item,
-        seen: &mut HashMap<ObjectKey, Location>,
-    ) -> Result<(), ClusterFileError> {
+    fn add(&mut self, kind: &str, item: Item, seen: &mut Seen) -> Result<(), ClusterFileError> {
         use Scope::{Cluster, Namespaced};
         match kind {
             "Node" => self.nodes.push(item.decode(seen, Cluster, validate_node)?),
@@ -382,6 +390,43 @@ pub(crate) enum Scope {
     Cluster,
 }
 
+/// What decoding has met so far: objects by identity (a second one is a duplicate) and, per
+/// kind and field path (list indices as `[]`), the fields the API types do not know, with how
+/// many objects set each and where the first one is.
+#[derive(Default)]
+pub(crate) struct Seen {
+    objects: HashMap<ObjectKey, Location>,
+    pub(crate) unknown: BTreeMap<(&'static str, String), (usize, Box<Site>)>,
+}
+
+/// The field paths of `written` that `decoded` (the typed object written back) lacks: fields
+/// the API types do not know, which decoding drops. Nulls are skipped (they mean unset).
+fn unknown_fields(written: &Value, decoded: &Value, path: &str, out: &mut Vec<String>) {
+    match (written, decoded) {
+        (Value::Object(written), Value::Object(decoded)) => {
+            for (key, value) in written {
+                if value.is_null() {
+                    continue;
+                }
+                let here = match path {
+                    "" if is_plain_key(key) => key.clone(),
+                    _ => field_path(path, key),
+                };
+                match decoded.get(key) {
+                    None => out.push(here),
+                    Some(known) => unknown_fields(value, known, &here, out),
+                }
+            }
+        }
+        (Value::Array(written), Value::Array(decoded)) => {
+            for (value, known) in written.iter().zip(decoded) {
+                unknown_fields(value, known, &format!("{path}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// One object of a known kind, not yet decoded.
 pub(crate) struct Item {
     pub(crate) site: Box<Site>,
@@ -400,12 +445,12 @@ impl Item {
     /// Decodes the item as `T`, validates it and rejects duplicates.
     pub(crate) fn decode<T>(
         self,
-        seen: &mut HashMap<ObjectKey, Location>,
+        seen: &mut Seen,
         scope: Scope,
         validate: fn(&T) -> Result<(), Problem>,
     ) -> Result<T, ClusterFileError>
     where
-        T: Resource + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+        T: Resource + Metadata<Ty = ObjectMeta> + DeserializeOwned + Serialize,
     {
         let Item {
             site,
@@ -422,7 +467,7 @@ impl Item {
                 site,
             });
         }
-        let object: T = serde_path_to_error::deserialize(value).map_err(|error| {
+        let object: T = serde_path_to_error::deserialize(&value).map_err(|error| {
             let field = error.path().to_string();
             ClusterFileError::Schema {
                 field: (field != ".").then_some(field),
@@ -459,7 +504,19 @@ impl Item {
                 }
             });
         }
-        match seen.entry((T::KIND, namespace, name)) {
+        // Written back, a typed object has every field it understood; what it lacks was
+        // dropped in decoding.
+        if let Ok(decoded) = serde_json::to_value(&object) {
+            let mut unknown = Vec::new();
+            unknown_fields(&value, &decoded, "", &mut unknown);
+            for field in unknown {
+                seen.unknown
+                    .entry((T::KIND, field))
+                    .and_modify(|(count, _)| *count += 1)
+                    .or_insert_with(|| (1, site.clone()));
+            }
+        }
+        match seen.objects.entry((T::KIND, namespace, name)) {
             Entry::Occupied(first) => {
                 let (kind, namespace, name) = first.key();
                 return Err(ClusterFileError::Duplicate {

@@ -21,6 +21,7 @@ pub mod manifests;
 pub mod protections;
 pub mod quantity;
 mod strict_value;
+pub mod unmodelled;
 
 pub use cluster_file::{ClusterObjects, MAX_CLUSTER_FILE_BYTES, load_cluster_file, parse_cluster};
 pub use convert::{ConvertError, PriorityResolver, Snapshot, snapshot};

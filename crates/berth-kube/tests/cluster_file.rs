@@ -625,3 +625,34 @@ fn kubectl_snapshot_command_output_is_accepted() {
     assert_eq!(running, ["shop/web-0"]);
     assert_eq!(snapshot.cluster.node_count(), 2);
 }
+
+#[test]
+fn unknown_fields_are_named_once_per_kind_and_field() {
+    let pod = |name: &str| {
+        format!(
+            "- apiVersion: v1\n  kind: Pod\n  metadata: {{name: {name}, creationTimestamp: null}}\n  spec:\n    \
+             containers: [{{name: c, image: app, resourcez: {{}}}}]\n    \
+             tolerations: [{{key: a, operator: Exists, efect: NoSchedule}}]\n"
+        )
+    };
+    let text = format!(
+        "apiVersion: v1\nkind: List\nitems:\n{}{}- {{apiVersion: v1, kind: Node, metadata: {{name: n1}}, spec: {{unschedulabel: true}}}}\n",
+        pod("a"),
+        pod("b")
+    );
+    let objects = parse(&text);
+    assert_eq!(counts(&objects)[..2], [1, 2]);
+    assert_eq!(
+        objects.warnings,
+        [
+            "cluster.yaml: item 2 (Node n1): spec.unschedulabel: unknown field of Node in \
+             Kubernetes v1.36's API (a typo, or a newer field): ignored",
+            "cluster.yaml: item 0 (Pod a): spec.containers[].resourcez: unknown field \
+             of Pod in Kubernetes v1.36's API (a typo, or a newer field): ignored (set in 2 Pod \
+             objects)",
+            "cluster.yaml: item 0 (Pod a): spec.tolerations[].efect: unknown field of \
+             Pod in Kubernetes v1.36's API (a typo, or a newer field): ignored (set in 2 Pod \
+             objects)",
+        ]
+    );
+}

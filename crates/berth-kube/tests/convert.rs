@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use berth_engine::labels::{LabelSelector, Operator, Requirement};
 use berth_engine::model::{
-    self, NodeSelectorTerm, PvSource, SelectorKind, TaintEffect, TolerationOperator,
-    VolumeBindingMode, VolumeSource, WhenUnsatisfiable,
+    self, NodeInclusionPolicy, NodeSelectorTerm, PvSource, SelectorKind, TaintEffect,
+    TolerationOperator, VolumeBindingMode, VolumeSource, WhenUnsatisfiable,
 };
 use berth_kube::convert::{self, ConvertError, PriorityResolver};
 use berth_kube::{ClusterObjects, parse_cluster, snapshot};
@@ -499,12 +499,18 @@ fn pod_as_kubectl_prints_it() {
                 topology_key: "topology.kubernetes.io/zone".into(),
                 when_unsatisfiable: WhenUnsatisfiable::DoNotSchedule,
                 label_selector: selector(vec![req("app", Operator::In, &["web"])]),
+                min_domains: None,
+                node_affinity_policy: None,
+                node_taints_policy: None,
             },
             model::TopologySpreadConstraint {
                 max_skew: 2,
                 topology_key: "kubernetes.io/hostname".into(),
                 when_unsatisfiable: WhenUnsatisfiable::ScheduleAnyway,
                 label_selector: None,
+                min_domains: None,
+                node_affinity_policy: None,
+                node_taints_policy: None,
             },
         ]
     );
@@ -790,6 +796,139 @@ fn priority_resolution() {
 }
 
 /// Invalid pod specs and the error each must produce.
+/// The v1.25+ spread fields and the v1.29+ affinity label keys, merged as v1.36's API server
+/// does at creation (pkg/registry/core/pod/strategy.go: `applyLabelKeysToLabelSelector`
+/// appends `key In [value]` for matchLabelKeys and `key NotIn [value]` for
+/// mismatchLabelKeys, skips keys the pod has no label for, and leaves a nil selector nil in
+/// `applyMatchLabelKeys` and `applyMatchLabelKeysAndMismatchLabelKeys`); the scheduler's own
+/// spread merge (podtopologyspread/common.go `filterTopologySpreadConstraints`,
+/// `mergeLabelSetWithSelector`) follows the same rules.
+#[test]
+fn label_keys_merged_and_spread_policies_kept() {
+    let pod = pod_ok(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  labels:
+    app: web
+    pod-template-hash: 5d4f
+    tenant: acme
+spec:
+  containers:
+  - name: c
+  topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: zone
+    whenUnsatisfiable: DoNotSchedule
+    labelSelector:
+      matchLabels:
+        app: web
+    matchLabelKeys: [pod-template-hash, absent]
+    minDomains: 3
+    nodeAffinityPolicy: Ignore
+    nodeTaintsPolicy: Honor
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: ScheduleAnyway
+    matchLabelKeys: [pod-template-hash]
+  - maxSkew: 2
+    topologyKey: rack
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchExpressions:
+      - key: pod-template-hash
+        operator: In
+        values: [5d4f]
+    matchLabelKeys: [pod-template-hash]
+    nodeAffinityPolicy: Honor
+    nodeTaintsPolicy: Ignore
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchExpressions:
+          - key: app
+            operator: In
+            values: [web]
+        matchLabelKeys: [pod-template-hash]
+        mismatchLabelKeys: [tenant, absent]
+    podAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 10
+        podAffinityTerm:
+          topologyKey: zone
+          matchLabelKeys: [app]
+      - weight: 20
+        podAffinityTerm:
+          topologyKey: zone
+          labelSelector: {}
+          mismatchLabelKeys: [tenant]
+"#,
+    );
+    let spread: Vec<_> = pod
+        .topology_spread_constraints
+        .iter()
+        .map(|c| {
+            (
+                c.label_selector.clone(),
+                c.min_domains,
+                c.node_affinity_policy,
+                c.node_taints_policy,
+            )
+        })
+        .collect();
+    assert_eq!(
+        spread,
+        [
+            (
+                selector(vec![
+                    req("app", Operator::In, &["web"]),
+                    req("pod-template-hash", Operator::In, &["5d4f"]),
+                ]),
+                Some(3),
+                Some(NodeInclusionPolicy::Ignore),
+                Some(NodeInclusionPolicy::Honor),
+            ),
+            // No selector: nothing to merge into, the constraint still selects nothing.
+            (None, None, None, None),
+            // Already merged by the API server: the repeated requirement selects the same pods.
+            (
+                selector(vec![
+                    req("pod-template-hash", Operator::In, &["5d4f"]),
+                    req("pod-template-hash", Operator::In, &["5d4f"]),
+                ]),
+                None,
+                Some(NodeInclusionPolicy::Honor),
+                Some(NodeInclusionPolicy::Ignore),
+            ),
+        ]
+    );
+    assert_eq!(
+        pod.affinity.anti_required[0].label_selector,
+        selector(vec![
+            req("app", Operator::In, &["web"]),
+            req("pod-template-hash", Operator::In, &["5d4f"]),
+            req("tenant", Operator::NotIn, &["acme"]),
+        ])
+    );
+    let preferred: Vec<_> = pod
+        .affinity
+        .pod_preferred
+        .iter()
+        .map(|w| w.term.label_selector.clone())
+        .collect();
+    assert_eq!(
+        preferred,
+        [
+            None,
+            selector(vec![req("tenant", Operator::NotIn, &["acme"])])
+        ]
+    );
+}
+
 #[test]
 fn pod_errors_name_the_object_and_field() {
     const REQUIRED_TERM: &str = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]";
@@ -912,6 +1051,45 @@ fn pod_errors_name_the_object_and_field() {
     topologyKey: zone
     whenUnsatisfiable: Ignore"#,
             "Pod default/web-1: spec.topologySpreadConstraints[0].whenUnsatisfiable: unknown value \"Ignore\" (expected DoNotSchedule, ScheduleAnyway)".to_owned(),
+        ),
+        (
+            r#"
+  topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: zone
+    whenUnsatisfiable: DoNotSchedule
+    minDomains: 0"#,
+            "Pod default/web-1: spec.topologySpreadConstraints[0].minDomains: must be at least 1, found 0".to_owned(),
+        ),
+        (
+            r#"
+  topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: zone
+    whenUnsatisfiable: DoNotSchedule
+  - maxSkew: 1
+    topologyKey: zone
+    whenUnsatisfiable: ScheduleAnyway
+    minDomains: 2"#,
+            "Pod default/web-1: spec.topologySpreadConstraints[1].minDomains: only allowed with whenUnsatisfiable DoNotSchedule, not ScheduleAnyway".to_owned(),
+        ),
+        (
+            r#"
+  topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: zone
+    whenUnsatisfiable: DoNotSchedule
+    nodeAffinityPolicy: Sometimes"#,
+            "Pod default/web-1: spec.topologySpreadConstraints[0].nodeAffinityPolicy: unknown policy \"Sometimes\" (expected Honor, Ignore)".to_owned(),
+        ),
+        (
+            r#"
+  topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: zone
+    whenUnsatisfiable: DoNotSchedule
+    nodeTaintsPolicy: honor"#,
+            "Pod default/web-1: spec.topologySpreadConstraints[0].nodeTaintsPolicy: unknown policy \"honor\" (expected Honor, Ignore)".to_owned(),
         ),
         (
             r#"

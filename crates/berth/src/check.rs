@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use berth_engine::{CycleConfig, FeatureGates};
 use serde_json::json;
 
@@ -97,6 +97,43 @@ pub fn run(
                 value["extenderNotes"] = json!(notes);
             }
             println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+    }
+    Ok(())
+}
+
+/// Reads a cluster file as `simulate` does and reports what it holds and every warning:
+/// fields the API does not know, fields Berth does not model, objects it cannot use.
+pub fn cluster(path: &Path, format: Format) -> Result<()> {
+    let objects = berth_kube::load_cluster_file(path)?;
+    let snapshot = berth_kube::snapshot(&objects)
+        .with_context(|| format!("cluster file {}", path.display()))?;
+    let sizes = snapshot.cluster.sizes();
+    match format {
+        Format::Table => {
+            println!(
+                "Cluster file {}: {} nodes, {} running pods, {} pending pods",
+                path.display(),
+                sizes.nodes,
+                sizes.pods,
+                snapshot.pending.len()
+            );
+            if snapshot.warnings.is_empty() {
+                println!("  nothing ignored or refused");
+            }
+            for w in &snapshot.warnings {
+                println!("  warning: {w}");
+            }
+        }
+        Format::Json => {
+            let value = json!({
+                "cluster": path.display().to_string(),
+                "nodes": sizes.nodes,
+                "runningPods": sizes.pods,
+                "pendingPods": snapshot.pending.len(),
+                "warnings": snapshot.warnings,
+            });
+            println!("{}", serde_json::to_string(&value)?);
         }
     }
     Ok(())

@@ -59,6 +59,10 @@ enum Command {
         /// (default: v1.22's, DefaultPodTopologySpread=true).
         #[arg(long, value_parser = feature_gates, default_value = "")]
         feature_gates: FeatureGates,
+        /// Also read a cluster file (as `simulate --cluster` takes it) and report what Berth
+        /// would ignore or refuse in it: unknown fields, fields Berth does not model.
+        #[arg(long)]
+        cluster: Option<PathBuf>,
     },
     /// Print the KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) that reproduces a
     /// Policy with kube-scheduler's plugins, naming what has no equivalent.
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
             plugins,
             output,
             feature_gates,
+            cluster,
         } => {
             let source = source::PolicySource::from_flags(
                 policy.as_deref(),
@@ -103,6 +108,7 @@ fn main() -> ExitCode {
             )
             .expect("clap requires a policy or --config");
             check::run(&source, plugins.as_deref(), output, feature_gates)
+                .and_then(|()| cluster.map_or(Ok(()), |c| check::cluster(&c, output)))
         }
         Command::Convert(args) => convert::run(&args),
         Command::Simulate(args) => simulate::run(&args),
@@ -112,8 +118,26 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", each_cause_once(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose words are already in
+/// what is written: many libraries' errors repeat their source's message in their own, so
+/// `{:#}` would print the same cause two or three times.
+fn each_cause_once(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }

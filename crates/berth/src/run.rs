@@ -306,7 +306,10 @@ fn lease_settings(args: &Args, namespace: String, identity: String) -> Result<Le
 /// are informational, V(4) is debug and V(5) and above trace.
 fn verbosity_level(v: u32) -> &'static str {
     match v {
-        0..=3 => "info",
+        // kube's client logs every failed request as an error of its own; Berth names the
+        // server and the cause once and summarises repeats, so those lines only come back
+        // at -v=4 and above.
+        0..=3 => "info,kube_client::client::builder=off",
         4 => "debug",
         _ => "trace",
     }
@@ -475,9 +478,9 @@ mod tests {
     #[test]
     fn klog_verbosity_maps_to_tracing_levels() {
         for (v, level) in [
-            (0, "info"),
-            (2, "info"),
-            (3, "info"),
+            (0, "info,kube_client::client::builder=off"),
+            (2, "info,kube_client::client::builder=off"),
+            (3, "info,kube_client::client::builder=off"),
             (4, "debug"),
             (5, "trace"),
             (9, "trace"),

@@ -269,6 +269,126 @@ fn check_prints_the_effective_configuration() {
     assert!(text.contains("10000"));
 }
 
+/// Common mistakes name their subject and cause once: libraries' errors repeat their
+/// sources' messages, which the binary prints once.
+#[test]
+fn each_cause_is_said_once() {
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("kubeconfig");
+    let missing = missing.display().to_string();
+    let cases: [(&str, Vec<&str>, &str); 2] = [
+        (
+            "missing kubeconfig",
+            vec![
+                "run",
+                "--policy",
+                policy,
+                "--leader-elect=false",
+                "--kubeconfig",
+                &missing,
+            ],
+            "No such file or directory",
+        ),
+        (
+            "missing policy",
+            vec!["check", "/nonexistent/policy.json"],
+            "No such file or directory",
+        ),
+    ];
+    for (name, args, cause) in cases {
+        let out = berth(&args);
+        assert!(!out.status.success(), "{name}: should fail");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let error = stderr
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_else(|| panic!("{name}: no error line in {stderr}"));
+        assert_eq!(error.matches(cause).count(), 1, "{name}: {error}");
+    }
+}
+
+/// An API server that refuses connections is named once, with its URL and the cause, not
+/// once per watch per retry.
+#[test]
+fn an_unreachable_api_server_is_named_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Port 1 on loopback: nothing listens there, so every connection is refused at once.
+    let kubeconfig = write(
+        &dir,
+        "kubeconfig",
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n\
+         contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n\
+         users: [{name: u, user: {token: t}}]\n",
+    );
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args([
+            "run",
+            "--policy",
+            policy,
+            "--leader-elect=false",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .args(["--metrics-addr", "127.0.0.1:0", "--logging-format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run berth");
+    // Long enough for every watch to fail and retry several times.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    child.kill().expect("stop berth");
+    let out = child.wait_with_output().expect("berth's output");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let failing: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("API server request failed"))
+        .collect();
+    assert_eq!(failing.len(), 1, "one line for the one cause:\n{log}");
+    assert!(
+        failing[0].contains("https://127.0.0.1:1/") && failing[0].contains("Connection refused"),
+        "{}",
+        failing[0]
+    );
+    assert!(
+        !log.contains("client error (Connect)"),
+        "kube's own lines:\n{log}"
+    );
+}
+
+#[test]
+fn check_of_a_cluster_file_names_what_berth_ignores_or_refuses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cluster = write(
+        &dir,
+        "cluster.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n\
+         - {apiVersion: v1, kind: Node, metadata: {name: n1}, spec: {unschedulabel: true}}\n\
+         - apiVersion: v1\n  kind: Pod\n  metadata: {name: gang-0}\n  \
+         spec: {schedulingGroup: {podGroupName: g}, containers: [{name: c}]}\n",
+    );
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+    let out = berth(&["check", policy, "--cluster", &cluster]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "1 nodes, 0 running pods, 1 pending pods",
+        "spec.unschedulabel: unknown field of Node",
+        "1 Pod object(s) set spec.schedulingGroup (refused, not placed)",
+    ] {
+        assert!(text.contains(want), "{want:?} missing from:\n{text}");
+    }
+}
+
 /// Every `berth bench` workload runs once at a small size (a sample, never timed): each
 /// pending pod is placed, the run's own placement checks pass, and the result names the
 /// machine. Figures come from release builds at full size (README, Performance).

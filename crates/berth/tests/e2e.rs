@@ -478,6 +478,141 @@ async fn pod_ip_capacity_from_a_node_annotation_stops_pods_the_ipam_cannot_addre
     .await;
 }
 
+/// Writes the status the kubelet reports for `name`'s container while an in-place resize is
+/// under way: admitted and running with `cpu`.
+async fn set_running_cpu(env: &Env, name: &str, cpu: &str) -> Result<()> {
+    let resources = json!({"cpu": cpu, "memory": "64Mi"});
+    env.pods()
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(
+                &json!({"status": {"phase": "Running", "containerStatuses": [{
+                "name": "c", "image": "pause", "imageID": "", "ready": true,
+                "restartCount": 0, "started": true, "state": {"running": {}},
+                "allocatedResources": resources, "resources": {"requests": resources}}]}}),
+            ),
+        )
+        .await
+        .with_context(|| format!("setting {name}'s container status"))?;
+    Ok(())
+}
+
+/// Fields kube-scheduler v1.22 never knew, on the real v1.36 apiserver: a pod whose sidecar
+/// makes it 2.5 CPU is refused on 2-CPU nodes; a pod shrinking in place still counts its
+/// larger running size until the kubelet reports the resize applied, and the room it then
+/// frees is used; a gated pod waits, with no FailedScheduling, until its gate is removed; a
+/// pod with resource claims is refused naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sidecars_resizes_gates_and_claims_are_honoured() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(180), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        for name in ["small", "resizing"] {
+            let mut node = node_template(name, "2", "4Gi", 110);
+            node.metadata.name = Some(name.into());
+            node.metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .insert("kubernetes.io/hostname".into(), name.into());
+            env.cluster.create_nodes_with(1, |_| node.clone()).await?;
+        }
+        // Bound by hand: asks 0.5 CPU, still runs with the 1.5 it had.
+        env.create_pods(vec![pod(
+            "shrinking",
+            "someone-else",
+            "500m",
+            json!({"nodeName": "resizing"}),
+        )])
+        .await?;
+        set_running_cpu(&env, "shrinking", "1500m").await?;
+        let mut berth = env.berth("solo", &[])?;
+        berth.wait_ready().await?;
+        let sidecar = json!({"initContainers": [{"name": "proxy", "image": "envoy",
+            "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}]});
+        env.create_pods(vec![
+            pod("sidecar-big", "berth", "1500m", sidecar),
+            pod(
+                "after-resize",
+                "berth",
+                "1",
+                json!({"nodeSelector": {"kubernetes.io/hostname": "resizing"}}),
+            ),
+            pod(
+                "gated",
+                "berth",
+                "100m",
+                json!({"schedulingGates": [{"name": "example.com/wait"}]}),
+            ),
+            pod(
+                "dra",
+                "berth",
+                "100m",
+                json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}),
+            ),
+        ])
+        .await?;
+        let wait = Duration::from_secs(30);
+        assert_eq!(
+            env.unschedulable_message("sidecar-big", wait).await?,
+            "0/2 nodes are available: 2 Insufficient cpu."
+        );
+        let message = env.unschedulable_message("after-resize", wait).await?;
+        ensure!(
+            message.contains("1 Insufficient cpu"),
+            "the resize not yet applied must still count 1.5 CPU: {message}"
+        );
+        let message = env.unschedulable_message("dra", wait).await?;
+        ensure!(
+            message.contains("spec.resourceClaims") && message.contains("DynamicResources"),
+            "{message}"
+        );
+        // By now Berth has tried every ungated pod; the gated one was never tried.
+        ensure!(
+            !env.events("FailedScheduling").await?.contains_key("gated"),
+            "a gated pod must not be tried"
+        );
+        ensure!(
+            node_name(&env.pods().get("gated").await?).is_none(),
+            "a gated pod must not be bound"
+        );
+        env.pods()
+            .patch(
+                "gated",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": {"schedulingGates": null}})),
+            )
+            .await?;
+        let bound = env.wait_bound("gated", 1, wait).await?;
+        ensure!(node_name(&bound[0]).is_some());
+        set_running_cpu(&env, "shrinking", "500m").await?;
+        let bound = env.wait_bound("after-resize", 1, wait).await?;
+        assert_eq!(node_name(&bound[0]), Some("resizing"));
+        ensure!(
+            node_name(&env.pods().get("sidecar-big").await?).is_none(),
+            "2.5 CPU fits no 2-CPU node"
+        );
+        assert_not_overcommitted(&env).await?;
+        // Counted while it waits in the unschedulable queue (a cluster event may move it to
+        // backoff for a moment, as it moves every refused pod).
+        let counted =
+            r#"scheduler_unschedulable_pods{plugin="DynamicResources",profile="berth"} 1"#;
+        eventually(
+            "the DRA pod counted under DynamicResources",
+            wait,
+            || async {
+                let (_, metrics) = berth.get("/metrics")?;
+                Ok(metrics.contains(counted).then_some(()))
+            },
+        )
+        .await?;
+        let status = berth.terminate()?;
+        assert!(status.success(), "exit {status}:\n{}", berth.log());
+        Ok(())
+    })
+    .await;
+}
+
 /// Seconds since the epoch now.
 fn epoch_seconds() -> i64 {
     std::time::SystemTime::now()

@@ -34,6 +34,7 @@ pub mod service_anti_affinity;
 pub mod taint_toleration_priority;
 pub mod taints;
 pub mod toleration_restriction;
+pub mod unmodelled_fields;
 pub mod volume_binding;
 pub mod volume_limits;
 pub mod volume_util;

@@ -11,6 +11,14 @@
 //! match the constraint's selector count, and only on nodes that match the pod's node selector
 //! and required node affinity and carry every constraint's topology key. Matching pods are
 //! found through the cluster's label index.
+//!
+//! The fields v1.22 never knew follow v1.36 (`common.go`, `filtering.go`, `scoring.go` of
+//! its podtopologyspread plugin): `nodeAffinityPolicy` and `nodeTaintsPolicy` choose, per
+//! constraint, whether the node affinity and the node's taints limit the counted nodes
+//! (`matchNodeInclusionPolicies`); `minDomains` makes a DoNotSchedule constraint take its
+//! global minimum as 0 while it has fewer domains (`preFilterState.minMatchNum`);
+//! `matchLabelKeys` is merged into the selector by conversion. With none of them set, every
+//! decision, score and message is v1.22's.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -20,7 +28,7 @@ use crate::framework::{
     NodeScore, Reason, Reuse, ScorePrep, ScoreRule,
 };
 use crate::labels::Sym;
-use crate::model::WhenUnsatisfiable;
+use crate::model::{TaintEffect, WhenUnsatisfiable};
 use crate::podinfo::{PodInfo, SpreadConstraint, any_term_matches};
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
@@ -60,30 +68,67 @@ pub(crate) fn matches_required_node_affinity(
         })
 }
 
-/// Whether a node's pods count for spreading: it passes the pod's node selector and required
-/// node affinity, and carries every constraint's key.
-fn counts_for_spreading(
-    cluster: &Cluster,
-    pod: &PodInfo,
-    constraints: &[&SpreadConstraint],
-    node: &NodeInfo,
-) -> bool {
-    constraints.iter().all(|c| node.labels.has(c.topology_key))
-        && matches_required_node_affinity(cluster, pod, node)
+/// Whether the pod tolerates every NoSchedule and NoExecute taint of the node: upstream's
+/// `FindMatchingUntoleratedTaint` with `DoNotScheduleTaintsFilterFunc`, which
+/// `nodeTaintsPolicy: Honor` reads (v1.36 `matchNodeInclusionPolicies`).
+fn tolerates_node_taints(pod: &PodInfo, node: &NodeInfo) -> bool {
+    node.taints().iter().all(|t| {
+        t.effect == TaintEffect::PreferNoSchedule
+            || pod.pod.tolerations.iter().any(|tol| tol.tolerates(t))
+    })
 }
 
-/// For every node slot, whether its pods count for spreading.
-fn counting_nodes(
-    cluster: &Cluster,
-    pod: &PodInfo,
-    constraints: &[&SpreadConstraint],
-) -> Vec<bool> {
-    let mut counting = vec![false; cluster.node_slots()];
-    for id in cluster.node_order() {
-        counting[id.0 as usize] =
-            counts_for_spreading(cluster, pod, constraints, cluster.node(*id));
+/// A node carries every constraint's topology key (bit of a node's [`Scope`]).
+const HAS_KEYS: u8 = 1;
+/// A node passes the pod's node selector and required node affinity.
+const MATCHES_AFFINITY: u8 = 2;
+/// The pod tolerates the node's NoSchedule and NoExecute taints.
+const TOLERATED: u8 = 4;
+
+/// Per node slot, which of the conditions for counting its pods the node meets; a constraint
+/// counts a node's pods when the node meets every condition [`needs`] names for it. Computed
+/// once per pod: the node inclusion policies differ per constraint, the node does not.
+type Scope = Vec<u8>;
+
+/// The conditions a node must meet for a constraint to count its pods: every key (upstream's
+/// `nodeLabelsMatchSpreadConstraints`), then what the constraint's node inclusion policies
+/// honour (`matchNodeInclusionPolicies`; by default the node affinity, as v1.22 always did).
+fn needs(c: &SpreadConstraint) -> u8 {
+    let mut needs = HAS_KEYS;
+    if c.honor_node_affinity {
+        needs |= MATCHES_AFFINITY;
     }
-    counting
+    if c.honor_node_taints {
+        needs |= TOLERATED;
+    }
+    needs
+}
+
+/// Whether a constraint needing `needs` counts the pods of the node in `slot`.
+fn is_counted(scope: &[u8], slot: usize, needs: u8) -> bool {
+    scope.get(slot).is_some_and(|s| s & needs == needs)
+}
+
+/// Every node's [`Scope`] bits; the node affinity and the taints are only looked at when a
+/// constraint honours them.
+fn node_scope(cluster: &Cluster, pod: &PodInfo, constraints: &[&SpreadConstraint]) -> Scope {
+    let wanted = constraints.iter().fold(0, |bits, c| bits | needs(c));
+    let mut scope = vec![0; cluster.node_slots()];
+    for id in cluster.node_order() {
+        let node = cluster.node(*id);
+        if !constraints.iter().all(|c| node.labels.has(c.topology_key)) {
+            continue;
+        }
+        let mut bits = HAS_KEYS;
+        if wanted & MATCHES_AFFINITY != 0 && matches_required_node_affinity(cluster, pod, node) {
+            bits |= MATCHES_AFFINITY;
+        }
+        if wanted & TOLERATED != 0 && tolerates_node_taints(pod, node) {
+            bits |= TOLERATED;
+        }
+        scope[id.0 as usize] = bits;
+    }
+    scope
 }
 
 /// The nodes of the running pods a constraint counts (one entry per pod): same namespace as
@@ -102,24 +147,25 @@ fn counted_pods(cluster: &Cluster, pod: &PodInfo, c: &SpreadConstraint) -> Vec<N
         .collect()
 }
 
-/// Matching pods per value of the constraint's key, over the counting nodes; every value of a
-/// counting node is present, possibly with 0.
+/// Matching pods per value of the constraint's key, over the nodes it counts; every value of
+/// such a node is present, possibly with 0.
 fn domain_counts(
     cluster: &Cluster,
     pod: &PodInfo,
     c: &SpreadConstraint,
-    counting: &[bool],
+    scope: &[u8],
 ) -> FxHashMap<Sym, i64> {
+    let needs = needs(c);
     let mut counts = FxHashMap::default();
     for id in cluster.node_order() {
-        if counting[id.0 as usize]
+        if is_counted(scope, id.0 as usize, needs)
             && let Some(v) = cluster.node(*id).labels.get(c.topology_key)
         {
             counts.insert(v, 0);
         }
     }
     for n in counted_pods(cluster, pod, c) {
-        if counting[n.0 as usize]
+        if is_counted(scope, n.0 as usize, needs)
             && let Some(v) = cluster.node(n).labels.get(c.topology_key)
         {
             *counts.entry(v).or_insert(0) += 1;
@@ -135,8 +181,14 @@ const NO_DOMAIN: i64 = i32::MAX as i64;
 /// One DoNotSchedule constraint, prepared.
 struct FilterConstraint<'a> {
     constraint: &'a SpreadConstraint,
-    /// Matching pods per domain of the counting nodes.
+    /// The [`Scope`] bits a node needs for this constraint to count its pods.
+    needs: u8,
+    /// Matching pods per domain of the nodes this constraint counts.
     counts: FxHashMap<Sym, i64>,
+    /// There are fewer domains than `minDomains` (but some): the global minimum is 0 whatever
+    /// the counts (v1.36 `preFilterState.minMatchNum`). Placing or removing pods changes no
+    /// domain's existence, so this holds for the whole cycle.
+    min_is_zero: bool,
     /// The smallest count over those domains ([`NO_DOMAIN`] when there is none), with a
     /// domain that has it.
     global_min: i64,
@@ -154,13 +206,17 @@ impl FilterConstraint<'_> {
     fn within_skew(&self, matching: i64, min: i64) -> bool {
         matching + self.self_match - min <= i64::from(self.constraint.max_skew)
     }
+
+    /// The global minimum before any change to the counts.
+    fn effective_min(&self) -> i64 {
+        if self.min_is_zero { 0 } else { self.global_min }
+    }
 }
 
 struct FilterCheck<'a> {
     pod: &'a PodInfo,
     constraints: Vec<FilterConstraint<'a>>,
-    /// Per node slot, whether its pods count for spreading.
-    counting: Vec<bool>,
+    scope: Scope,
 }
 
 impl NodeCheck for FilterCheck<'_> {
@@ -178,7 +234,11 @@ impl NodeCheck for FilterCheck<'_> {
             .collect();
         keys.sort_unstable();
         keys.dedup();
-        let minima: Vec<i64> = self.constraints.iter().map(|fc| fc.global_min).collect();
+        let minima: Vec<i64> = self
+            .constraints
+            .iter()
+            .map(FilterConstraint::effective_min)
+            .collect();
         Reuse::While {
             keys,
             summary: Reuse::digest(&minima),
@@ -186,19 +246,17 @@ impl NodeCheck for FilterCheck<'_> {
     }
 
     /// Upstream's `preFilterState.updateWithPod`: a pod of the pod's namespace matching a
-    /// constraint's selector changes its domain's count, on nodes whose pods count (even a
-    /// terminating pod, which the prepared counts leave out: upstream does not check).
+    /// constraint's selector changes its domain's count, on nodes whose pods the constraint
+    /// counts (even a terminating pod, which the prepared counts leave out: upstream does not
+    /// check).
     fn count_pod(&self, changes: &mut CountChanges, other: &PodInfo, node: &NodeInfo, delta: i64) {
-        if other.namespace != self.pod.namespace
-            || !self
-                .counting
-                .get(node.id.0 as usize)
-                .copied()
-                .unwrap_or(false)
-        {
+        if other.namespace != self.pod.namespace {
             return;
         }
         for (slot, fc) in self.constraints.iter().enumerate() {
+            if !is_counted(&self.scope, node.id.0 as usize, fc.needs) {
+                continue;
+            }
             let c = fc.constraint;
             let selected = c
                 .selector
@@ -225,8 +283,8 @@ impl NodeCheck for FilterCheck<'_> {
             let delta = changes.get(slot as u32, c.topology_key, value);
             let matching = fc.counts.get(&value).copied().unwrap_or(0) + delta;
             // Only the node's own domain changed: the minimum is the other domains' or its.
-            let min = if delta == 0 {
-                fc.global_min
+            let min = if delta == 0 || fc.min_is_zero {
+                fc.effective_min()
             } else if fc.min_domain == Some(value) {
                 fc.second_min.min(matching)
             } else {
@@ -258,11 +316,11 @@ impl FilterRule for EvenPodsSpread {
         if hard.is_empty() {
             return FilterPrep::Skip;
         }
-        let counting = counting_nodes(cluster, pod, &hard);
+        let scope = node_scope(cluster, pod, &hard);
         let constraints = hard
             .iter()
             .map(|c| {
-                let counts = domain_counts(cluster, pod, c, &counting);
+                let counts = domain_counts(cluster, pod, c, &scope);
                 let min_domain = counts.iter().min_by_key(|(_, n)| **n).map(|(v, _)| *v);
                 let others = |except: Option<Sym>| {
                     counts
@@ -273,8 +331,15 @@ impl FilterRule for EvenPodsSpread {
                         .unwrap_or(NO_DOMAIN)
                 };
                 let self_match = c.selector.as_ref().is_some_and(|s| s.matches(&pod.labels));
+                // With no domain at all, v1.36 (minimum 0 as 0 < minDomains) and v1.22
+                // (minimum MaxInt32) both let every node with the keys pass, maxSkew being at
+                // least 1: keep v1.22's unbounded minimum there.
+                let min_is_zero =
+                    !counts.is_empty() && (counts.len() as i64) < i64::from(c.min_domains);
                 FilterConstraint {
                     constraint: c,
+                    needs: needs(c),
+                    min_is_zero,
                     global_min: others(None),
                     second_min: others(min_domain),
                     min_domain,
@@ -286,7 +351,7 @@ impl FilterRule for EvenPodsSpread {
         FilterPrep::Check(Box::new(FilterCheck {
             pod,
             constraints,
-            counting,
+            scope,
         }))
     }
 }
@@ -295,7 +360,7 @@ impl FilterRule for EvenPodsSpread {
 enum Counts {
     /// `kubernetes.io/hostname`: upstream counts the scored node's own pods, per node.
     PerNode(Vec<i64>),
-    /// Other keys: per value, over the counting nodes.
+    /// Other keys: per value, over the nodes the constraint counts.
     PerDomain(FxHashMap<Sym, i64>),
 }
 
@@ -414,12 +479,13 @@ impl ScoreRule for EvenPodsSpreadPriority {
             return ScorePrep::Constant(MAX_NODE_SCORE);
         }
         let hostname = cluster.keys().hostname;
-        // Hostname constraints count per node without the scope check; skip the O(nodes)
-        // scope pass when they are all there is.
-        let counting = if soft.iter().all(|c| c.topology_key == hostname) {
+        // Hostname constraints count per node without the scope check (v1.36 too, whatever
+        // the node inclusion policies: its Score counts the scored node's pods); skip the
+        // O(nodes) scope pass when they are all there is.
+        let scope = if soft.iter().all(|c| c.topology_key == hostname) {
             Vec::new()
         } else {
-            counting_nodes(cluster, pod, &soft)
+            node_scope(cluster, pod, &soft)
         };
         let constraints = soft
             .into_iter()
@@ -431,7 +497,7 @@ impl ScoreRule for EvenPodsSpreadPriority {
                     }
                     Counts::PerNode(per_node)
                 } else {
-                    Counts::PerDomain(domain_counts(cluster, pod, c, &counting))
+                    Counts::PerDomain(domain_counts(cluster, pod, c, &scope))
                 };
                 (c, counts)
             })
@@ -695,6 +761,392 @@ mod tests {
         for (name, nodes, pods, incoming, want) in cases {
             assert_eq!(filter(nodes, pods, incoming), want, "{name}");
         }
+    }
+
+    /// Upstream's `taints` of filtering_test.go and scoring_test.go (v1.36.3).
+    const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+
+    fn keyed(name: &str) -> crate::testkit::NodeBuilder {
+        node(name).label("node", name)
+    }
+
+    /// Fields v1.22 never knew, from v1.36.3's filtering_test.go (TestSingleConstraint's
+    /// minDomains and NodeInclusionPolicy cases, TestPreFilterState's node inclusion cases
+    /// turned into Filter verdicts). Each verdict follows `calPreFilterState` (which nodes
+    /// count, per constraint, by `matchNodeInclusionPolicies`), `minMatchNum` (the minimum is
+    /// 0 while there are fewer domains than minDomains) and `Filter` (matching + self -
+    /// minimum <= maxSkew), worked in the comments.
+    #[test]
+    fn filter_table_v136_fields() {
+        use crate::model::NodeInclusionPolicy::{Honor, Ignore};
+        use crate::model::TaintEffect::NoSchedule;
+        let p = || pod("p").label("foo", "");
+        let nodes_abc = || {
+            vec![
+                keyed("node-a").build(),
+                keyed("node-b").build(),
+                keyed("node-c").build(),
+            ]
+        };
+        let pods_2_2_1 = || foo_pods(&[("node-a", 2), ("node-b", 2), ("node-c", 1)]);
+        let zones_2_1 = || {
+            vec![
+                foo_on("p-b1", "node-a"),
+                foo_on("p-b2", "node-b"),
+                foo_on("p-y1", "node-y"),
+            ]
+        };
+        // Nodes with a `foo` label except node-y; matching pods 1/1/0/1.
+        let foo_nodes = || {
+            vec![
+                keyed("node-a").label("foo", "").build(),
+                keyed("node-b").label("foo", "").build(),
+                keyed("node-x").label("foo", "").build(),
+                keyed("node-y").build(),
+            ]
+        };
+        let pods_1_1_0_1 = || {
+            vec![
+                foo_on("p-b1", "node-a"),
+                foo_on("p-b2", "node-b"),
+                foo_on("p-y1", "node-y"),
+            ]
+        };
+        let tainted_y = || {
+            vec![
+                keyed("node-a").build(),
+                keyed("node-b").build(),
+                keyed("node-x").build(),
+                keyed("node-y").taint(UNSCHEDULABLE, "", NoSchedule).build(),
+            ]
+        };
+        let bar_on = |name: &str, node: &str| pod(name).label("bar", "").on(node).build();
+        // TestPreFilterState's "NodeTaintsPolicy honored" nodes and pods: bar pods 1/2/0.
+        let bar_nodes = || {
+            vec![
+                keyed("node-a").build(),
+                keyed("node-b").build(),
+                keyed("node-c")
+                    .taint(UNSCHEDULABLE, "", NoSchedule)
+                    .label("bar", "")
+                    .build(),
+            ]
+        };
+        let bar_pods = || {
+            vec![
+                bar_on("p-a", "node-a"),
+                bar_on("p-b", "node-b"),
+                bar_on("p-c", "node-b"),
+                pod("p-d").on("node-c").build(),
+            ]
+        };
+        let bar_taints_honored = || {
+            pod("p")
+                .label("foo", "")
+                .spread(1, "node", DoNotSchedule, Some(exists(&["bar"])))
+                .inclusion(None, Some(Honor))
+        };
+        let zone_nodes = |b_taint: bool, foo: [bool; 3]| {
+            ["node-a", "node-b", "node-x"]
+                .iter()
+                .zip(foo)
+                .map(|(name, foo)| {
+                    let zone = if *name == "node-x" { "zone2" } else { "zone1" };
+                    let mut n = keyed(name).label("zone", zone);
+                    if foo {
+                        n = n.label("foo", "");
+                    }
+                    if b_taint && *name == "node-b" {
+                        n = n.taint(UNSCHEDULABLE, "", NoSchedule);
+                    }
+                    n.build()
+                })
+                .collect::<Vec<_>>()
+        };
+        let pods_b2_x1 = || foo_pods(&[("node-b", 2), ("node-x", 1)]);
+        let cases: Vec<FilterCase> = vec![
+            (
+                // Domains 3 < minDomains 4: minimum 0; a, b: 2 + 1 - 0 > 2.
+                "nodes 2/2/1, maxSkew 2, fewer domains than minDomains: node-c",
+                nodes_abc(),
+                pods_2_2_1(),
+                hard(p(), 2, "node").min_domains(4).build(),
+                vec![SKEW, SKEW, ""],
+            ),
+            (
+                // Domains 3 >= minDomains 2: minimum 1; a, b: 2 + 1 - 1 <= 2.
+                "nodes 2/2/1, maxSkew 2, more domains than minDomains: all",
+                nodes_abc(),
+                pods_2_2_1(),
+                hard(p(), 2, "node").min_domains(2).build(),
+                vec!["", "", ""],
+            ),
+            (
+                // Zones 2/1, 2 domains < 3: minimum 0; zone1: 2 + 1 - 0 > 2.
+                "zones 2/1, maxSkew 2, fewer domains than minDomains: zone2",
+                four_nodes(),
+                zones_2_1(),
+                hard(p(), 2, "zone").min_domains(3).build(),
+                vec![SKEW, SKEW, "", ""],
+            ),
+            (
+                "zones 2/1, maxSkew 2, minDomains 1: all",
+                four_nodes(),
+                zones_2_1(),
+                hard(p(), 2, "zone").min_domains(1).build(),
+                vec!["", "", "", ""],
+            ),
+            (
+                // No domain: v1.36's minimum is 0 (0 < 3), matching 0 + 1 - 0 <= 1.
+                "minDomains with no counted node: all",
+                four_nodes(),
+                spread_2_1_0_3(),
+                hard(p(), 1, "node")
+                    .min_domains(3)
+                    .node_selector("disk", "ssd")
+                    .build(),
+                vec!["", "", "", ""],
+            ),
+            (
+                // 1/1/0/~0~: node-y is not counted, its domain absent (0 + 1 - 0).
+                "nodeAffinityPolicy Honor (the default) with a node selector",
+                foo_nodes(),
+                pods_1_1_0_1(),
+                hard(p(), 1, "node")
+                    .node_selector("foo", "")
+                    .inclusion(Some(Honor), None)
+                    .build(),
+                vec![SKEW, SKEW, "", ""],
+            ),
+            (
+                // 1/1/0/1: node-y counts.
+                "nodeAffinityPolicy Ignore with a node selector",
+                foo_nodes(),
+                pods_1_1_0_1(),
+                hard(p(), 1, "node")
+                    .node_selector("foo", "")
+                    .inclusion(Some(Ignore), None)
+                    .build(),
+                vec![SKEW, SKEW, "", SKEW],
+            ),
+            (
+                "nodeAffinityPolicy Honor with required node affinity",
+                foo_nodes(),
+                pods_1_1_0_1(),
+                hard(p(), 1, "node")
+                    .node_affinity(vec![node_term(vec![req("foo", In, &[""])])])
+                    .build(),
+                vec![SKEW, SKEW, "", ""],
+            ),
+            (
+                "nodeAffinityPolicy Ignore with required node affinity",
+                foo_nodes(),
+                pods_1_1_0_1(),
+                hard(p(), 1, "node")
+                    .node_affinity(vec![node_term(vec![req("foo", In, &[""])])])
+                    .inclusion(Some(Ignore), None)
+                    .build(),
+                vec![SKEW, SKEW, "", SKEW],
+            ),
+            (
+                // 1/1/0/~0~: the NoSchedule taint is not tolerated, node-y is not counted.
+                "nodeTaintsPolicy Honor",
+                tainted_y(),
+                pods_1_1_0_1(),
+                hard(p(), 1, "node").inclusion(None, Some(Honor)).build(),
+                vec![SKEW, SKEW, "", ""],
+            ),
+            (
+                "nodeTaintsPolicy Ignore (the default)",
+                tainted_y(),
+                pods_1_1_0_1(),
+                hard(p(), 1, "node").inclusion(None, Some(Ignore)).build(),
+                vec![SKEW, SKEW, "", SKEW],
+            ),
+            (
+                // bar pods 1/2 (node-c left out), minimum 1, the pod does not match: all pass.
+                "nodeTaintsPolicy Honor, untolerated taint",
+                bar_nodes(),
+                bar_pods(),
+                bar_taints_honored().build(),
+                vec!["", "", ""],
+            ),
+            (
+                // The taint is tolerated: 1/2/0, minimum 0, node-b: 2 + 0 - 0 > 1.
+                "nodeTaintsPolicy Honor, tolerated taint",
+                bar_nodes(),
+                bar_pods(),
+                bar_taints_honored()
+                    .tolerate(
+                        UNSCHEDULABLE,
+                        crate::model::TolerationOperator::Exists,
+                        "",
+                        None,
+                    )
+                    .build(),
+                vec!["", SKEW, ""],
+            ),
+            (
+                // Zone (Honor affinity): zone1 0 (node-b left out), zone2 1; node (Ignore):
+                // 0/2/1. node-b fails the node constraint, node-x the zone one.
+                "two constraints, zone honours the node selector, node ignores it",
+                zone_nodes(false, [true, false, true]),
+                pods_b2_x1(),
+                hard(hard(p().node_selector("foo", ""), 1, "zone"), 1, "node")
+                    .inclusion(Some(Ignore), None)
+                    .build(),
+                vec!["", SKEW, SKEW],
+            ),
+            (
+                // Zone (Honor taints): zone1 0 (tainted node-b left out), zone2 1; node
+                // (defaults): 0/2/1.
+                "two constraints, zone honours taints, node does not",
+                zone_nodes(true, [true, false, true]),
+                pods_b2_x1(),
+                hard(hard(p(), 1, "zone").inclusion(None, Some(Honor)), 1, "node").build(),
+                vec!["", SKEW, SKEW],
+            ),
+        ];
+        for (name, nodes, pods, incoming, want) in cases {
+            assert_eq!(filter(nodes, pods, incoming), want, "{name}");
+        }
+    }
+
+    /// The incoming pod's reason on node `on` once `other` is added there (`delta` 1) or
+    /// removed (-1), as for a nominated pod or a preemption victim, with how many counts
+    /// changed.
+    fn filter_after(
+        nodes: Vec<Node>,
+        pods: Vec<Pod>,
+        incoming: Pod,
+        other: Pod,
+        on: &str,
+        delta: i64,
+    ) -> (usize, String) {
+        let mut cl = cluster(nodes, pods);
+        let info = cl.compile_pod(incoming);
+        let other = cl.compile_pod(other);
+        let ctx = CycleContext {
+            cluster: &cl,
+            pod: &info,
+            nominated: true,
+        };
+        let FilterPrep::Check(check) = EvenPodsSpread.prepare(ctx) else {
+            panic!("a DoNotSchedule constraint prepares a check");
+        };
+        let node = cl.node(cl.node_by_name(on).expect("test node"));
+        let mut changes = CountChanges::default();
+        check.count_pod(&mut changes, &other, node, delta);
+        let mut reasons = Vec::new();
+        check.check_changed(node, &changes, &mut reasons);
+        (
+            changes.iter().count(),
+            reasons.first().map(|r| r.to_string()).unwrap_or_default(),
+        )
+    }
+
+    /// Counts changed by a pod added or removed (v1.36.3 filtering.go `updateWithPod`: only
+    /// on nodes that have every key and pass the constraint's `matchNodeInclusionPolicies`)
+    /// and the minimum under minDomains (`minMatchNum`, which reads only the number of
+    /// domains, which adding or removing pods does not change).
+    #[test]
+    fn counts_after_adding_or_removing_pods() {
+        use crate::model::NodeInclusionPolicy::Honor;
+        use crate::model::TaintEffect::NoSchedule;
+        let p = || pod("p").label("foo", "");
+        // TestPreFilterStateAddPod's nodes: node-a in zone1 tainted, node-b in zone2.
+        let nodes = || {
+            vec![
+                keyed("node-a")
+                    .label("zone", "zone1")
+                    .taint(UNSCHEDULABLE, "", NoSchedule)
+                    .build(),
+                zn("node-b", "zone2"),
+            ]
+        };
+        let pods = || vec![foo_on("p-a1", "node-a"), foo_on("p-b2", "node-b")];
+        let added = || foo_on("p-a3", "node-a");
+        let honoring = || hard(p(), 1, "zone").inclusion(None, Some(Honor)).build();
+        // Taints ignored: node-a counts, zone1 goes to 2 and fails (2 + 1 - 1 > 1).
+        assert_eq!(
+            filter_after(
+                nodes(),
+                pods(),
+                hard(p(), 1, "zone").build(),
+                added(),
+                "node-a",
+                1
+            ),
+            (1, SKEW.to_owned())
+        );
+        // Taints honoured and untolerated: node-a does not count, nothing changes; zone1
+        // has no count, 0 + 1 - 1 passes.
+        assert_eq!(
+            filter_after(nodes(), pods(), honoring(), added(), "node-a", 1),
+            (0, String::new())
+        );
+        // Tolerated: node-a counts again (upstream's "add a pod when scheduling taint
+        // tolerated pod with NodeInclusionPolicy enabled").
+        let tolerating = hard(
+            p().tolerate(
+                UNSCHEDULABLE,
+                crate::model::TolerationOperator::Exists,
+                "",
+                None,
+            ),
+            1,
+            "zone",
+        )
+        .inclusion(None, Some(Honor))
+        .build();
+        assert_eq!(
+            filter_after(nodes(), pods(), tolerating, added(), "node-a", 1),
+            (1, SKEW.to_owned())
+        );
+        // Nodes 2/2/1, maxSkew 2, minDomains 4: one more pod on node-c makes it 2 + 1 - 0 > 2,
+        // the minimum staying 0 (without minDomains it would be 2: 2 + 1 - 2 passes).
+        let abc = || {
+            vec![
+                keyed("node-a").build(),
+                keyed("node-b").build(),
+                keyed("node-c").build(),
+            ]
+        };
+        let pods_2_2_1 = || foo_pods(&[("node-a", 2), ("node-b", 2), ("node-c", 1)]);
+        assert_eq!(
+            filter_after(
+                abc(),
+                pods_2_2_1(),
+                hard(p(), 2, "node").min_domains(4).build(),
+                foo_on("p-c2", "node-c"),
+                "node-c",
+                1,
+            ),
+            (1, SKEW.to_owned())
+        );
+        assert_eq!(
+            filter_after(
+                abc(),
+                pods_2_2_1(),
+                hard(p(), 2, "node").build(),
+                foo_on("p-c2", "node-c"),
+                "node-c",
+                1,
+            ),
+            (1, String::new())
+        );
+        // Removing a pod from node-a: 1 + 1 - 0 <= 2.
+        assert_eq!(
+            filter_after(
+                abc(),
+                pods_2_2_1(),
+                hard(p(), 2, "node").min_domains(4).build(),
+                foo_on("p-node-a-0", "node-a"),
+                "node-a",
+                -1,
+            ),
+            (1, String::new())
+        );
     }
 
     fn host(name: &str) -> Node {
@@ -962,6 +1414,129 @@ mod tests {
                     .node_selector("disk", "ssd")
                     .build(),
                 vec![100, 100, 50],
+            ),
+        ];
+        for (name, nodes, feasible, pods, incoming, want) in cases {
+            assert_eq!(score(nodes, feasible, pods, incoming), want, "{name}");
+        }
+    }
+
+    /// v1.36.3 scoring_test.go's NodeInclusionPolicy and minDomains cases. Which nodes' pods
+    /// count follows v1.36 (`PreScore` skips a node for a constraint when
+    /// `matchNodeInclusionPolicies` fails; domains and weights come from the feasible nodes,
+    /// `initPreScoreState`); the raw score is still truncated as v1.22 does, where v1.36
+    /// rounds, so some expectations differ from upstream's test. Nodes a, b, c with key `node`,
+    /// all feasible: weight ln(3 + 2) = 1.609, raw = count·1.609 + (maxSkew - 1).
+    #[test]
+    fn score_table_v136_fields() {
+        use crate::model::NodeInclusionPolicy::{Honor, Ignore};
+        use crate::model::TaintEffect::NoSchedule;
+        let p = || pod("p").label("foo", "");
+        let foo_nodes = || {
+            vec![
+                keyed("node-a").label("foo", "").build(),
+                keyed("node-b").label("foo", "").build(),
+                keyed("node-c").build(),
+            ]
+        };
+        let tainted_c = || {
+            vec![
+                keyed("node-a").build(),
+                keyed("node-b").build(),
+                keyed("node-c").taint(UNSCHEDULABLE, "", NoSchedule).build(),
+            ]
+        };
+        let pods_2_1_1 = || foo_pods(&[("node-a", 2), ("node-b", 1), ("node-c", 1)]);
+        let by_selector = || p().node_selector("foo", "");
+        let by_affinity = || p().node_affinity(vec![node_term(vec![req("foo", In, &[""])])]);
+        let cases: Vec<ScoreCase> = vec![
+            (
+                // minDomains is read by Filter only: counts 2/2/1, raw 4.21, 4.21, 2.60
+                // truncated to 4, 4, 2; 100·(4 + 2 - raw)/4.
+                "minDomains has no effect on ScheduleAnyway",
+                vec![
+                    keyed("node-a").build(),
+                    keyed("node-b").build(),
+                    keyed("node-c").build(),
+                ],
+                3,
+                foo_pods(&[("node-a", 2), ("node-b", 2), ("node-c", 1)]),
+                soft(p(), 2, "node", "foo").min_domains(10).build(),
+                vec![50, 50, 100],
+            ),
+            (
+                // node-c is not counted: 2/1/0, raw 3, 1, 0; 100·(3 + 0 - raw)/3.
+                "nodeAffinityPolicy Honor with a node selector",
+                foo_nodes(),
+                3,
+                pods_2_1_1(),
+                soft(by_selector(), 1, "node", "foo").build(),
+                vec![0, 66, 100],
+            ),
+            (
+                // Every node counts: 2/1/1, raw 3, 1, 1; 100·(3 + 1 - raw)/3.
+                "nodeAffinityPolicy Ignore with a node selector",
+                foo_nodes(),
+                3,
+                pods_2_1_1(),
+                soft(by_selector(), 1, "node", "foo")
+                    .inclusion(Some(Ignore), None)
+                    .build(),
+                vec![33, 100, 100],
+            ),
+            (
+                "nodeAffinityPolicy Honor with required node affinity",
+                foo_nodes(),
+                3,
+                pods_2_1_1(),
+                soft(by_affinity(), 1, "node", "foo")
+                    .inclusion(Some(Honor), None)
+                    .build(),
+                vec![0, 66, 100],
+            ),
+            (
+                "nodeAffinityPolicy Ignore with required node affinity",
+                foo_nodes(),
+                3,
+                pods_2_1_1(),
+                soft(by_affinity(), 1, "node", "foo")
+                    .inclusion(Some(Ignore), None)
+                    .build(),
+                vec![33, 100, 100],
+            ),
+            (
+                "nodeTaintsPolicy Honor: the tainted node is not counted",
+                tainted_c(),
+                3,
+                pods_2_1_1(),
+                soft(p(), 1, "node", "foo")
+                    .inclusion(None, Some(Honor))
+                    .build(),
+                vec![0, 66, 100],
+            ),
+            (
+                "nodeTaintsPolicy Ignore (the default)",
+                tainted_c(),
+                3,
+                pods_2_1_1(),
+                soft(p(), 1, "node", "foo").build(),
+                vec![33, 100, 100],
+            ),
+            (
+                // The hostname key counts the scored node's own pods whatever the policies
+                // (v1.36 `Score`): 2/1/1, raw 3, 1, 1.
+                "hostname constraints ignore nodeTaintsPolicy",
+                vec![
+                    host("node-a"),
+                    host("node-b"),
+                    node("node-c").taint(UNSCHEDULABLE, "", NoSchedule).build(),
+                ],
+                3,
+                pods_2_1_1(),
+                soft(p(), 1, "kubernetes.io/hostname", "foo")
+                    .inclusion(None, Some(Honor))
+                    .build(),
+                vec![33, 100, 100],
             ),
         ];
         for (name, nodes, feasible, pods, incoming, want) in cases {

@@ -392,6 +392,9 @@ mod tests {
                             topology_key: "foo".into(),
                             when_unsatisfiable: WhenUnsatisfiable::DoNotSchedule,
                             label_selector: None,
+                            min_domains: None,
+                            node_affinity_policy: None,
+                            node_taints_policy: None,
                         })
                 })
                 .build(),

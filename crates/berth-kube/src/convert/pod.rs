@@ -135,7 +135,7 @@ pub fn pod(
         let affinity = spec
             .affinity
             .as_ref()
-            .map(|affinity| convert_affinity(affinity, at.name("affinity")))
+            .map(|affinity| convert_affinity(affinity, &meta.labels, at.name("affinity")))
             .transpose()?
             .unwrap_or_default();
         let tolerations_at = at.name("tolerations");
@@ -152,7 +152,7 @@ pub fn pod(
             .iter()
             .flatten()
             .enumerate()
-            .map(|(index, c)| spread_constraint(c, spread_at.index(index)))
+            .map(|(index, c)| spread_constraint(c, &meta.labels, spread_at.index(index)))
             .collect::<Result<_, _>>()?;
         let volumes = spec
             .volumes
@@ -208,6 +208,11 @@ pub fn pod(
                 .iter()
                 .flatten()
                 .map(|g| g.name.clone())
+                .collect(),
+            refused: crate::unmodelled::in_pod(pod)
+                .into_iter()
+                .filter(|u| u.refuses)
+                .map(|u| u.why.to_owned())
                 .collect(),
             resource_claims: spec
                 .resource_claims
@@ -311,7 +316,11 @@ fn container(
     })
 }
 
-fn convert_affinity(affinity: &core::Affinity, at: Field<'_>) -> Result<model::Affinity, Problem> {
+fn convert_affinity(
+    affinity: &core::Affinity,
+    labels: &Labels,
+    at: Field<'_>,
+) -> Result<model::Affinity, Problem> {
     let mut converted = model::Affinity::default();
     if let Some(node) = &affinity.node_affinity {
         let at = at.name("nodeAffinity");
@@ -340,11 +349,13 @@ fn convert_affinity(affinity: &core::Affinity, at: Field<'_>) -> Result<model::A
         converted.pod_required = pod_affinity_terms(
             pod.required_during_scheduling_ignored_during_execution
                 .as_deref(),
+            labels,
             at.name(REQUIRED),
         )?;
         converted.pod_preferred = weighted_pod_affinity_terms(
             pod.preferred_during_scheduling_ignored_during_execution
                 .as_deref(),
+            labels,
             at.name(PREFERRED),
         )?;
     }
@@ -353,11 +364,13 @@ fn convert_affinity(affinity: &core::Affinity, at: Field<'_>) -> Result<model::A
         converted.anti_required = pod_affinity_terms(
             anti.required_during_scheduling_ignored_during_execution
                 .as_deref(),
+            labels,
             at.name(REQUIRED),
         )?;
         converted.anti_preferred = weighted_pod_affinity_terms(
             anti.preferred_during_scheduling_ignored_during_execution
                 .as_deref(),
+            labels,
             at.name(PREFERRED),
         )?;
     }
@@ -366,18 +379,20 @@ fn convert_affinity(affinity: &core::Affinity, at: Field<'_>) -> Result<model::A
 
 fn pod_affinity_terms(
     terms: Option<&[core::PodAffinityTerm]>,
+    labels: &Labels,
     at: Field<'_>,
 ) -> Result<Vec<model::PodAffinityTerm>, Problem> {
     terms
         .unwrap_or_default()
         .iter()
         .enumerate()
-        .map(|(index, term)| pod_affinity_term(term, at.index(index)))
+        .map(|(index, term)| pod_affinity_term(term, labels, at.index(index)))
         .collect()
 }
 
 fn weighted_pod_affinity_terms(
     terms: Option<&[core::WeightedPodAffinityTerm]>,
+    labels: &Labels,
     at: Field<'_>,
 ) -> Result<Vec<model::WeightedPodAffinityTerm>, Problem> {
     terms
@@ -388,18 +403,39 @@ fn weighted_pod_affinity_terms(
             let at = at.index(index);
             Ok(model::WeightedPodAffinityTerm {
                 weight: weighted.weight,
-                term: pod_affinity_term(&weighted.pod_affinity_term, at.name("podAffinityTerm"))?,
+                term: pod_affinity_term(
+                    &weighted.pod_affinity_term,
+                    labels,
+                    at.name("podAffinityTerm"),
+                )?,
             })
         })
         .collect()
 }
 
+/// A pod (anti-)affinity term, with its `matchLabelKeys` and `mismatchLabelKeys` merged into
+/// its selector as the API server does at creation.
 fn pod_affinity_term(
     term: &core::PodAffinityTerm,
+    labels: &Labels,
     at: Field<'_>,
 ) -> Result<model::PodAffinityTerm, Problem> {
+    let mut label_selector =
+        optional_selector(term.label_selector.as_ref(), at.name("labelSelector"))?;
+    super::selectors::add_label_keys(
+        &mut label_selector,
+        term.match_label_keys.as_deref(),
+        berth_engine::labels::Operator::In,
+        labels,
+    );
+    super::selectors::add_label_keys(
+        &mut label_selector,
+        term.mismatch_label_keys.as_deref(),
+        berth_engine::labels::Operator::NotIn,
+        labels,
+    );
     Ok(model::PodAffinityTerm {
-        label_selector: optional_selector(term.label_selector.as_ref(), at.name("labelSelector"))?,
+        label_selector,
         namespaces: term.namespaces.clone().unwrap_or_default(),
         namespace_selector: optional_selector(
             term.namespace_selector.as_ref(),
@@ -434,8 +470,12 @@ pub(super) fn toleration(
     })
 }
 
+/// A topology spread constraint, validated as v1.36's API server does its v1.25+ fields
+/// (`validateMinDomains`, `validateNodeInclusionPolicy` in pkg/apis/core/validation), with its
+/// `matchLabelKeys` merged into its selector.
 fn spread_constraint(
     constraint: &core::TopologySpreadConstraint,
+    labels: &Labels,
     at: Field<'_>,
 ) -> Result<model::TopologySpreadConstraint, Problem> {
     let when_unsatisfiable = match constraint.when_unsatisfiable.as_str() {
@@ -447,16 +487,64 @@ fn spread_constraint(
             )));
         }
     };
+    if let Some(min_domains) = constraint.min_domains {
+        let at = at.name("minDomains");
+        if min_domains < 1 {
+            return Err(at.problem(format!("must be at least 1, found {min_domains}")));
+        }
+        if when_unsatisfiable != model::WhenUnsatisfiable::DoNotSchedule {
+            return Err(at.problem(format!(
+                "only allowed with whenUnsatisfiable DoNotSchedule, not {}",
+                constraint.when_unsatisfiable
+            )));
+        }
+    }
+    // The scheduler merges `matchLabelKeys` itself too (v1.36 `filterTopologySpreadConstraints`
+    // in podtopologyspread/common.go), with the same rules as the API server: keys the pod
+    // has no label for are skipped and a nil selector stays nil (`mergeLabelSetWithSelector`).
+    let mut label_selector =
+        optional_selector(constraint.label_selector.as_ref(), at.name("labelSelector"))?;
+    super::selectors::add_label_keys(
+        &mut label_selector,
+        constraint.match_label_keys.as_deref(),
+        berth_engine::labels::Operator::In,
+        labels,
+    );
     Ok(model::TopologySpreadConstraint {
         max_skew: constraint.max_skew,
         topology_key: constraint.topology_key.clone(),
         when_unsatisfiable,
-        label_selector: optional_selector(
-            constraint.label_selector.as_ref(),
-            at.name("labelSelector"),
+        label_selector,
+        min_domains: constraint.min_domains,
+        node_affinity_policy: inclusion_policy(
+            constraint.node_affinity_policy.as_deref(),
+            at.name("nodeAffinityPolicy"),
+        )?,
+        node_taints_policy: inclusion_policy(
+            constraint.node_taints_policy.as_deref(),
+            at.name("nodeTaintsPolicy"),
         )?,
     })
 }
+
+/// A `nodeAffinityPolicy` or `nodeTaintsPolicy`; unset stays unset (the engine applies
+/// upstream's defaults).
+fn inclusion_policy(
+    policy: Option<&str>,
+    at: Field<'_>,
+) -> Result<Option<model::NodeInclusionPolicy>, Problem> {
+    match policy {
+        None => Ok(None),
+        Some("Honor") => Ok(Some(model::NodeInclusionPolicy::Honor)),
+        Some("Ignore") => Ok(Some(model::NodeInclusionPolicy::Ignore)),
+        Some(other) => {
+            Err(at.problem(format!("unknown policy {other:?} (expected Honor, Ignore)")))
+        }
+    }
+}
+
+/// A pod's labels, read by `matchLabelKeys` and `mismatchLabelKeys`.
+type Labels = std::collections::BTreeMap<String, String>;
 
 /// The volume's source as the volume rules see it. A generic ephemeral volume is the PVC
 /// `<pod>-<volume>` its controller creates, which is how upstream's rules treat it.

@@ -1,5 +1,7 @@
 //! Label selectors and node selector terms, validated as the API server validates them.
 
+use std::collections::BTreeMap;
+
 use berth_engine::labels::{LabelSelector, Operator, Requirement};
 use berth_engine::model::NodeSelectorTerm;
 use k8s_openapi::api::core::v1 as core;
@@ -203,4 +205,33 @@ pub(crate) fn optional_selector(
     at: Field<'_>,
 ) -> Result<Option<LabelSelector>, Problem> {
     selector.map(|s| label_selector(s, at)).transpose()
+}
+
+/// Adds `key <operator> [the pod's value]` to `selector` for each of `keys` the pod has a
+/// label for, as v1.36's API server does at pod creation (`applyLabelKeysToLabelSelector` in
+/// pkg/registry/core/pod/strategy.go, for `matchLabelKeys` with In and `mismatchLabelKeys`
+/// with NotIn): a key the pod has no label for is skipped, and an absent selector stays
+/// absent, selecting nothing either way (`applyMatchLabelKeys`,
+/// `applyMatchLabelKeysAndMismatchLabelKeys`). Pods read from an API server already carry
+/// these requirements (affinity terms since v1.31, spread constraints since v1.34); adding
+/// the same requirement again selects the same pods, so merging again is idempotent, and
+/// cluster files written by hand get it too.
+pub(crate) fn add_label_keys(
+    selector: &mut Option<LabelSelector>,
+    keys: Option<&[String]>,
+    operator: Operator,
+    labels: &BTreeMap<String, String>,
+) {
+    let Some(selector) = selector else {
+        return;
+    };
+    for key in keys.unwrap_or_default() {
+        if let Some(value) = labels.get(key) {
+            selector.requirements.push(Requirement {
+                key: key.clone(),
+                operator,
+                values: vec![value.clone()],
+            });
+        }
+    }
 }

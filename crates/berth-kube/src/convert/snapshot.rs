@@ -10,6 +10,7 @@ use super::{
     replication_controller, service, stateful_set, storage_class,
 };
 use crate::ClusterObjects;
+use crate::unmodelled::Tally;
 
 /// A converted cluster file.
 #[derive(Debug)]
@@ -69,7 +70,9 @@ pub fn snapshot(objects: &ClusterObjects) -> Result<Snapshot, ConvertError> {
     }
     let priorities = PriorityResolver::new(&objects.priority_classes);
     let mut pending = Vec::new();
+    let mut unmodelled = Tally::default();
     for object in objects.pods.iter().filter(|p| !is_terminal(p)) {
+        unmodelled.add(&crate::unmodelled::in_pod(object));
         let converted = pod(object, &priorities, &mut warnings)?;
         if converted.node_name.is_none() {
             pending.push(converted);
@@ -84,6 +87,7 @@ pub fn snapshot(objects: &ClusterObjects) -> Result<Snapshot, ConvertError> {
             Err(error) => return Err(cluster_error(object, error)),
         }
     }
+    warnings.extend(unmodelled.warnings());
     Ok(Snapshot {
         cluster,
         pending,

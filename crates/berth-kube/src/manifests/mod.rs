@@ -30,7 +30,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 pub use admission::DEFAULT_TOLERATIONS_ANNOTATION;
 
 use crate::ClusterObjects;
-use crate::cluster_file::{Item, ObjectKey, Problem, Scope, validate_pod_spec, walk_objects};
+use crate::cluster_file::{Item, Problem, Scope, Seen, validate_pod_spec, walk_objects};
 use crate::convert::{self, Field, PriorityResolver, optional_selector};
 use crate::error::{ClusterFileError, Site};
 
@@ -97,7 +97,7 @@ impl Workload {
 pub fn parse_manifests(text: &str, source: &str) -> Result<Vec<Manifest>, ClusterFileError> {
     use Scope::Namespaced;
     let mut manifests = Vec::new();
-    let mut seen: HashMap<ObjectKey, _> = HashMap::new();
+    let mut seen = Seen::default();
     let found = walk_objects(text, source, &mut |kind, item: Item| {
         let site = (*item.site).clone();
         let workload = match kind.as_str() {
@@ -155,6 +155,17 @@ pub fn parse_manifests(text: &str, source: &str) -> Result<Vec<Manifest>, Cluste
                 object: None,
             }),
             message: format!("no objects found (--apply takes {ACCEPTED_KINDS})"),
+        });
+    }
+    // As kubectl's strict field validation (its default since v1.27) refuses them.
+    if let Some(((kind, field), (_, site))) = seen.unknown.into_iter().next() {
+        return Err(ClusterFileError::Schema {
+            site,
+            field: Some(field),
+            message: format!(
+                "unknown field of {kind} in Kubernetes v1.36's API (kubectl apply refuses it \
+                 too; check its spelling and indentation)"
+            ),
         });
     }
     Ok(manifests)

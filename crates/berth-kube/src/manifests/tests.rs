@@ -501,6 +501,11 @@ fn bad_manifests_table() {
             "spec.template.spec.restartPolicy: \"Always\" is not allowed",
         ),
         (
+            "a misspelt field, as kubectl's strict validation refuses it",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c}], nodeSelecter: {disk: ssd}}\n".into(),
+            "app.yaml: Pod a: spec.nodeSelecter: unknown field of Pod in Kubernetes v1.36's API (kubectl apply refuses it too",
+        ),
+        (
             "nothing",
             "# only a comment\n".into(),
             "app.yaml: no objects found (--apply takes",

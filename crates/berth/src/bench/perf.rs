@@ -204,6 +204,9 @@ fn pod(cluster: &mut Cluster, template: Template, name: &str, namespace: &str) -
         topology_key: ZONE_KEY.into(),
         when_unsatisfiable,
         label_selector: Some(label_selector(COLOR, "blue")),
+        min_domains: None,
+        node_affinity_policy: None,
+        node_taints_policy: None,
     };
     let color = match template {
         Template::Default => None,

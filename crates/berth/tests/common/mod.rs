@@ -18,6 +18,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
@@ -456,8 +457,11 @@ pub async fn bounded<F: std::future::Future<Output = Result<()>>>(limit: Duratio
     }
 }
 
-/// What pods ask of a node, as the scheduler counts it: per pod the larger of its
-/// containers' sum and its largest init container, plus its overhead; and one pod each.
+/// What pods ask of a node, as kube-scheduler v1.36 and the kubelet count it (written here
+/// from the sidecar KEP's formula, not taken from the engine): per pod the larger of its
+/// containers' and sidecars' sum and its busiest init step (a regular init container with
+/// the sidecars started before it), pod-level requests instead where set, plus its
+/// overhead; and one pod each.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Totals {
     /// Millicores.
@@ -472,12 +476,12 @@ impl Totals {
     /// What one pod asks for.
     pub fn of(pod: &Pod) -> Totals {
         let spec = pod.spec.as_ref().expect("pods have a spec");
+        let listed = |list: Option<&BTreeMap<String, Quantity>>, name: &str| {
+            list.and_then(|r| r.get(name)).map(|q| quantity(name, &q.0))
+        };
         let request = |resources: Option<&k8s_openapi::api::core::v1::ResourceRequirements>,
                        name: &str| {
-            resources
-                .and_then(|r| r.requests.as_ref())
-                .and_then(|r| r.get(name))
-                .map_or(0, |q| quantity(name, &q.0))
+            listed(resources.and_then(|r| r.requests.as_ref()), name).unwrap_or(0)
         };
         let mut totals = Totals {
             cpu: 0,
@@ -485,24 +489,28 @@ impl Totals {
             pods: 1,
         };
         for (name, slot) in [("cpu", &mut totals.cpu), ("memory", &mut totals.memory)] {
-            let containers: i64 = spec
+            let mut running: i64 = spec
                 .containers
                 .iter()
                 .map(|c| request(c.resources.as_ref(), name))
                 .sum();
-            let init = spec
-                .init_containers
-                .iter()
-                .flatten()
-                .map(|c| request(c.resources.as_ref(), name))
-                .max()
-                .unwrap_or(0);
-            let overhead = spec
-                .overhead
-                .as_ref()
-                .and_then(|o| o.get(name))
-                .map_or(0, |q| quantity(name, &q.0));
-            *slot = containers.max(init) + overhead;
+            let (mut sidecars, mut init) = (0, 0);
+            for c in spec.init_containers.iter().flatten() {
+                let r = request(c.resources.as_ref(), name);
+                if c.restart_policy.as_deref() == Some("Always") {
+                    sidecars += r;
+                    running += r;
+                    init = init.max(sidecars);
+                } else {
+                    init = init.max(r + sidecars);
+                }
+            }
+            let pod_level = listed(
+                spec.resources.as_ref().and_then(|r| r.requests.as_ref()),
+                name,
+            );
+            let overhead = listed(spec.overhead.as_ref(), name).unwrap_or(0);
+            *slot = pod_level.unwrap_or(running.max(init)) + overhead;
         }
         totals
     }
