@@ -28,6 +28,8 @@ const IMAGES: [(&str, i64); 4] = [
 ];
 /// The CSI driver of the generated CSI volumes.
 pub const CSI_DRIVER: &str = "csi.difftest.local";
+/// The pod label v1.36 scenarios' `matchLabelKeys` and `mismatchLabelKeys` name.
+pub const TRACK_LABEL: &str = "track";
 /// Well-known topology labels.
 const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 const REGION_LABEL: &str = "topology.kubernetes.io/region";
@@ -69,8 +71,10 @@ pub fn scenario(seed: u64, prefix: &str) -> Scenario {
 /// migration, by design unlike v1.22), plus what v1.22 never knew: native sidecars (some
 /// holding host ports), pod-level requests, running pods with a resize in progress or
 /// pending (their status as the kubelet would write it), pending pods held by scheduling
-/// gates, and pending pods with resource claims (a DeviceClass exists for one claim, none
-/// for the other; no node publishes ResourceSlices). The policy is v1.22's default provider.
+/// gates, pending pods with resource claims (a DeviceClass exists for one claim, none for
+/// the other; no node publishes ResourceSlices), topology spread `minDomains`,
+/// `nodeAffinityPolicy`, `nodeTaintsPolicy` and `matchLabelKeys`, and pod (anti-)affinity
+/// `matchLabelKeys` and `mismatchLabelKeys`. The policy is v1.22's default provider.
 pub fn scenario_v136(seed: u64, prefix: &str) -> Scenario {
     build(seed, prefix, true)
 }
@@ -572,6 +576,10 @@ impl Gen {
             None
         };
         let mut meta = json!({"name": name, "namespace": ns, "labels": {"app": app}});
+        if self.modern && self.chance(0.7) {
+            // The label the v1.36 label keys of spreading and affinity name.
+            meta["labels"][TRACK_LABEL] = json!(*self.pick(&["stable", "canary"]));
+        }
         if self.chance(0.4) {
             let (kind, api, controller) = match app {
                 "web" => ("ReplicaSet", "apps/v1", "web-rs"),
@@ -622,6 +630,8 @@ impl Gen {
             spec["resources"] = json!({"requests": {"cpu": format!("{cpu}m"),
                 "memory": format!("{memory}Mi")}});
         }
+        self.spread_v136(spec);
+        self.affinity_label_keys(spec);
         if bound {
             return self.resize_status(spec);
         }
@@ -633,6 +643,56 @@ impl Gen {
             spec["resourceClaims"] = json!([{"name": "device", "resourceClaimName": claim}]);
         }
         None
+    }
+
+    /// v1.36's fields of topology spread constraints, on some of the pod's constraints:
+    /// `minDomains` (DoNotSchedule only, as validation wants), `nodeAffinityPolicy`,
+    /// `nodeTaintsPolicy` and `matchLabelKeys`.
+    fn spread_v136(&mut self, spec: &mut Value) {
+        let Some(constraints) = spec["topologySpreadConstraints"].as_array_mut() else {
+            return;
+        };
+        for c in constraints.iter_mut() {
+            if c["whenUnsatisfiable"] == "DoNotSchedule" && self.rng.random_bool(0.4) {
+                c["minDomains"] = json!(self.rng.random_range(1..=4));
+            }
+            if self.rng.random_bool(0.3) {
+                c["nodeAffinityPolicy"] = json!(*self.pick(&["Honor", "Ignore"]));
+            }
+            if self.rng.random_bool(0.3) {
+                c["nodeTaintsPolicy"] = json!(*self.pick(&["Honor", "Ignore"]));
+            }
+            if self.rng.random_bool(0.3) {
+                c["matchLabelKeys"] = json!([TRACK_LABEL]);
+            }
+        }
+    }
+
+    /// `matchLabelKeys` or `mismatchLabelKeys` on some of the pod's (anti-)affinity terms.
+    fn affinity_label_keys(&mut self, spec: &mut Value) {
+        for kind in ["podAffinity", "podAntiAffinity"] {
+            let lists = spec
+                .get_mut("affinity")
+                .and_then(|a| a.get_mut(kind))
+                .and_then(Value::as_object_mut);
+            let Some(lists) = lists else {
+                continue;
+            };
+            // Required terms are terms; preferred ones hold theirs in podAffinityTerm.
+            for (when, list) in lists.iter_mut() {
+                for entry in list.as_array_mut().into_iter().flatten() {
+                    let term = if when.starts_with("preferred") {
+                        &mut entry["podAffinityTerm"]
+                    } else {
+                        entry
+                    };
+                    if self.rng.random_bool(0.35) {
+                        let field = *self.pick(&["matchLabelKeys", "mismatchLabelKeys"]);
+                        term[field] = json!([TRACK_LABEL]);
+                    }
+                }
+            }
+        }
     }
 
     /// A running pod's status with an in-place resize under way, as the kubelet reports it

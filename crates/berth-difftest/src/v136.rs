@@ -151,7 +151,7 @@ pub struct V136Options {
 }
 
 /// The kinds of field a pod is counted under (a pod may count under several).
-pub const KINDS: [&str; 7] = [
+pub const KINDS: [&str; 9] = [
     "v1.22-era fields only",
     "native sidecar",
     "sidecar host port",
@@ -159,6 +159,8 @@ pub const KINDS: [&str; 7] = [
     "resize on a node",
     "scheduling gate",
     "resource claims",
+    "spread v1.36 fields",
+    "affinity label keys",
 ];
 
 /// Agreement on the pods of one kind of field.
@@ -643,6 +645,57 @@ fn kinds(pod: &Pod, state: &ClusterObjects, gated: bool) -> Vec<&'static str> {
     }
     if has_claims(pod) {
         out.push("resource claims");
+    }
+    let spread_v136 = spec
+        .and_then(|s| s.topology_spread_constraints.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.min_domains.is_some()
+                || c.node_affinity_policy.is_some()
+                || c.node_taints_policy.is_some()
+                || c.match_label_keys.is_some()
+        });
+    if spread_v136 {
+        out.push("spread v1.36 fields");
+    }
+    let affinity = spec.and_then(|s| s.affinity.as_ref());
+    let terms = affinity
+        .and_then(|a| a.pod_affinity.as_ref())
+        .map(|a| {
+            (
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref(),
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref(),
+            )
+        })
+        .into_iter()
+        .chain(
+            affinity
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .map(|a| {
+                    (
+                        a.required_during_scheduling_ignored_during_execution
+                            .as_ref(),
+                        a.preferred_during_scheduling_ignored_during_execution
+                            .as_ref(),
+                    )
+                }),
+        )
+        .flat_map(|(required, preferred)| {
+            required.into_iter().flatten().chain(
+                preferred
+                    .into_iter()
+                    .flatten()
+                    .map(|p| &p.pod_affinity_term),
+            )
+        });
+    let label_keys = terms
+        .into_iter()
+        .any(|t| t.match_label_keys.is_some() || t.mismatch_label_keys.is_some());
+    if label_keys {
+        out.push("affinity label keys");
     }
     if out.is_empty() {
         out.push("v1.22-era fields only");
