@@ -699,30 +699,15 @@ impl Gen {
     /// (or None for a pod without one): the main container's and the sidecar's allocated
     /// and actual requests, and the PodResizePending condition when the kubelet has not
     /// admitted the resize. v1.36 counts the largest of spec, allocated and actual, but
-    /// only allocated and actual while the resize is infeasible. Pods with pod-level
-    /// resources are left alone (resizing those is not on by default).
+    /// only allocated and actual while the resize is infeasible. A pod with pod-level
+    /// requests reports them resized at pod level instead (InPlacePodLevelResources-
+    /// VerticalScaling, beta and on in v1.36).
     fn resize_status(&mut self, spec: &Value) -> Option<Value> {
-        if spec["resources"].is_object() || !self.chance(0.4) {
+        if !self.chance(0.4) {
             return None;
         }
         let mode = *self.pick(&["shrinking", "growing", "Deferred", "Infeasible"]);
-        let mut statuses = Vec::new();
-        let mut init_statuses = Vec::new();
-        let containers = spec["containers"].as_array().cloned().unwrap_or_default();
-        let inits = spec["initContainers"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        for (container, sidecar) in containers
-            .iter()
-            .map(|c| (c, false))
-            .chain(inits.iter().map(|c| (c, true)))
-        {
-            let name = container["name"].as_str().unwrap_or_default();
-            if sidecar && container["restartPolicy"] != "Always" {
-                continue;
-            }
-            let requested = &container["resources"]["requests"];
+        let resized = |requested: &Value| {
             let mut allocated = serde_json::Map::new();
             let mut actual = serde_json::Map::new();
             for (resource, big, small) in [("cpu", "3", "50m"), ("memory", "3Gi", "32Mi")] {
@@ -740,8 +725,40 @@ impl Gen {
                 allocated.insert(resource.into(), json!(a));
                 actual.insert(resource.into(), json!(b));
             }
-            let status = json!({"name": name, "image": container["image"], "imageID": "",
-                "ready": true, "restartCount": 0, "started": true,
+            (allocated, actual)
+        };
+        let condition = if matches!(mode, "Deferred" | "Infeasible") {
+            json!({"type": "PodResizePending", "status": "True", "reason": mode,
+                "message": "difftest"})
+        } else {
+            json!({"type": "PodResizeInProgress", "status": "True"})
+        };
+        let mut status = json!({"phase": "Running", "startTime": "2024-01-01T00:00:00Z",
+            "conditions": [condition]});
+        if spec["resources"].is_object() {
+            let (allocated, actual) = resized(&spec["resources"]["requests"]);
+            status["allocatedResources"] = json!(allocated);
+            status["resources"] = json!({"requests": actual});
+            return Some(status);
+        }
+        let mut statuses = Vec::new();
+        let mut init_statuses = Vec::new();
+        let containers = spec["containers"].as_array().cloned().unwrap_or_default();
+        let inits = spec["initContainers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for (container, sidecar) in containers
+            .iter()
+            .map(|c| (c, false))
+            .chain(inits.iter().map(|c| (c, true)))
+        {
+            if sidecar && container["restartPolicy"] != "Always" {
+                continue;
+            }
+            let (allocated, actual) = resized(&container["resources"]["requests"]);
+            let status = json!({"name": container["name"], "image": container["image"],
+                "imageID": "", "ready": true, "restartCount": 0, "started": true,
                 "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}},
                 "allocatedResources": allocated, "resources": {"requests": actual}});
             if sidecar {
@@ -750,18 +767,9 @@ impl Gen {
                 statuses.push(status);
             }
         }
-        let mut conditions = Vec::new();
-        if matches!(mode, "Deferred" | "Infeasible") {
-            conditions.push(json!({"type": "PodResizePending", "status": "True",
-                "reason": mode, "message": "difftest"}));
-        } else {
-            conditions.push(json!({"type": "PodResizeInProgress", "status": "True"}));
-        }
-        Some(
-            json!({"phase": "Running", "startTime": "2024-01-01T00:00:00Z",
-            "conditions": conditions, "containerStatuses": statuses,
-            "initContainerStatuses": init_statuses}),
-        )
+        status["containerStatuses"] = json!(statuses);
+        status["initContainerStatuses"] = json!(init_statuses);
+        Some(status)
     }
 
     /// Two ResourceClaims in each namespace asking for one device: `claim-0` of a

@@ -151,12 +151,13 @@ pub struct V136Options {
 }
 
 /// The kinds of field a pod is counted under (a pod may count under several).
-pub const KINDS: [&str; 9] = [
+pub const KINDS: [&str; 10] = [
     "v1.22-era fields only",
     "native sidecar",
     "sidecar host port",
     "pod-level requests",
     "resize on a node",
+    "pod-level resize",
     "scheduling gate",
     "resource claims",
     "spread v1.36 fields",
@@ -166,7 +167,8 @@ pub const KINDS: [&str; 9] = [
 /// Agreement on the pods of one kind of field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KindStats {
-    /// Pods v1.36 decided on.
+    /// Pods v1.36 decided on. The resize kinds count a pod scheduled while some running
+    /// pod reports a resize (at container or pod level).
     pub pods: usize,
     /// ... whose feasible set Berth agreed on.
     pub feasibility_agree: usize,
@@ -639,6 +641,14 @@ fn kinds(pod: &Pod, state: &ClusterObjects, gated: bool) -> Vec<&'static str> {
     });
     if resizing {
         out.push("resize on a node");
+    }
+    let pod_level_resizing = state.pods.iter().any(|p| {
+        p.status
+            .as_ref()
+            .is_some_and(|s| s.allocated_resources.is_some())
+    });
+    if pod_level_resizing {
+        out.push("pod-level resize");
     }
     if gated {
         out.push("scheduling gate");

@@ -392,6 +392,14 @@ pub struct Pod {
     /// API server's defaulting of requests from limits already applied: where set for cpu,
     /// memory or `hugepages-*` it replaces the containers' sum.
     pub resources: ResourceList,
+    /// `status.allocatedResources`: the pod-level requests the kubelet admitted (pod-level
+    /// in-place resize, InPlacePodLevelResourcesVerticalScaling, beta and on in v1.36). None
+    /// when not reported.
+    pub allocated_pod_level: Option<ResourceList>,
+    /// `status.resources.requests`: the pod-level requests the pod runs with; empty when
+    /// `resources` is reported without requests. None when the status reports no
+    /// `resources`: v1.36 then reads neither this nor `allocated_pod_level`.
+    pub actual_pod_level: Option<ResourceList>,
     /// The pod's `PodResizePending` condition says `Infeasible`: the kubelet will not apply
     /// the resize, so the spec's requests are not counted for this bound pod.
     pub resize_infeasible: bool,

@@ -519,13 +519,32 @@ fn pod_level_requests_set(pod: &model::Pod) -> bool {
 /// (`with_status`) counts each app container and sidecar whose status reports resources
 /// as the largest of its spec, what the kubelet admitted and what runs (in-place resize,
 /// `UseStatusResources`), the spec left out while the resize is infeasible. Pod-level
-/// requests then replace the containers' sum for the resources they set, and the overhead
-/// is added.
+/// requests (for a bound pod, resize-aware in the same way) then replace the containers'
+/// sum for the resources they set, and the overhead is added.
 fn pod_requests(pod: &model::Pod, with_status: bool, defaults: &[(&str, i64)]) -> Resources {
     let mut requests = aggregate(pod, with_status, defaults);
+    // A bound pod whose status reports pod-level resources counts, for each resource its
+    // spec sets at pod level, the largest of spec (unless the resize is infeasible),
+    // admitted and running, and 0 where none of those names it (`PodRequests` with
+    // InPlacePodLevelResourcesVerticalScaling).
+    let effective = match (&pod.actual_pod_level, with_status) {
+        (Some(actual), true) => {
+            let mut lists = vec![actual];
+            lists.extend(&pod.allocated_pod_level);
+            if !pod.resize_infeasible {
+                lists.push(&pod.resources);
+            }
+            Some(largest(&lists))
+        }
+        _ => None,
+    };
     for (name, value) in &pod.resources {
         if pod_level_resource(name) {
-            requests.set_named(name, *value);
+            let value = match &effective {
+                Some(list) => list.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v),
+                None => *value,
+            };
+            requests.set_named(name, value);
         }
     }
     requests.add(&Resources::from_list(&pod.overhead));

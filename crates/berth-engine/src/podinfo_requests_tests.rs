@@ -168,6 +168,40 @@ fn filter_requests() {
             1300,
             0,
         ),
+        (
+            "a pod-level resize up admitted: the admitted pod-level cpu counts",
+            {
+                let mut p = pod("p").on("n1").req(500, 0).pod_level("cpu", 2000).build();
+                p.allocated_pod_level = Some(vec![("cpu".into(), 2000)]);
+                p.actual_pod_level = Some(vec![("cpu".into(), 1000)]);
+                p
+            },
+            2000,
+            0,
+        ),
+        (
+            "an infeasible pod-level resize: the running pod-level cpu counts",
+            {
+                let mut p = pod("p").on("n1").req(500, 0).pod_level("cpu", 4000).build();
+                p.allocated_pod_level = Some(vec![("cpu".into(), 1000)]);
+                p.actual_pod_level = Some(vec![("cpu".into(), 1000)]);
+                p.resize_infeasible = true;
+                p
+            },
+            1000,
+            0,
+        ),
+        (
+            "pod-level status without resources reported: the pod-level spec",
+            {
+                let mut p = pod("p").on("n1").req(500, 0).pod_level("cpu", 4000).build();
+                p.allocated_pod_level = Some(vec![("cpu".into(), 1000)]);
+                p.resize_infeasible = true;
+                p
+            },
+            4000,
+            0,
+        ),
     ];
     for (name, p, cpu, memory) in cases {
         let info = compiled(p);

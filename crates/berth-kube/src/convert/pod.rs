@@ -197,6 +197,21 @@ pub fn pod(
                 .map(|r| requests_with_limits(r, at.name("resources")))
                 .transpose()?
                 .unwrap_or_default(),
+            allocated_pod_level: status
+                .and_then(|s| s.allocated_resources.as_ref())
+                .map(|list| {
+                    resource_list(Some(list), Field::root("status").name("allocatedResources"))
+                })
+                .transpose()?,
+            // Some whenever `resources` is reported, requests or not, as for containers.
+            actual_pod_level: status
+                .and_then(|s| s.resources.as_ref())
+                .map(|r| {
+                    let status_at = Field::root("status");
+                    let resources_at = status_at.name("resources");
+                    resource_list(r.requests.as_ref(), resources_at.name("requests"))
+                })
+                .transpose()?,
             resize_infeasible: status
                 .and_then(|s| s.conditions.as_deref())
                 .into_iter()
