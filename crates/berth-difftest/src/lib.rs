@@ -19,6 +19,9 @@
 //! [`Report`] counts the agreement and keeps every disagreement with enough to reproduce
 //! it: the seed, and (with `BERTH_DIFFTEST_OUT`) the policy and cluster file that
 //! `berth simulate --explain` runs on.
+//!
+//! [`v136`] runs the second reference, kube-scheduler v1.36.3 with its default profile, on
+//! clusters using the fields v1.22 never knew, with Berth on v1.22's default provider.
 
 pub mod berth;
 pub mod generate;

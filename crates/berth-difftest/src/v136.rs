@@ -55,8 +55,8 @@ const GATE: DefaultPodTopologySpread = DefaultPodTopologySpread::On;
 /// is 1). NodeResourcesFit scores LeastAllocated over cpu and memory, weight 1 each, as
 /// LeastRequestedPriority; TaintToleration counts untolerated PreferNoSchedule taints and
 /// NodeAffinity the weights of matching preferred terms, both normalised as in v1.22.
-/// Left out: BalancedAllocation (v1.36 takes the standard deviation of the fractions),
-/// ImageLocality (v1.36 also counts init containers), InterPodAffinity and
+/// Left out: BalancedAllocation (v1.36 scores the change in balance the pod makes, not
+/// the balance with it), ImageLocality (v1.36 also counts init containers' images), InterPodAffinity and
 /// PodTopologySpread (v1.36's defaults and system constraints differ), and v1.22's
 /// SelectorSpread and NodePreferAvoidPods, which v1.36 no longer has.
 pub const SAME_SCORES: [(&str, i64, &str); 3] = [
