@@ -196,10 +196,13 @@ pub struct V136Report {
     pub fit_identical: usize,
     /// FitErrors equal once Berth's reasons are put in v1.36's filter order and words.
     pub fit_reordered: usize,
-    /// Gated pods, and those both held while later pods were decided.
+    /// Gated pods with a later pod decided while they waited.
     pub gated: usize,
     /// ... held by both.
     pub gated_agree: usize,
+    /// Gated pods created after the scenario's last decided pod: Berth's hold is checked,
+    /// v1.36's cannot be told from not having reached the pod yet.
+    pub gated_unwitnessed: usize,
     /// Pods whose feasible set agreed only once the nodes Berth refuses for v1.22's check
     /// of unrequested resources on an overcommitted node are counted feasible.
     pub feasible_overcommitted: usize,
@@ -308,23 +311,31 @@ impl ScenarioRun<'_> {
                     let detail = format!("Berth does not hold it: {:?}", ours.message);
                     self.report.disagree(seed, &key, "gate", detail);
                 }
-                held.push(pod);
+                held.push((pod, false));
                 continue;
             }
             let verdict =
                 replay::await_verdict(self.client, &mut reference, &pod, &state.pods).await?;
+            for (_, witnessed) in &mut held {
+                *witnessed = true;
+            }
             self.compare(&mut reference, &policies, &state, &pod, &verdict, false)?;
         }
-        // Every later pod was decided after the gated ones were created, so v1.36 has seen
-        // them: one still unbound was held by its gate, not merely not reached yet.
-        for pod in held {
+        // A pod decided after a gated one was created was seen by v1.36 after it, so a
+        // gated pod still unbound then was held by its gate, not merely not reached yet
+        // (`witnessed`). A gated pod after the last decided one proves nothing: it is only
+        // compared once released.
+        for (pod, witnessed) in held {
             let key = pod_key(&pod);
             let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace(&pod));
             let current = pods.get(name(&pod)).await?;
-            self.report.gated += 1;
-            if scheduling_gated(&current) {
+            if !witnessed {
+                self.report.gated_unwitnessed += 1;
+            } else if scheduling_gated(&current) {
+                self.report.gated += 1;
                 self.report.gated_agree += 1;
             } else {
+                self.report.gated += 1;
                 let detail = format!("v1.36 did not hold it: {:?}", current.status);
                 self.report.disagree(seed, &key, "gate", detail);
             }
@@ -816,8 +827,9 @@ impl fmt::Display for V136Report {
         )?;
         writeln!(
             f,
-            "  gates        {}/{} held by both until removed",
-            self.gated_agree, self.gated
+            "  gates        {}/{} held by both while a later pod was decided ({} more \
+             after the last decided pod: Berth's hold checked, then compared once released)",
+            self.gated_agree, self.gated, self.gated_unwitnessed
         )?;
         writeln!(
             f,
