@@ -29,9 +29,9 @@ use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
 use crate::file::MAX_NESTING;
 
-/// Most values the anchors and aliases of one file may expand to: real policies have a few
-/// hundred, and a file of nested aliases could otherwise expand without bound.
-const MAX_VALUES: usize = 100_000;
+/// Most values one file may hold, each alias's and each anchor's copy counted: real policies
+/// have a few hundred, and nested aliases could otherwise expand without bound.
+const MAX_VALUES: usize = 1_000_000;
 
 /// A 1-based line and column in the YAML text.
 pub(crate) type Mark = (usize, usize);
@@ -161,7 +161,7 @@ impl Reader {
                     self.count(1, mark)?;
                     let value = scalar(text, style, tag.as_deref())
                         .map_err(|message| YamlError::Syntax { mark, message })?;
-                    self.anchored(anchor, Node { mark, value })
+                    self.anchored(anchor, Node { mark, value })?
                 }
                 Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
                     if stack.len() >= MAX_NESTING {
@@ -195,7 +195,7 @@ impl Reader {
                             mark: frame.mark,
                             value,
                         },
-                    )
+                    )?
                 }
             };
             match stack.last_mut() {
@@ -218,11 +218,12 @@ impl Reader {
         })
     }
 
-    fn anchored(&mut self, anchor: usize, node: Node) -> Node {
+    fn anchored(&mut self, anchor: usize, node: Node) -> Result<Node, YamlError> {
         if anchor != 0 {
+            self.count(size(&node), node.mark)?;
             self.anchors.insert(anchor, node.clone());
         }
-        node
+        Ok(node)
     }
 
     fn count(&mut self, values: usize, mark: Mark) -> Result<(), YamlError> {
@@ -231,8 +232,8 @@ impl Reader {
             return Err(YamlError::Syntax {
                 mark,
                 message: format!(
-                    "the file's aliases expand to more than {MAX_VALUES} values; a Policy has a \
-                     few hundred"
+                    "the file holds more than {MAX_VALUES} values (aliases and anchors \
+                     expanded); a Policy has a few hundred"
                 ),
             });
         }
