@@ -118,6 +118,20 @@ struct LabelUse {
     name: String,
 }
 
+/// What is wrong with a `kind` other than Policy.
+pub(crate) fn kind_error(kind: &str) -> Option<String> {
+    if kind == "Policy" {
+        return None;
+    }
+    let hint = if kind == "KubeSchedulerConfiguration" {
+        "; Berth reads the legacy Policy file (--policy-config-file), not a \
+         KubeSchedulerConfiguration (give that with --config)"
+    } else {
+        ""
+    };
+    Some(format!("expected \"Policy\", got {kind:?}{hint}"))
+}
+
 struct Builder<'a> {
     file: &'a str,
     warnings: Vec<String>,
@@ -173,16 +187,8 @@ impl Builder<'_> {
     }
 
     fn policy(mut self, raw: RawPolicy) -> Result<EffectivePolicy, PolicyError> {
-        if let Some(kind) = &raw.kind
-            && kind != "Policy"
-        {
-            let hint = if kind == "KubeSchedulerConfiguration" {
-                "; Berth reads the legacy Policy file (--policy-config-file), not a \
-                     KubeSchedulerConfiguration"
-            } else {
-                ""
-            };
-            return Err(self.invalid("kind", format!("expected \"Policy\", got {kind:?}{hint}")));
+        if let Some(problem) = raw.kind.as_deref().and_then(kind_error) {
+            return Err(self.invalid("kind", problem));
         }
         if let Some(version) = &raw.api_version
             && !API_VERSIONS.contains(&version.as_str())

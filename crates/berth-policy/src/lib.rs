@@ -139,6 +139,18 @@ fn decode_json(text: &str, source: &str) -> Result<raw::RawPolicy, PolicyError> 
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let raw: raw::RawPolicy =
         serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            // Another kind of file (a KubeSchedulerConfiguration's `profiles`) fails on its
+            // first field the Policy lacks; its kind says more.
+            if let Ok(serde_json::Value::Object(object)) = serde_json::from_str(text)
+                && let Some(serde_json::Value::String(kind)) = object.get("kind")
+                && let Some(message) = build::kind_error(kind)
+            {
+                return PolicyError::Invalid {
+                    file: source.to_owned(),
+                    path: "kind".to_owned(),
+                    message,
+                };
+            }
             let path = error.path().to_string();
             json_error(error.into_inner(), path, source)
         })?;

@@ -277,6 +277,13 @@ fn yaml_errors_name_the_place() {
             "- a\n- b\n",
             "p.yaml: top level: invalid type: sequence, expected a Policy object (line 1, column 1)",
         ),
+        // Another kind of file is named by its kind, not by its first unknown field.
+        (
+            "a KubeSchedulerConfiguration",
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: berth\n",
+            "p.yaml: kind: expected \"Policy\", got \"KubeSchedulerConfiguration\"; Berth reads the legacy Policy file \
+             (--policy-config-file), not a KubeSchedulerConfiguration (give that with --config)",
+        ),
         // Validation after decoding is the same for YAML and JSON.
         (
             "a weight out of range",
