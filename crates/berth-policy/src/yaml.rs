@@ -20,7 +20,9 @@
 //! - anchors, aliases and `<<` merge keys are expanded; a key a merge repeats is a duplicate,
 //!   as v1.22's strict pass (`YAMLToJSONStrict`) finds it.
 //!
-//! Berth refuses a second document, which v1.22 would silently ignore.
+//! Berth refuses a second document, which v1.22 would silently ignore. The syntax is read by
+//! saphyr-parser (YAML 1.2 syntax, which block and flow collections, quoting and comments
+//! share with 1.1), so syntax errors are in its words and at its positions, not go-yaml's.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
