@@ -177,6 +177,8 @@ pub struct Metrics {
     algorithm_duration: Histogram,
     sli_duration: HistogramFamily<AttemptsLabels>,
     pod_attempts: Histogram,
+    preemption_attempts: Counter,
+    preemption_victims: Histogram,
     incoming: Family<IncomingLabels, Counter>,
     cache_size: Family<CacheTypeLabels, Gauge>,
     unschedulable: Family<PluginLabels, Gauge>,
@@ -268,6 +270,19 @@ impl Metrics {
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod",
             pod_attempts.clone(),
+        );
+        let preemption_attempts = Counter::default();
+        registry.register(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            preemption_attempts.clone(),
+        );
+        // 1, 2, 4 .. 64 victims: upstream thinks more than 64 is rare enough for one bucket.
+        let preemption_victims = Histogram::new(exponential_buckets(1.0, 2.0, 7));
+        registry.register(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            preemption_victims.clone(),
         );
         let incoming = Family::<IncomingLabels, Counter>::default();
         registry.register(
@@ -385,6 +400,8 @@ impl Metrics {
             algorithm_duration,
             sli_duration,
             pod_attempts,
+            preemption_attempts,
+            preemption_victims,
             incoming,
             cache_size,
             unschedulable,
@@ -534,6 +551,19 @@ impl Metrics {
                 attempts: attempts_label(attempts),
             })
             .observe(seconds);
+    }
+
+    /// Counts one preemption attempt. Upstream's DefaultPreemption PostFilter counts every
+    /// call, whether or not the pod may preempt and a node is found
+    /// (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go).
+    pub fn preemption_attempt(&self) {
+        self.preemption_attempts.inc();
+    }
+
+    /// Records the victims of a preemption carried out, as upstream's `prepareCandidate`
+    /// does (pkg/scheduler/framework/preemption/executor.go).
+    pub fn preemption_victims(&self, victims: usize) {
+        self.preemption_victims.observe(victims as f64);
     }
 
     /// Counts a pod entering sub-queue `queue` (active, backoff, unschedulable) on `event`.
@@ -731,6 +761,12 @@ pub(crate) mod tests {
         m.unschedulable_pods(&plugins, 1);
         m.unschedulable_pods(&plugins, 1);
         m.unschedulable_pods(&plugins[1..], -1);
+        for _ in 0..3 {
+            m.preemption_attempt();
+        }
+        m.preemption_victims(1);
+        m.preemption_victims(5);
+        m.preemption_victims(100);
         let text = m.encode();
 
         for (name, kind) in [
@@ -752,6 +788,8 @@ pub(crate) mod tests {
             ("scheduler_plugin_execution_duration_seconds", "histogram"),
             ("leader_election_master_status", "gauge"),
             ("scheduler_unschedulable_pods", "gauge"),
+            ("scheduler_preemption_attempts", "counter"),
+            ("scheduler_preemption_victims", "histogram"),
         ] {
             assert_eq!(family_type(&text, name), Some(kind), "{name} in\n{text}");
         }
@@ -819,6 +857,28 @@ pub(crate) mod tests {
             Some(2.0),
             "{text}"
         );
+        // Neither preemption family has labels (upstream's are a Counter and a Histogram,
+        // not vectors).
+        assert_buckets(
+            &text,
+            "scheduler_preemption_victims",
+            "",
+            exponential(1.0, 2.0, 7),
+        );
+        assert_eq!(
+            value(&text, "scheduler_preemption_attempts_total"),
+            Some(3.0)
+        );
+        for (series, want) in [
+            ("scheduler_preemption_victims_count", 3.0),
+            ("scheduler_preemption_victims_sum", 106.0),
+            (r#"scheduler_preemption_victims_bucket{le="1.0"}"#, 1.0),
+            (r#"scheduler_preemption_victims_bucket{le="8.0"}"#, 2.0),
+            (r#"scheduler_preemption_victims_bucket{le="64.0"}"#, 2.0),
+            (r#"scheduler_preemption_victims_bucket{le="+Inf"}"#, 3.0),
+        ] {
+            assert_eq!(value(&text, series), Some(want), "{series} in\n{text}");
+        }
         assert_buckets(
             &text,
             "scheduler_framework_extension_point_duration_seconds",

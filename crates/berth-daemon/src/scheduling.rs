@@ -362,6 +362,7 @@ impl<B: Backend> SchedulingLoop<B> {
     /// next cycles keep its node for it.
     fn preempt(&mut self, queued: &QueuedPod, mut info: PodInfo, fit: &FitError) {
         let key = queued.key();
+        self.metrics.preemption_attempt();
         let (outcome, explained) = self.scheduler.preempt(
             self.cache.cluster(),
             self.cache.nominator(),
@@ -386,6 +387,7 @@ impl<B: Backend> SchedulingLoop<B> {
                     .map(|v| cluster.pod(*v).pod.clone())
                     .collect();
                 debug!(pod = %key, %node, victims = victims.len(), "preempting");
+                self.metrics.preemption_victims(victims.len());
                 self.backend
                     .preempt(&queued.pod, &node, victims, clear_nominations.clone());
                 for other in &clear_nominations {
@@ -985,6 +987,19 @@ mod tests {
             )),
             "{calls:?}"
         );
+        // One attempt, one preemption of one victim.
+        let text = f.lp.metrics.encode();
+        for (series, want) in [
+            ("scheduler_preemption_attempts_total", 1.0),
+            ("scheduler_preemption_victims_count", 1.0),
+            ("scheduler_preemption_victims_sum", 1.0),
+        ] {
+            assert_eq!(
+                crate::metrics::tests::value(&text, series),
+                Some(want),
+                "{series} in\n{text}"
+            );
+        }
         // A pod of lower priority does not take the node while high is nominated there.
         f.pod(with_priority(pod("small", "berth", 100), 1));
         f.pod(with_priority(pod("other-high", "berth", 1000), 50));
@@ -1019,6 +1034,18 @@ mod tests {
                 .iter()
                 .any(|c| matches!(c, Call::Preempt(..)))
         );
+        // Upstream's PostFilter counts the attempt of a pod that may not preempt too.
+        let text = f.lp.metrics.encode();
+        for (series, want) in [
+            ("scheduler_preemption_attempts_total", 1.0),
+            ("scheduler_preemption_victims_count", 0.0),
+        ] {
+            assert_eq!(
+                crate::metrics::tests::value(&text, series),
+                Some(want),
+                "{series} in\n{text}"
+            );
+        }
     }
 
     #[test]

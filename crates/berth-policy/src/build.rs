@@ -118,6 +118,20 @@ struct LabelUse {
     name: String,
 }
 
+/// What is wrong with a `kind` other than Policy.
+pub(crate) fn kind_error(kind: &str) -> Option<String> {
+    if kind == "Policy" {
+        return None;
+    }
+    let hint = if kind == "KubeSchedulerConfiguration" {
+        "; Berth reads the legacy Policy file (--policy-config-file), not a \
+         KubeSchedulerConfiguration (give that with --config)"
+    } else {
+        ""
+    };
+    Some(format!("expected \"Policy\", got {kind:?}{hint}"))
+}
+
 struct Builder<'a> {
     file: &'a str,
     warnings: Vec<String>,
@@ -152,26 +166,29 @@ impl Builder<'_> {
         })
     }
 
-    fn name(&self, name: Option<String>, path: &str, what: &str) -> Result<String, PolicyError> {
-        let name_path = format!("{path}.name");
-        let name = self.required(name, &name_path, what)?;
-        match syntax::policy_name_error(&name) {
-            Some(problem) => Err(self.invalid(name_path, problem)),
-            None => Ok(name),
+    /// An entry's name, taken as v1.22.17 takes it: any string, and a missing or null name is
+    /// Go's zero value "". Its `ValidatePolicy` (pkg/scheduler/apis/config/validation/
+    /// validation.go, lines 298-317) checks weights, custom priorities, extenders and
+    /// hardPodAffinitySymmetricWeight but never a name, and its legacy registry
+    /// (pkg/scheduler/framework/plugins/legacy_registry.go, `ProcessPredicatePolicy` and
+    /// `ProcessPriorityPolicy`) looks a name up only for an entry without an argument. An
+    /// empty name works but leaves explanations, events and metrics naming the entry "", so
+    /// it is warned about.
+    fn name(&mut self, name: Option<String>, path: &str) -> String {
+        let name = name.unwrap_or_default();
+        if name.is_empty() {
+            self.warn(
+                &format!("{path}.name"),
+                "is empty (or missing): kube-scheduler v1.22 accepts that, but explanations, \
+                 events and metrics will call this entry \"\"; give it a name",
+            );
         }
+        name
     }
 
     fn policy(mut self, raw: RawPolicy) -> Result<EffectivePolicy, PolicyError> {
-        if let Some(kind) = &raw.kind
-            && kind != "Policy"
-        {
-            let hint = if kind == "KubeSchedulerConfiguration" {
-                "; Berth reads the legacy Policy file (--policy-config-file), not a \
-                     KubeSchedulerConfiguration"
-            } else {
-                ""
-            };
-            return Err(self.invalid("kind", format!("expected \"Policy\", got {kind:?}{hint}")));
+        if let Some(problem) = raw.kind.as_deref().and_then(kind_error) {
+            return Err(self.invalid("kind", problem));
         }
         if let Some(version) = &raw.api_version
             && !API_VERSIONS.contains(&version.as_str())
@@ -358,7 +375,7 @@ impl Builder<'_> {
         raw: RawPredicate,
         path: &str,
     ) -> Result<(String, PredicateConfig), PolicyError> {
-        let name = self.name(raw.name, path, "the predicate's name")?;
+        let name = self.name(raw.name, path);
         let builtin = names::predicate(&name);
         let Some(argument) = raw.argument else {
             if let Some(needed) = names::argument_only_predicate(&name) {
@@ -950,7 +967,7 @@ impl Builder<'_> {
         raw: RawPriority,
         path: &str,
     ) -> Result<(String, PriorityConfig), PolicyError> {
-        let name = self.name(raw.name, path, "the priority's name")?;
+        let name = self.name(raw.name, path);
         let weight_path = format!("{path}.weight");
         let weight = match raw.weight {
             None => {

@@ -24,6 +24,18 @@ pub enum PolicyError {
         /// What the JSON parser expected.
         message: String,
     },
+    /// The text is not well-formed YAML, or not one YAML document.
+    #[error("{file}: line {line}, column {column}: malformed YAML: {message}")]
+    YamlSyntax {
+        /// The file name as given.
+        file: String,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What the YAML parser expected.
+        message: String,
+    },
     /// A value has the wrong type, or a field is unknown, duplicated or missing.
     #[error(
         "{file}: {}: {message} (line {line}, column {column})",

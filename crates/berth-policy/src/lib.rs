@@ -1,13 +1,14 @@
-//! The kube-scheduler `kind: Policy` file (the `--policy-config-file` format, v1.22 semantics):
-//! parsing, validation and the effective configuration the scheduler runs with.
+//! The kube-scheduler `kind: Policy` file (the `--policy-config-file` format, v1.22 semantics),
+//! JSON or YAML: parsing, validation and the effective configuration the scheduler runs with.
 //!
 //! What is accepted is the union of what kube-scheduler v1.22 and v1.12 accepted, plus Berth's
 //! own predicates; names v1.22 would reject are accepted with a warning. Berth is stricter than
 //! kube-scheduler in a few ways, each reported with the file, the JSON path and a fix:
 //! unknown fields and repeated keys are errors at any depth, a JSON array where an object is
 //! expected is an error, a built-in name may not carry an argument of another kind, an
-//! extender needs a `urlPrefix`, and a repeated predicate or priority name (or alias) is an
-//! error where kube-scheduler silently keeps one.
+//! extender needs a `urlPrefix`, a repeated predicate or priority name (or alias) is an
+//! error where kube-scheduler silently keeps one, and a YAML file holds one document where
+//! kube-scheduler silently ignores all but the first.
 
 mod build;
 mod describe;
@@ -17,6 +18,7 @@ mod names;
 mod raw;
 mod syntax;
 mod types;
+mod yaml;
 
 use std::path::Path;
 
@@ -46,7 +48,10 @@ pub fn load(path: &Path) -> Result<EffectivePolicy, PolicyError> {
     parse(&text, &file)
 }
 
-/// Parses Policy JSON; `source` names the file in error messages.
+/// Parses a Policy, JSON or YAML as kube-scheduler v1.22 tells them apart: text whose first
+/// non-space character is `{` is JSON (apimachinery's `IsJSONBuffer`), anything else YAML,
+/// converted to JSON as v1.22 converts it (see `yaml.rs`). `source` names the file in error
+/// messages.
 pub fn parse(text: &str, source: &str) -> Result<EffectivePolicy, PolicyError> {
     if text.trim().is_empty() {
         return Err(PolicyError::Syntax {
@@ -54,7 +59,7 @@ pub fn parse(text: &str, source: &str) -> Result<EffectivePolicy, PolicyError> {
             line: 1,
             column: 1,
             message: "the file is empty; a Policy is a JSON object such as \
-                      {\"kind\": \"Policy\", \"apiVersion\": \"v1\"}"
+                      {\"kind\": \"Policy\", \"apiVersion\": \"v1\"}, or the same in YAML"
                 .to_owned(),
         });
     }
@@ -70,16 +75,89 @@ pub fn parse(text: &str, source: &str) -> Result<EffectivePolicy, PolicyError> {
             ),
         });
     }
+    if text.trim_start().starts_with('{') {
+        return build::build(decode_json(text, source)?, source);
+    }
+    let converted = yaml::to_json(text).map_err(|error| match error {
+        yaml::YamlError::Syntax { mark, message } => PolicyError::YamlSyntax {
+            file: source.to_owned(),
+            line: mark.0,
+            column: mark.1,
+            message,
+        },
+        yaml::YamlError::Value {
+            mark,
+            path,
+            message,
+        } => PolicyError::Schema {
+            file: source.to_owned(),
+            path,
+            message,
+            line: mark.0,
+            column: mark.1,
+        },
+    })?;
+    // The JSON is well formed and has one token per line, so an error's line tells which
+    // YAML value it is about.
+    let raw = decode_json(&converted.json, source).map_err(|error| match error {
+        PolicyError::Schema {
+            file,
+            path,
+            message,
+            line,
+            ..
+        } => {
+            let (line, column) = converted.mark(line);
+            PolicyError::Schema {
+                file,
+                path,
+                message,
+                line,
+                column,
+            }
+        }
+        PolicyError::Syntax {
+            file,
+            line,
+            message,
+            ..
+        } => {
+            let (line, column) = converted.mark(line);
+            PolicyError::YamlSyntax {
+                file,
+                line,
+                column,
+                message,
+            }
+        }
+        other => other,
+    })?;
+    build::build(raw, source)
+}
+
+fn decode_json(text: &str, source: &str) -> Result<raw::RawPolicy, PolicyError> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let raw: raw::RawPolicy =
         serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            // Another kind of file (a KubeSchedulerConfiguration's `profiles`) fails on its
+            // first field the Policy lacks; its kind says more.
+            if let Ok(serde_json::Value::Object(object)) = serde_json::from_str(text)
+                && let Some(serde_json::Value::String(kind)) = object.get("kind")
+                && let Some(message) = build::kind_error(kind)
+            {
+                return PolicyError::Invalid {
+                    file: source.to_owned(),
+                    path: "kind".to_owned(),
+                    message,
+                };
+            }
             let path = error.path().to_string();
             json_error(error.into_inner(), path, source)
         })?;
     deserializer
         .end()
         .map_err(|error| json_error(error, String::new(), source))?;
-    build::build(raw, source)
+    Ok(raw)
 }
 
 /// The Policy name of a built-in predicate kind, e.g. `HostName` (its arguments aside);

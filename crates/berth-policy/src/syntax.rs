@@ -7,24 +7,6 @@ const MAX_NAME_PART: usize = 63;
 /// Longest DNS-1123 subdomain.
 const MAX_SUBDOMAIN: usize = 253;
 
-/// `^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])$`, the rule for predicate and priority names.
-pub(crate) fn policy_name_error(name: &str) -> Option<String> {
-    let bytes = name.as_bytes();
-    let ok = bytes.len() >= 2
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric);
-    (!ok).then(|| {
-        format!(
-            "invalid name {name:?}: a name has at least 2 characters, only letters, digits and \
-             '-', and starts and ends with a letter or digit \
-             (^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])$)"
-        )
-    })
-}
-
 /// Kubernetes' `IsQualifiedName`: an optional DNS subdomain prefix and `/`, then a name part.
 pub(crate) fn qualified_name_error(value: &str) -> Option<String> {
     let mut parts = value.split('/');

@@ -22,7 +22,44 @@ const RICH: &str = r#"{"kind": "Policy", "apiVersion": "v1",
   "managedResources": [{"name": "example.com/foo", "ignoredByScheduler": true}], "ignorable": false}],
  "hardPodAffinitySymmetricWeight": 1, "alwaysCheckAllPredicates": false}"#;
 
+/// The same in YAML, with the constructs a YAML file may add.
+const RICH_YAML: &str = "kind: Policy
+apiVersion: v1
+predicates:
+- name: Region
+  argument: {serviceAffinity: {labels: [region, 'yes', \"on\"]}}
+- &zoned
+  name: Zoned
+  argument:
+    labelsPresence:
+      labels:
+      - zone
+      presence: yes
+- name: GeneralPredicates
+priorities:
+- {name: LeastRequestedPriority, weight: 0x01}
+- <<: {weight: 2.0}
+  name: Gpu
+  argument: {labelPreference: {label: gpu, presence: !!bool true}}
+extenders:
+- urlPrefix: \"http://a\"
+  httpTimeout: 30_000_000_000
+  tlsConfig: {caData: QUJD}
+  managedResources: [{name: example.com/foo, ignoredByScheduler: on}]
+hardPodAffinitySymmetricWeight: 010
+";
+
 proptest! {
+    #[test]
+    fn mutated_yaml_policies_do_not_panic(at in 0..RICH_YAML.len(), cut in 0usize..8, insert in "[-0-9a-z{}\\[\\]\"',:.&*!<|>#~ \n]{0,4}") {
+        let start = (0..=at).rev().find(|i| RICH_YAML.is_char_boundary(*i)).unwrap_or(0);
+        let end = (start + cut..=RICH_YAML.len()).find(|i| RICH_YAML.is_char_boundary(*i)).unwrap_or(RICH_YAML.len());
+        let text = format!("{}{insert}{}", &RICH_YAML[..start], &RICH_YAML[end..]);
+        if let Ok(policy) = berth_policy::parse(&text, "fuzz.yaml") {
+            let _ = policy.describe();
+        }
+    }
+
     #[test]
     fn arbitrary_text_does_not_panic(text in "\\PC{0,200}") {
         let _ = berth_policy::parse(&text, "fuzz.json");
@@ -40,8 +77,10 @@ proptest! {
 }
 
 #[test]
-fn the_rich_policy_is_valid() {
+fn the_rich_policies_are_valid() {
     let policy = berth_policy::parse(RICH, "rich.json");
+    assert!(policy.is_ok(), "{policy:?}");
+    let policy = berth_policy::parse(RICH_YAML, "rich.yaml");
     assert!(policy.is_ok(), "{policy:?}");
 }
 

@@ -454,18 +454,6 @@ const CASES: &[(&str, &str, Expect)] = &[
               "or any name with an argument (serviceAntiAffinity, labelPreference, requestedToCapacityRatioArguments, wasm)"])),
     ("plugin names are not priority names", r#"{"priorities": [{"name": "NodeLabel", "weight": 1}]}"#,
         Err(&["priority type not found for \"NodeLabel\""])),
-    ("name with an underscore", r#"{"predicates": [{"name": "My_Region", "argument": {"serviceAffinity": {"labels": ["r"]}}}]}"#,
-        Err(&["predicates[0].name: invalid name \"My_Region\": a name has at least 2 characters"])),
-    ("name starting with a dash", r#"{"priorities": [{"name": "-Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "z"}}}]}"#,
-        Err(&["priorities[0].name: invalid name \"-Zone\""])),
-    ("name ending with a dash", r#"{"predicates": [{"name": "Zone-"}]}"#, Err(&["predicates[0].name: invalid name \"Zone-\""])),
-    ("single-character name", r#"{"predicates": [{"name": "Z", "argument": {"serviceAffinity": {"labels": ["r"]}}}]}"#,
-        Err(&["predicates[0].name: invalid name \"Z\""])),
-    ("empty name", r#"{"predicates": [{"name": ""}]}"#, Err(&["predicates[0].name: invalid name \"\""])),
-    ("name with a space", r#"{"predicates": [{"name": "My Region", "argument": {"serviceAffinity": {"labels": ["r"]}}}]}"#,
-        Err(&["invalid name \"My Region\""])),
-    ("missing name", r#"{"predicates": [{"argument": {"serviceAffinity": {"labels": ["r"]}}}]}"#,
-        Err(&["predicates[0].name: missing (or null); expected the predicate's name"])),
     ("a built-in name with an argument of another kind", r#"{"predicates": [
         {"name": "GeneralPredicates", "argument": {"serviceAffinity": {"labels": ["region"]}}}]}"#,
         Err(&["predicates[0].name: \"GeneralPredicates\" is the built-in GeneralPredicates, but its argument makes it a \
@@ -684,4 +672,151 @@ fn error_display_is_exactly_file_path_message() {
         error.as_deref(),
         Some("policies/x.json: priorities[1].weight: weight must be a positive integer, got 0")
     );
+}
+
+/// Entry names exactly as kube-scheduler v1.22.17 takes them: any string, a missing or null
+/// name being Go's "". What v1.22 accepts or refuses was checked by running each policy
+/// through the reference binary (`kube-scheduler-v1.22`, built by
+/// `scripts/control-plane.sh --with-reference-scheduler`) with `--policy-config-file`.
+/// Upstream, k8s.io/kubernetes v1.22.17:
+/// - pkg/scheduler/apis/config/validation/validation.go:298-317, `ValidatePolicy`: weights
+///   (303), custom priorities (306), extenders (309), hardPodAffinitySymmetricWeight (313);
+///   no rule about names.
+/// - pkg/scheduler/framework/plugins/legacy_registry.go:565-584, `ProcessPredicatePolicy`: a
+///   name is looked up, and refused ("predicate type not found for %q", 584) only when the
+///   entry has no argument; 623-644, `ProcessPriorityPolicy`, the same for priorities (644).
+#[test]
+fn entry_names_as_v1_22_takes_them() {
+    let custom_predicate = |name: &str| {
+        format!(
+            r#"{{"predicates": [{{"name": {name}, "argument": {{"serviceAffinity": {{"labels": ["rack"]}}}}}}]}}"#
+        )
+    };
+    let custom_priority = |name: &str| {
+        format!(
+            r#"{{"priorities": [{{"name": {name}, "weight": 2, "argument": {{"serviceAntiAffinity": {{"label": "rack"}}}}}}]}}"#
+        )
+    };
+    let empty_warning = "warnings: predicates[0].name: is empty (or missing): kube-scheduler v1.22 accepts that, \
+         but explanations, events and metrics will call this entry \"\"; give it a name\n";
+    // (case, policy, Ok(lines of the summary) or Err(the message))
+    type Case = (
+        &'static str,
+        String,
+        Result<Vec<&'static str>, &'static str>,
+    );
+    let cases: Vec<Case> = vec![
+        // Accepted by v1.22.17 (validation.go:298-317 has no name rule).
+        (
+            "underscore",
+            custom_predicate(r#""rack_affinity""#),
+            Result::Ok(vec![
+                "rack_affinity=CheckServiceAffinity { labels: [\"rack\"] }",
+                NO_WARNINGS,
+            ]),
+        ),
+        (
+            "one character",
+            custom_predicate(r#""Z""#),
+            Result::Ok(vec![
+                "PodToleratesNodeTaints, Z=CheckServiceAffinity",
+                NO_WARNINGS,
+            ]),
+        ),
+        (
+            "leading dash",
+            custom_predicate(r#""-Zone""#),
+            Result::Ok(vec!["-Zone=CheckServiceAffinity", NO_WARNINGS]),
+        ),
+        (
+            "trailing dash",
+            custom_predicate(r#""Zone-""#),
+            Result::Ok(vec!["Zone-=CheckServiceAffinity", NO_WARNINGS]),
+        ),
+        (
+            "space",
+            custom_predicate(r#""My Region""#),
+            Result::Ok(vec!["My Region=CheckServiceAffinity", NO_WARNINGS]),
+        ),
+        (
+            "slash and dot",
+            custom_predicate(r#""a/b.c""#),
+            Result::Ok(vec!["a/b.c=CheckServiceAffinity", NO_WARNINGS]),
+        ),
+        (
+            "non-ASCII",
+            custom_predicate(r#""名前""#),
+            Result::Ok(vec!["名前=CheckServiceAffinity", NO_WARNINGS]),
+        ),
+        (
+            "300 characters",
+            custom_predicate(&format!("\"{}\"", "L".repeat(300))),
+            Result::Ok(vec!["LLLL=CheckServiceAffinity", NO_WARNINGS]),
+        ),
+        (
+            "priority with an underscore",
+            custom_priority(r#""rack_spread""#),
+            Result::Ok(vec![
+                "priorities: rack_spread:2=ServiceAntiAffinity { label: \"rack\" }\n",
+                NO_WARNINGS,
+            ]),
+        ),
+        // Accepted by v1.22.17 with the name "" (Go's zero value); Berth warns.
+        (
+            "empty",
+            custom_predicate(r#""""#),
+            Result::Ok(vec![
+                "PodToleratesNodeTaints, =CheckServiceAffinity",
+                empty_warning,
+            ]),
+        ),
+        (
+            "null",
+            custom_predicate("null"),
+            Result::Ok(vec!["=CheckServiceAffinity", empty_warning]),
+        ),
+        (
+            "missing",
+            r#"{"predicates": [{"argument": {"serviceAffinity": {"labels": ["rack"]}}}]}"#
+                .to_owned(),
+            Result::Ok(vec!["=CheckServiceAffinity", empty_warning]),
+        ),
+        // Refused by v1.22.17 only because there is no argument (legacy_registry.go:584, 644).
+        (
+            "unknown predicate without an argument",
+            r#"{"predicates": [{"name": "Z"}]}"#.to_owned(),
+            Result::Err("predicate type not found for \"Z\""),
+        ),
+        (
+            "unknown priority without an argument",
+            r#"{"priorities": [{"name": "rack_spread", "weight": 1}]}"#.to_owned(),
+            Result::Err("priority type not found for \"rack_spread\""),
+        ),
+        (
+            "empty name without an argument",
+            r#"{"predicates": [{"name": ""}]}"#.to_owned(),
+            Result::Err("predicate type not found for \"\""),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (case, policy, want) in &cases {
+        match (parse(policy, SOURCE), want) {
+            (Result::Ok(got), Result::Ok(lines)) => {
+                let got = summary(&got);
+                for line in lines {
+                    if !got.contains(line) {
+                        failures.push(format!("{case}: summary lacks {line:?}\n{got}"));
+                    }
+                }
+            }
+            (Result::Err(got), Result::Err(message)) => {
+                let got = got.to_string();
+                if !got.contains(message) {
+                    failures.push(format!("{case}: error lacks {message:?}: {got}"));
+                }
+            }
+            (got, _) => failures.push(format!("{case}: got {got:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -269,6 +269,73 @@ fn check_prints_the_effective_configuration() {
     assert!(text.contains("10000"));
 }
 
+/// A YAML Policy is read as kube-scheduler v1.22 reads one: the OpenShift policy written in
+/// YAML checks exactly as its JSON, and a YAML mistake is named with its line and column.
+#[test]
+fn check_reads_a_yaml_policy_as_its_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let yaml = write(
+        &dir,
+        "openshift.yaml",
+        "kind: Policy
+apiVersion: v1
+predicates:
+- name: NoDiskConflict
+- name: NoVolumeZoneConflict
+- name: MaxEBSVolumeCount
+- name: MaxGCEPDVolumeCount
+- name: GeneralPredicates
+- name: PodToleratesNodeTaints
+- name: CheckNodeMemoryPressure
+- name: CheckNodeDiskPressure
+- name: MatchInterPodAffinity
+- name: Region
+  argument:
+    serviceAffinity:
+      labels: [region]
+priorities:
+- {name: LeastRequestedPriority, weight: 1}
+- {name: BalancedResourceAllocation, weight: 1}
+- {name: SelectorSpreadPriority, weight: 1}
+- {name: NodePreferAvoidPodsPriority, weight: 10000}
+- {name: NodeAffinityPriority, weight: 1}
+- {name: TaintTolerationPriority, weight: 1}
+- {name: InterPodAffinityPriority, weight: 1}
+- name: Zone
+  weight: 2
+  argument:
+    serviceAntiAffinity:
+      label: zone
+",
+    );
+    let json = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/openshift.json");
+    let (from_yaml, from_json) = (berth(&["check", &yaml]), berth(&["check", json]));
+    assert!(
+        from_yaml.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_yaml.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&from_yaml.stdout),
+        String::from_utf8_lossy(&from_json.stdout)
+    );
+    let bad = write(
+        &dir,
+        "bad.yaml",
+        "kind: Policy\npriorities:\n- name: LeastRequestedPriority\n  weight: one\n",
+    );
+    let out = berth(&["check", &bad]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{bad}: priorities[0].weight: invalid type: string \"one\", expected i64 (line 4, \
+             column 11)"
+        )),
+        "{stderr}"
+    );
+}
+
 /// Common mistakes name their subject and cause once: libraries' errors repeat their
 /// sources' messages, which the binary prints once.
 #[test]
