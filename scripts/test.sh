@@ -44,6 +44,17 @@ echo "== WASM plugins (Rust and Go guests for wasm32-wasip1, into plugins/dist)"
 bash scripts/build-plugins.sh
 echo "== plugins: fmt, clippy and native tests (Rust SDK and examples; Go SDK and examples)"
 bash scripts/check-plugins.sh
+echo "== container image (scripts/image.sh: a static release binary for the musl target, FROM scratch; cached after the first build)"
+# crates/berth/tests/image.rs checks it and runs it, in a container where an OCI runtime can
+# start one (runc: Debian's package, installed as root when neither runc nor crun is there).
+if ! command -v runc >/dev/null && ! command -v crun >/dev/null && [[ "$(id -u)" == 0 ]] \
+  && command -v apt-get >/dev/null; then
+  echo "installing Debian's runc package for the image test" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc >&2 \
+    || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc >&2; }
+fi
+BERTH_IMAGE="$(bash scripts/image.sh)"
+export BERTH_IMAGE
 echo "== cargo test"
 cargo test --workspace --locked
 echo "== scripts/readme-figures.sh at tiny sizes, debug build (checks the script, measures nothing)"

@@ -166,8 +166,15 @@ fn random_template(rng: &mut ChaCha8Rng) -> Pod {
     if rng.random_bool(0.2) {
         p = p.node_selector("region", &format!("r{}", rng.random_range(0..2)));
     }
+    // A ReadWriteOncePod claim: once one pod uses it, the others of the class fit nowhere.
+    if rng.random_bool(0.15) {
+        p = p.claim(RWOP_CLAIM);
+    }
     p.build()
 }
+
+/// The ReadWriteOncePod claim some templates use, bound to a volume any node can mount.
+const RWOP_CLAIM: &str = "rwop";
 
 fn named(template: &Pod, name: &str, created: i64) -> Pod {
     let mut p = template.clone();
@@ -205,6 +212,23 @@ fn random_cluster(rng: &mut ChaCha8Rng, templates: &[Pod]) -> Cluster {
             &[("app", &app)],
         ));
     }
+    let rwop = ["ReadWriteOncePod"];
+    add_storage(
+        &mut c,
+        vec![
+            pv("rwop-pv", GI)
+                .access_modes(&rwop)
+                .claimed_by(RWOP_CLAIM)
+                .build(),
+        ],
+        vec![
+            pvc(RWOP_CLAIM, GI)
+                .access_modes(&rwop)
+                .bound("rwop-pv")
+                .build(),
+        ],
+        vec![],
+    );
     c
 }
 
@@ -300,11 +324,16 @@ fn decisions(seed: u64, classes: bool, percentage: u32) -> (Vec<String>, (u64, u
 #[test]
 fn equivalence_classes_decide_as_asking_every_node() {
     let mut reused = 0;
+    let mut claim_refusals = 0;
     for seed in 0..40 {
         for percentage in [100, 0] {
             let (plain, _) = decisions(seed, false, percentage);
             let (kept, (r, _)) = decisions(seed, true, percentage);
             reused += r;
+            claim_refusals += plain
+                .iter()
+                .filter(|d| d.contains(crate::rules::read_write_once_pod::REASON))
+                .count();
             for (i, (a, b)) in plain.iter().zip(&kept).enumerate() {
                 assert_eq!(a, b, "seed {seed}, {percentage}% scored, pod #{i}");
             }
@@ -313,6 +342,10 @@ fn equivalence_classes_decide_as_asking_every_node() {
     }
     // The comparison means something only if answers were in fact reused.
     assert!(reused > 10_000, "only {reused} node answers reused");
+    assert!(
+        claim_refusals > 0,
+        "no pod found its ReadWriteOncePod claim in use"
+    );
 }
 
 /// Every change but a pod's placement or removal may move kept answers anywhere, so it must

@@ -34,7 +34,9 @@ pub use changes::{ChangeLog, Cursor, PodChange};
 pub use compaction::{COMPACTION_FLOOR, Compaction};
 pub use error::ClusterError;
 pub use indexes::{TermIndex, TermRef};
-use indexes::{index_terms, remove_from_index, remove_item, uncount_image, uses_volumes};
+use indexes::{
+    count_claims, index_terms, remove_from_index, remove_item, uncount_image, uses_volumes,
+};
 pub(crate) use node_info::fresh_stamp;
 pub use node_info::{NodeInfo, WellKnown, normalize_image_name};
 
@@ -102,6 +104,10 @@ pub struct Cluster {
     label_nodes: FxHashMap<(Sym, Sym), Vec<NodeId>>,
     pods_with_affinity: Vec<PodId>,
     pods_with_volumes: Vec<PodId>,
+    /// Namespace -> claim name -> how many volumes of assigned pods name the claim
+    /// (upstream's per-node `PVCRefCounts` summed over the nodes), so ReadWriteOncePod asks
+    /// whether a claim is in use without scanning pods.
+    claim_users: FxHashMap<Box<str>, FxHashMap<Box<str>, u32>>,
     anti_affinity_terms: TermIndex,
     scoring_terms: TermIndex,
     image_node_counts: FxHashMap<Box<str>, u32>,
@@ -183,6 +189,7 @@ impl Cluster {
             label_nodes: FxHashMap::default(),
             pods_with_affinity: Vec::new(),
             pods_with_volumes: Vec::new(),
+            claim_users: FxHashMap::default(),
             anti_affinity_terms: TermIndex::default(),
             scoring_terms: TermIndex::default(),
             image_node_counts: FxHashMap::default(),
@@ -530,6 +537,7 @@ impl Cluster {
         }
         if uses_volumes(pod) {
             self.pods_with_volumes.push(id);
+            count_claims(&mut self.claim_users, pod, true);
         }
         for (k, v) in pod.labels.iter() {
             self.label_index.entry((k, v)).or_default().push(id);
@@ -561,6 +569,7 @@ impl Cluster {
         }
         if uses_volumes(pod) {
             remove_item(&mut self.pods_with_volumes, id);
+            count_claims(&mut self.claim_users, pod, false);
         }
         for (k, v) in pod.labels.iter() {
             remove_from_index(&mut self.label_index, (k, v), id);
@@ -606,6 +615,14 @@ impl Cluster {
     /// pods the volume rules need to look at.
     pub fn pods_with_volumes(&self) -> &[PodId] {
         &self.pods_with_volumes
+    }
+
+    /// Whether a pod on a node has a volume naming the claim `namespace/name` (upstream's
+    /// `StorageInfos().IsPVCUsedByPods`).
+    pub fn claim_in_use(&self, namespace: &str, name: &str) -> bool {
+        self.claim_users
+            .get(namespace)
+            .is_some_and(|claims| claims.contains_key(name))
     }
 
     /// Required anti-affinity terms of assigned pods, indexed by the labels they select.

@@ -584,6 +584,16 @@ pub enum PvSource {
     Other,
 }
 
+/// How a volume is presented to the pod (`volumeMode` of PVs and claims).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VolumeMode {
+    /// A mounted filesystem: the API's default.
+    #[default]
+    Filesystem,
+    /// A raw block device.
+    Block,
+}
+
 /// A PersistentVolume.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PersistentVolume {
@@ -595,6 +605,11 @@ pub struct PersistentVolume {
     pub storage_class_name: String,
     /// Access modes.
     pub access_modes: Vec<String>,
+    /// `spec.volumeMode` (Filesystem when unset): a claim of the other mode never binds it.
+    pub volume_mode: VolumeMode,
+    /// `spec.volumeAttributesClassName` (v1.34 GA; "" when unset): binds only claims naming
+    /// the same class.
+    pub volume_attributes_class_name: String,
     /// Required node affinity (terms ORed).
     pub node_affinity: Option<Vec<NodeSelectorTerm>>,
     /// The claim it is bound to (namespace, name), if any.
@@ -614,8 +629,13 @@ pub struct PersistentVolumeClaim {
     pub volume_name: String,
     /// Storage class name (None = default class; Some("") = no class).
     pub storage_class_name: Option<String>,
-    /// Access modes.
+    /// Access modes (`ReadWriteOncePod`: one pod in the whole cluster at a time).
     pub access_modes: Vec<String>,
+    /// `spec.volumeMode` (Filesystem when unset): binds only volumes of the same mode.
+    pub volume_mode: VolumeMode,
+    /// `spec.volumeAttributesClassName` (v1.34 GA; "" when unset): binds only volumes of the
+    /// same class, so a claim without one binds only volumes without one.
+    pub volume_attributes_class_name: String,
     /// Requested storage bytes.
     pub request: i64,
     /// Selector over PV labels.

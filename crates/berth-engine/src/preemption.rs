@@ -704,6 +704,66 @@ mod tests {
     /// and one that forgets them before every attempt decide and explain alike, through
     /// random pod arrivals and removals, node updates, budgets and nominations, with and
     /// without checks that read beyond the node (anti-affinity).
+    /// A ReadWriteOncePod claim in use fails every node as `Unschedulable` (v1.36's
+    /// VolumeRestrictions), and a dry run that removes the claim's user clears it through
+    /// RemovePod (`updateWithPod`): only the user's node is a candidate, and the pod beside
+    /// it that does not use the claim is reprieved. A user of higher priority is no victim.
+    #[test]
+    fn the_user_of_a_read_write_once_pod_claim_is_preempted() {
+        use crate::rules::read_write_once_pod::ACCESS_MODE;
+        const POLICY: &str = r#"{"predicates":[{"name":"PodFitsResources"}],"priorities":[]}"#;
+        let policy = berth_policy::parse(POLICY, "test.json").expect("policy");
+        let cases = vec![
+            (
+                "lower-priority user",
+                0,
+                Ok(("n1".to_string(), vec!["low".to_string()])),
+            ),
+            ("higher-priority user", 500, Err("NoCandidate".to_string())),
+        ];
+        for (name, user_priority, want) in cases {
+            let mut c = cluster(
+                vec![node("n1").build(), node("n2").build()],
+                vec![
+                    pod("low")
+                        .on("n1")
+                        .priority(user_priority)
+                        .claim("data")
+                        .build(),
+                    pod("other").on("n1").priority(0).build(),
+                    pod("high").on("n2").priority(200).build(),
+                ],
+            );
+            add_storage(
+                &mut c,
+                vec![],
+                vec![pvc("data", 1).access_modes(&[ACCESS_MODE]).build()],
+                vec![],
+            );
+            let info = c.compile_pod(pod("p").priority(100).claim("data").build());
+            let mut s =
+                crate::registry::scheduler_for(&policy, Default::default()).expect("scheduler");
+            let nominator = Nominator::new();
+            let fit = s
+                .schedule_with(&c, &nominator, &info, false)
+                .fit_error
+                .expect("the claim is in use");
+            let (outcome, _) = s.preempt(&c, &nominator, &DisruptionBudgets::new(), &info, &fit);
+            let got = match outcome {
+                PreemptionOutcome::Preempt { candidate, .. } => Ok((
+                    c.node(candidate.node).name().to_string(),
+                    candidate
+                        .victims
+                        .iter()
+                        .map(|v| c.pod(*v).pod.meta.name.clone())
+                        .collect::<Vec<_>>(),
+                )),
+                other => Err(format!("{other:?}")),
+            };
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
     #[test]
     fn reused_dry_runs_decide_as_fresh_ones() {
         use rand::SeedableRng;

@@ -98,8 +98,12 @@ pub fn scheduler_with_plugins(
     ]
     .into_iter()
     .map(Ok);
-    let filters = mandatory
-        .chain(filter_groups(policy).into_iter().map(|group| {
+    let groups = filter_groups(policy);
+    // ReadWriteOncePod, v1.36's VolumeRestrictions check, goes where v1.36 runs that plugin.
+    let rwop_at = mandatory.len()
+        + read_write_once_pod::position(groups.iter().map(|g| upstream_filter_plugins(g.first())));
+    let mut filters = mandatory
+        .chain(groups.into_iter().map(|group| {
             Ok(NamedFilter {
                 name: group.name(),
                 upstream: match upstream_filter_plugins(group.first()) {
@@ -115,6 +119,14 @@ pub fn scheduler_with_plugins(
             })
         }))
         .collect::<Result<Vec<_>, RegistryError>>()?;
+    filters.insert(
+        rwop_at,
+        NamedFilter {
+            name: read_write_once_pod::NAME.to_owned(),
+            upstream: Some(read_write_once_pod::UPSTREAM_PLUGIN),
+            rule: Arc::new(read_write_once_pod::ReadWriteOncePod),
+        },
+    );
     let mut scores = Vec::new();
     for group in score_groups(policy, config.feature_gates) {
         let rule = score_for(
@@ -641,7 +653,9 @@ mod tests {
         ];
         for (name, text, gates, filters, scores) in cases {
             let s = build(text, *gates);
-            let got: Vec<&str> = s.filters().iter().map(|f| f.name.as_str()).collect();
+            let mut got: Vec<&str> = s.filters().iter().map(|f| f.name.as_str()).collect();
+            // Placed among the policy's filters; its own test pins where.
+            got.retain(|f| *f != read_write_once_pod::NAME);
             // Every scheduler starts with the checks of fields v1.22 never knew.
             assert_eq!(
                 got[..2],
@@ -656,6 +670,65 @@ mod tests {
                 .collect();
             assert_eq!(&got, scores, "{name}: scores");
         }
+    }
+
+    /// ReadWriteOncePod runs whatever the policy, where v1.36 runs VolumeRestrictions: after
+    /// the filters of the plugins v1.36 runs first (a cordoned node reports that, as there),
+    /// before the rest.
+    #[test]
+    fn read_write_once_pod_runs_where_v136_runs_volume_restrictions() {
+        let s = &mut build(
+            r#"{"predicates": [{"name": "CheckNodeUnschedulable"}, {"name": "GeneralPredicates"},
+                {"name": "NoDiskConflict"}, {"name": "PodToleratesNodeTaints"},
+                {"name": "CheckVolumeBinding"}, {"name": "MatchInterPodAffinity"}],
+                "priorities": []}"#,
+            GATE_ON,
+        );
+        let got: Vec<&str> = s.filters().iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            got[2..],
+            [
+                "CheckNodeUnschedulable",
+                "GeneralPredicates",
+                "NoDiskConflict",
+                "PodToleratesNodeTaints",
+                read_write_once_pod::NAME,
+                "CheckVolumeBinding",
+                "MatchInterPodAffinity"
+            ]
+        );
+        let empty = build(r#"{"predicates": [], "priorities": []}"#, GATE_ON);
+        assert!(
+            empty
+                .filters()
+                .iter()
+                .any(|f| f.name == read_write_once_pod::NAME),
+            "a policy without predicates still checks the access mode"
+        );
+        let mut cl = cluster(
+            vec![node("n1").build(), node("cordoned").unschedulable().build()],
+            vec![pod("user").claim("data").on("n1").build()],
+        );
+        add_storage(
+            &mut cl,
+            vec![pv("pv", 1).claimed_by("data").build()],
+            vec![
+                pvc("data", 1)
+                    .access_modes(&[read_write_once_pod::ACCESS_MODE])
+                    .bound("pv")
+                    .build(),
+            ],
+            vec![],
+        );
+        let pending = cl.compile_pod(pod("p").claim("data").build());
+        let decision = s.schedule(&cl, &pending, false);
+        assert_eq!(
+            decision.fit_error.map(|e| e.to_string()).as_deref(),
+            Some(
+                "0/2 nodes are available: 1 node has pod using PersistentVolumeClaim with the \
+                 same name and ReadWriteOncePod access mode, 1 node(s) were unschedulable."
+            )
+        );
     }
 
     /// The differential run's reproduction: with alwaysCheckAllPredicates, a port conflict

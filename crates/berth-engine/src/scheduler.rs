@@ -1832,6 +1832,7 @@ mod tests {
                 expect("NodeUnschedulable", "PreFilter"),
                 expect("GeneralPredicates", "PreFilter"),
                 expect("TaintToleration", "PreFilter"),
+                expect("VolumeRestrictions", "PreFilter"),
                 expect("NodeResourcesLeastAllocated", "PreScore"),
             ]
         );

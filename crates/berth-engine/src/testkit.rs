@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::cluster::{Cluster, NodeId};
 use crate::framework::{CycleContext, FilterPrep, FilterRule, ScorePrep, ScoreRule};
 use crate::labels::{LabelSelector, Operator, Requirement};
+use crate::model::VolumeMode;
 use crate::model::{
     Container, ContainerPort, CsiNode, Meta, Node, NodeSelectorTerm, OwnerRef, PersistentVolume,
     PersistentVolumeClaim, Pod, PodAffinityTerm, PvSource, StorageClass, Taint, TaintEffect,
@@ -611,6 +612,8 @@ pub fn pv(name: &str, capacity: i64) -> PvBuilder {
         capacity,
         storage_class_name: String::new(),
         access_modes: vec!["ReadWriteOnce".into()],
+        volume_mode: VolumeMode::Filesystem,
+        volume_attributes_class_name: String::new(),
         node_affinity: None,
         claim_ref: None,
         source: PvSource::Other,
@@ -671,6 +674,16 @@ impl PvBuilder {
         self.0.meta.deleting = true;
         self
     }
+    /// `volumeMode`.
+    pub fn mode(mut self, mode: VolumeMode) -> Self {
+        self.0.volume_mode = mode;
+        self
+    }
+    /// `volumeAttributesClassName`.
+    pub fn attributes_class(mut self, class: &str) -> Self {
+        self.0.volume_attributes_class_name = class.into();
+        self
+    }
     /// The volume.
     pub fn build(self) -> PersistentVolume {
         self.0
@@ -685,6 +698,8 @@ pub fn pvc(name: &str, request: i64) -> PvcBuilder {
         volume_name: String::new(),
         storage_class_name: None,
         access_modes: vec!["ReadWriteOnce".into()],
+        volume_mode: VolumeMode::Filesystem,
+        volume_attributes_class_name: String::new(),
         request,
         selector: None,
     })
@@ -732,6 +747,16 @@ impl PvcBuilder {
     /// Marks it being deleted.
     pub fn deleting(mut self) -> Self {
         self.0.meta.deleting = true;
+        self
+    }
+    /// `volumeMode`.
+    pub fn mode(mut self, mode: VolumeMode) -> Self {
+        self.0.volume_mode = mode;
+        self
+    }
+    /// `volumeAttributesClassName`.
+    pub fn attributes_class(mut self, class: &str) -> Self {
+        self.0.volume_attributes_class_name = class.into();
         self
     }
     /// The claim.

@@ -656,3 +656,44 @@ fn unknown_fields_are_named_once_per_kind_and_field() {
         ]
     );
 }
+
+/// The volume fields v1.22 never knew reach the engine from a cluster file (no warning: the
+/// API types know them and the model reads them), and a volume mode the API does not know is
+/// an error naming the object, the field and what is accepted.
+#[test]
+fn volume_modes_attributes_classes_and_read_write_once_pod_are_read() {
+    let list = |mode: &str| {
+        format!(
+            "apiVersion: v1\nkind: List\nitems:\n\
+             - {{apiVersion: v1, kind: PersistentVolume, metadata: {{name: v}}, spec: {{volumeMode: {mode}, volumeAttributesClassName: gold, capacity: {{storage: 1Gi}}}}}}\n\
+             - {{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {{name: c, namespace: ns}}, spec: {{accessModes: [ReadWriteOncePod], volumeMode: Block}}}}\n"
+        )
+    };
+    let objects = parse(&list("Block"));
+    assert!(objects.warnings.is_empty(), "{:?}", objects.warnings);
+    let snapshot = berth_kube::snapshot(&objects).unwrap();
+    assert!(snapshot.warnings.is_empty(), "{:?}", snapshot.warnings);
+    let volume = snapshot.cluster.persistent_volume("v").expect("volume");
+    assert_eq!(
+        (
+            volume.volume_mode,
+            volume.volume_attributes_class_name.as_str()
+        ),
+        (berth_engine::model::VolumeMode::Block, "gold")
+    );
+    let claim = snapshot
+        .cluster
+        .persistent_volume_claim("ns", "c")
+        .expect("claim");
+    assert_eq!(claim.access_modes, ["ReadWriteOncePod"]);
+    assert_eq!(claim.volume_mode, berth_engine::model::VolumeMode::Block);
+    let error = berth_kube::snapshot(&parse(&list("Raw")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "PersistentVolume v: spec.volumeMode: unknown volume mode \"Raw\" (expected Filesystem, Block)"
+        ),
+        "{error}"
+    );
+}

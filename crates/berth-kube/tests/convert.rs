@@ -1476,6 +1476,8 @@ items:
             capacity: 10 << 30,
             storage_class_name: "standard".into(),
             access_modes: vec!["ReadWriteOnce".into()],
+            volume_mode: model::VolumeMode::Filesystem,
+            volume_attributes_class_name: String::new(),
             node_affinity: None,
             claim_ref: Some(("shop".into(), "data-web-0".into())),
             source: PvSource::GcePersistentDisk {
@@ -1527,6 +1529,8 @@ items:
             volume_name: "pv-gce".into(),
             storage_class_name: Some("standard".into()),
             access_modes: vec!["ReadWriteOnce".into()],
+            volume_mode: model::VolumeMode::Filesystem,
+            volume_attributes_class_name: String::new(),
             request: 8 << 30,
             selector: None,
         }
@@ -1615,6 +1619,67 @@ spec:
     assert_eq!(
         topology.to_string(),
         "StorageClass s: allowedTopologies[0].matchLabelExpressions[0].values: must be non-empty for operator In or NotIn"
+    );
+}
+
+/// `volumeMode` (Filesystem when unset, as the API server defaults it), the access modes
+/// (ReadWriteOncePod included) and `volumeAttributesClassName` ("" when unset, as upstream's
+/// `FindMatchingVolume` reads it through `ptr.Deref`) on both kinds, and the error for a
+/// mode the API does not know, naming the field and the accepted values.
+#[test]
+fn volume_modes_and_attributes_classes() {
+    use model::VolumeMode::{Block, Filesystem};
+    let volume = |spec: &str| {
+        convert::persistent_volume(&object(&format!(
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: v\nspec:\n{spec}"
+        )))
+    };
+    let claim = |spec: &str| {
+        convert::persistent_volume_claim(&object(&format!(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: c\n  namespace: shop\nspec:\n{spec}"
+        )))
+    };
+    type Case = (&'static str, &'static str, model::VolumeMode, &'static str);
+    let cases: Vec<Case> = vec![
+        ("unset", "  accessModes: [ReadWriteOnce]\n", Filesystem, ""),
+        ("Filesystem", "  volumeMode: Filesystem\n", Filesystem, ""),
+        ("Block", "  volumeMode: Block\n", Block, ""),
+        (
+            "attributes class",
+            "  volumeAttributesClassName: gold\n",
+            Filesystem,
+            "gold",
+        ),
+        (
+            "empty attributes class is none",
+            "  volumeAttributesClassName: \"\"\n",
+            Filesystem,
+            "",
+        ),
+    ];
+    for (name, spec, mode, class) in cases {
+        let v = volume(spec).unwrap();
+        assert_eq!(
+            (v.volume_mode, v.volume_attributes_class_name.as_str()),
+            (mode, class),
+            "volume: {name}"
+        );
+        let c = claim(spec).unwrap();
+        assert_eq!(
+            (c.volume_mode, c.volume_attributes_class_name.as_str()),
+            (mode, class),
+            "claim: {name}"
+        );
+    }
+    let rwop = claim("  accessModes: [ReadWriteOncePod]\n").unwrap();
+    assert_eq!(rwop.access_modes, ["ReadWriteOncePod"]);
+    assert_eq!(
+        volume("  volumeMode: Raw\n").unwrap_err().to_string(),
+        "PersistentVolume v: spec.volumeMode: unknown volume mode \"Raw\" (expected Filesystem, Block)"
+    );
+    assert_eq!(
+        claim("  volumeMode: block\n").unwrap_err().to_string(),
+        "PersistentVolumeClaim shop/c: spec.volumeMode: unknown volume mode \"block\" (expected Filesystem, Block)"
     );
 }
 

@@ -49,6 +49,10 @@ struct Live {
 
 struct Run {
     rng: ChaCha8Rng,
+    /// The draws for the volume fields added with ReadWriteOncePod, volume modes and
+    /// attributes classes: a stream of their own leaves the older fields' draws, to which
+    /// each seed's coverage (assigned and pending pods, affinity terms) is tuned, unchanged.
+    storage_rng: ChaCha8Rng,
     cluster: Cluster,
     live: Live,
 }
@@ -56,6 +60,10 @@ struct Run {
 impl Run {
     fn pick<'a>(&mut self, from: &'a [&'a str]) -> &'a str {
         from.choose(&mut self.rng).expect("non-empty")
+    }
+
+    fn pick_storage<'a>(&mut self, from: &'a [&'a str]) -> &'a str {
+        from.choose(&mut self.storage_rng).expect("non-empty")
     }
 
     /// A label selector of one of the shapes the indexes treat differently: an `In`
@@ -180,7 +188,14 @@ impl Run {
             b = b.host_network();
         }
         match self.rng.random_range(0..5) {
-            0 => b = b.claim(self.pick(&["c0", "c1", "c2"])),
+            0 => {
+                b = b.claim(self.pick(&["c0", "c1", "c2"]));
+                // A second volume naming a claim, perhaps the same one: the claim-users
+                // index counts volumes, not pods.
+                if self.storage_rng.random_bool(0.3) {
+                    b = b.claim(self.pick_storage(&["c0", "c1"]));
+                }
+            }
             1 => {
                 b = b.volume(
                     "disk",
@@ -355,6 +370,12 @@ impl Run {
                 if self.rng.random_bool(0.5) {
                     v = v.claimed_by(self.pick(&["c0", "c1"]));
                 }
+                if self.storage_rng.random_bool(0.3) {
+                    v = v.mode(model::VolumeMode::Block);
+                }
+                if self.storage_rng.random_bool(0.3) {
+                    v = v.attributes_class(self.pick_storage(&["gold", "silver"]));
+                }
                 if self.rng.random_bool(0.3) {
                     v = v.source(PvSource::Csi {
                         driver: "csi.example.com".into(),
@@ -377,6 +398,15 @@ impl Run {
                 let mut c = pvc(name, GI).ns(ns).class("fast");
                 if self.rng.random_bool(0.5) {
                     c = c.bound(self.pick(&["v0", "v1"]));
+                }
+                if self.storage_rng.random_bool(0.3) {
+                    c = c.access_modes(&["ReadWriteOncePod"]);
+                }
+                if self.storage_rng.random_bool(0.3) {
+                    c = c.mode(model::VolumeMode::Block);
+                }
+                if self.storage_rng.random_bool(0.3) {
+                    c = c.attributes_class(self.pick_storage(&["gold", "silver"]));
                 }
                 let c = c.build();
                 let replaced = self.cluster.upsert_persistent_volume_claim(c.clone());
@@ -479,6 +509,7 @@ fn random_changes_keep_every_aggregate_and_index_equal_to_a_rebuilt_cluster() {
     for seed in 0..16 {
         let mut run = Run {
             rng: ChaCha8Rng::seed_from_u64(seed),
+            storage_rng: ChaCha8Rng::seed_from_u64(!seed),
             cluster: Cluster::new(),
             live: Live::default(),
         };

@@ -233,6 +233,16 @@ pub(super) fn canonical(c: &Cluster) -> BTreeMap<String, String> {
         "pods with volumes".into(),
         format!("{:?}", names(&c.pods_with_volumes)),
     );
+    for (namespace, claims) in &c.claim_users {
+        assert!(!claims.is_empty(), "empty claim users entry");
+        for (claim, users) in claims {
+            assert!(*users > 0, "claim users entry of zero");
+            put(
+                format!("claim users {namespace}/{claim}"),
+                users.to_string(),
+            );
+        }
+    }
     for (which, index) in [
         ("anti", &c.anti_affinity_terms),
         ("scoring", &c.scoring_terms),

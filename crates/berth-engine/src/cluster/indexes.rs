@@ -121,6 +121,41 @@ pub(super) fn uses_volumes(pod: &PodInfo) -> bool {
         .any(|v| v.source != model::VolumeSource::Other)
 }
 
+/// Counts (`add`) or uncounts the claims `pod`'s volumes name in the claim-users index; a
+/// claim and a namespace leave it with their last user.
+pub(super) fn count_claims(
+    index: &mut FxHashMap<Box<str>, FxHashMap<Box<str>, u32>>,
+    pod: &PodInfo,
+    add: bool,
+) {
+    let namespace = pod.pod.meta.namespace.as_str();
+    for volume in &pod.pod.volumes {
+        let model::VolumeSource::Pvc { claim_name } = &volume.source else {
+            continue;
+        };
+        if add {
+            *index
+                .entry(namespace.into())
+                .or_default()
+                .entry(claim_name.as_str().into())
+                .or_default() += 1;
+            continue;
+        }
+        let Some(claims) = index.get_mut(namespace) else {
+            continue;
+        };
+        if let Some(n) = claims.get_mut(claim_name.as_str()) {
+            *n -= 1;
+            if *n == 0 {
+                claims.remove(claim_name.as_str());
+            }
+        }
+        if claims.is_empty() {
+            index.remove(namespace);
+        }
+    }
+}
+
 /// Removes `item` from the list under `key`, and the list once it is empty, so an index
 /// holds only the labels of live objects.
 pub(super) fn remove_from_index<K: std::hash::Hash + Eq, T: PartialEq>(

@@ -8,8 +8,8 @@
 //! - iSCSI: same IQN (portal and LUN are not compared), unless both are read-only.
 //!
 //! Only volumes written in the pod spec count; disks reached through claims do not. The
-//! ReadWriteOncePod check of the same upstream plugin is behind an alpha gate in v1.22 and
-//! not modelled.
+//! ReadWriteOncePod check of the same upstream plugin (behind an alpha gate in v1.22) is
+//! `read_write_once_pod.rs`, which runs whatever the policy, as v1.36 does.
 
 use crate::cluster::{NodeId, NodeInfo};
 use crate::framework::{

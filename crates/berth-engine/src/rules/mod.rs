@@ -25,6 +25,7 @@ pub mod node_unschedulable;
 pub mod pod_cidr;
 pub mod pod_topology_spread;
 pub mod prefer_avoid_pods;
+pub mod read_write_once_pod;
 pub mod requested_to_capacity_ratio;
 pub mod resource_allocation;
 pub mod resources_fit;

@@ -21,14 +21,21 @@
 //! - "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)".
 //!
 //! A volume matches a claim (upstream's `FindMatchingVolume`) when it has the claim's class,
-//! is not taken by another claim of the pod, has at least the requested capacity and is not
-//! being deleted, and either points at the claim already (then it is the only candidate, for
-//! better or worse) or is Available, matches the claim's selector, offers every requested
-//! access mode and has node affinity the node satisfies. The smallest such volume wins; ties
-//! go to the first by name (upstream's order is that of its cache). Node affinity is matched
-//! against node labels only, as upstream does. Not modelled: volume modes, CSI storage
-//! capacity (no CSIStorageCapacity objects), and the translation of migrated in-tree volumes'
-//! topology.
+//! is not taken by another claim of the pod, has at least the requested capacity, the claim's
+//! volume mode (Filesystem when unset on either side) and the claim's volume attributes class
+//! ("" when unset on either side, so a claim without one takes only volumes without one), and
+//! is not being deleted, and either points at the claim already (then it is the only
+//! candidate, for better or worse) or is Available, matches the claim's selector, offers every
+//! requested access mode and has node affinity the node satisfies. The smallest such volume
+//! wins; ties go to the first by name (upstream's order is that of its cache). Node affinity
+//! is matched against node labels only, as upstream does. Not modelled: CSI storage capacity
+//! (no CSIStorageCapacity objects), and the translation of migrated in-tree volumes' topology.
+//!
+//! Volume modes and attributes classes follow v1.36 (component-helpers
+//! `storage/volume/pv_helpers.go`, `FindMatchingVolume` with the VolumeAttributesClass gate on,
+//! its default since v1.34, and `CheckVolumeModeMismatches`); v1.22 compared volume modes the
+//! same way and knew no attributes classes, so claims and volumes without them match as
+//! before.
 //!
 //! Reserve records the binding upstream assumes once a node is chosen (its
 //! `AssumePodVolumes`); Unreserve restores the volumes and claims as they were.
@@ -402,7 +409,13 @@ fn candidates(
             Some(_) => continue,
             None => false,
         };
-        if pv.capacity < claim.request || pv.meta.deleting {
+        // Upstream checks these before asking whether the volume points at the claim, so a
+        // pre-bound volume of another mode or attributes class is no candidate either.
+        if pv.capacity < claim.request
+            || pv.volume_mode != claim.volume_mode
+            || pv.volume_attributes_class_name != claim.volume_attributes_class_name
+            || pv.meta.deleting
+        {
             continue;
         }
         if !points_here
@@ -1032,12 +1045,132 @@ mod tests {
                 pv("a", 5 * G).class("waitClass").build(),
                 true,
             ),
+            (
+                "other volume mode",
+                base().mode(crate::model::VolumeMode::Block).build(),
+                false,
+            ),
+            (
+                "an attributes class the claim does not name",
+                base().attributes_class("gold").build(),
+                false,
+            ),
         ];
         for (name, volume, fits) in cases {
             let mut cl = setup(&[]);
             add_storage(&mut cl, vec![volume], vec![], vec![]);
             let got = run_filter(&CheckVolumeBinding, &mut cl, pod_with(&["unbound-pvc"]));
             assert_eq!(got[0].1.is_empty(), fits, "{name}");
+        }
+    }
+
+    /// Volume modes and attributes classes, as v1.36's `FindMatchingVolume` (component-helpers
+    /// `storage/volume/pv_helpers.go`) compares them: `CheckVolumeModeMismatches` defaults
+    /// both sides to Filesystem, and with the VolumeAttributesClass gate on (v1.34+) the
+    /// claim's class must equal the volume's, "" when unset. Both are checked before the
+    /// pre-bound test, so they also rule out a volume pointing at the claim. The attributes
+    /// class cases are upstream's `TestFindMatchVolumeWithNode` ("success-match-with-vac",
+    /// "fail-vac", "fail-prebound-vac"); judged on node1, with no provisioner to fall back on.
+    #[test]
+    fn modes_and_attributes_classes() {
+        use crate::model::VolumeMode::{Block, Filesystem};
+        let claim = || pvc("unbound-pvc", G).class("waitClass");
+        let vol = |name: &str, capacity: i64| pv_on(name, "node1", capacity, "waitClass");
+        type Case = (
+            &'static str,
+            PvcBuilder,
+            Vec<PvBuilder>,
+            Option<&'static str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "unset modes are both Filesystem",
+                claim(),
+                vec![vol("fs", 5 * G)],
+                Some("fs"),
+            ),
+            (
+                "a Filesystem claim never takes a Block volume",
+                claim(),
+                vec![vol("block", 5 * G).mode(Block)],
+                None,
+            ),
+            (
+                "a Block claim never takes a Filesystem volume",
+                claim().mode(Block),
+                vec![vol("fs", 5 * G).mode(Filesystem)],
+                None,
+            ),
+            (
+                "a Block claim takes the Block volume, not the smaller Filesystem one",
+                claim().mode(Block),
+                vec![vol("fs", 2 * G), vol("block", 5 * G).mode(Block)],
+                Some("block"),
+            ),
+            (
+                "a pre-bound volume of another mode is passed over",
+                claim(),
+                vec![
+                    vol("prebound-block", 2 * G)
+                        .mode(Block)
+                        .claimed_by("unbound-pvc"),
+                    vol("fs", 5 * G),
+                ],
+                Some("fs"),
+            ),
+            (
+                "success-match-with-vac",
+                claim().attributes_class("gold"),
+                vec![vol("gold", 5 * G).attributes_class("gold")],
+                Some("gold"),
+            ),
+            (
+                "fail-vac: volumes without the claim's class",
+                claim().attributes_class("silver"),
+                vec![vol("plain", 5 * G)],
+                None,
+            ),
+            (
+                "fail-prebound-vac",
+                claim().attributes_class("silver"),
+                vec![
+                    vol("prebound-gold", 5 * G)
+                        .attributes_class("gold")
+                        .claimed_by("unbound-pvc"),
+                    vol("gold", 5 * G).attributes_class("gold"),
+                ],
+                None,
+            ),
+            (
+                "a claim without a class takes only volumes without one",
+                claim(),
+                vec![
+                    vol("gold", 2 * G).attributes_class("gold"),
+                    vol("plain", 5 * G),
+                ],
+                Some("plain"),
+            ),
+        ];
+        for (name, claim, volumes, want) in cases {
+            let mut cl = setup(&[]);
+            add_storage(
+                &mut cl,
+                volumes.into_iter().map(PvBuilder::build).collect(),
+                vec![claim.build()],
+                vec![],
+            );
+            let got = run_filter(&CheckVolumeBinding, &mut cl, pod_with(&["unbound-pvc"]));
+            let reasons: Vec<&str> = match want {
+                Some(_) => vec![],
+                None => vec![REASON_BIND_CONFLICT],
+            };
+            assert_eq!(got[0].1, reasons, "{name}");
+            let want_bound = want.map_or_else(Vec::new, |v| bound(&[("unbound-pvc", v)]));
+            assert_eq!(
+                chosen(&mut cl, &["unbound-pvc"], "node1").bound,
+                want_bound,
+                "{name}"
+            );
         }
     }
 

@@ -26,6 +26,17 @@ fn storage(list: Option<&BTreeMap<String, Quantity>>, at: Field<'_>) -> Result<i
         .map_or(Ok(0), |q| amount("storage", q, at.key("storage")))
 }
 
+/// A `volumeMode`: Filesystem when unset, as the API server defaults it.
+fn volume_mode(mode: Option<&str>, at: Field<'_>) -> Result<model::VolumeMode, Problem> {
+    match mode {
+        None | Some("Filesystem") => Ok(model::VolumeMode::Filesystem),
+        Some("Block") => Ok(model::VolumeMode::Block),
+        Some(other) => Err(at.problem(format!(
+            "unknown volume mode {other:?} (expected Filesystem, Block)"
+        ))),
+    }
+}
+
 /// Converts a PersistentVolume.
 pub fn persistent_volume(
     volume: &PersistentVolume,
@@ -46,6 +57,13 @@ pub fn persistent_volume(
             .unwrap_or_default(),
             access_modes: spec
                 .and_then(|s| s.access_modes.clone())
+                .unwrap_or_default(),
+            volume_mode: volume_mode(
+                spec.and_then(|s| s.volume_mode.as_deref()),
+                at.name("volumeMode"),
+            )?,
+            volume_attributes_class_name: spec
+                .and_then(|s| s.volume_attributes_class_name.clone())
                 .unwrap_or_default(),
             node_affinity,
             claim_ref: spec.and_then(|s| s.claim_ref.as_ref()).map(|claim| {
@@ -111,6 +129,13 @@ pub fn persistent_volume_claim(
             ),
             access_modes: spec
                 .and_then(|s| s.access_modes.clone())
+                .unwrap_or_default(),
+            volume_mode: volume_mode(
+                spec.and_then(|s| s.volume_mode.as_deref()),
+                at.name("volumeMode"),
+            )?,
+            volume_attributes_class_name: spec
+                .and_then(|s| s.volume_attributes_class_name.clone())
                 .unwrap_or_default(),
             request: storage(requests, at.name("resources").name("requests"))?,
             selector: optional_selector(

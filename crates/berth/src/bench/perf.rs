@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{Result, bail};
 use berth_engine::labels::{Operator, Requirement};
+use berth_engine::model::VolumeMode;
 use berth_engine::model::{
     Container, Meta, Node, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod,
     PodAffinityTerm, PvSource, TopologySpreadConstraint, Volume, VolumeSource,
@@ -282,6 +283,8 @@ fn add_bound_volume(cluster: &mut Cluster, pod: &mut Pod) {
         capacity: GI,
         storage_class_name: String::new(),
         access_modes: access_modes.clone(),
+        volume_mode: VolumeMode::Filesystem,
+        volume_attributes_class_name: String::new(),
         node_affinity: None,
         claim_ref: Some((ns.clone(), claim_name.clone())),
         source: PvSource::AwsElasticBlockStore {
@@ -299,6 +302,8 @@ fn add_bound_volume(cluster: &mut Cluster, pod: &mut Pod) {
         volume_name: pv_name,
         storage_class_name: Some(String::new()),
         access_modes,
+        volume_mode: VolumeMode::Filesystem,
+        volume_attributes_class_name: String::new(),
         request: GI,
         selector: None,
     });
