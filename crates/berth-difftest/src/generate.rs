@@ -101,6 +101,7 @@ fn build(seed: u64, prefix: &str, modern: bool) -> Scenario {
     objects.extend(g.services());
     if modern {
         objects.extend(g.device_claims());
+        objects.extend(g.storage_v136(&nodes));
     }
     let running = g.rng.random_range(0..=6usize);
     for k in 0..running {
@@ -772,6 +773,52 @@ impl Gen {
         Some(status)
     }
 
+    /// v1.36's volume fields: delayed-binding claims of `volumeMode: Block` (`block-0`) and
+    /// of a volume attributes class (`vac-0`), with node-bound volumes of either mode and
+    /// class, or none, on some nodes. ReadWriteOncePod claims are left out until Berth
+    /// words their reason as v1.36.3 does (its text is still v1.22's alpha one).
+    fn storage_v136(&mut self, nodes: &[String]) -> Vec<Value> {
+        let p = self.prefix.clone();
+        let ns = self.ns[0].clone();
+        let mut out = vec![
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "block-0", "namespace": ns},
+                "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Block",
+                    "storageClassName": format!("{p}-wffc"),
+                    "resources": {"requests": {"storage": "1Gi"}}}}),
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "vac-0", "namespace": ns},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                    "volumeAttributesClassName": "fast",
+                    "storageClassName": format!("{p}-wffc"),
+                    "resources": {"requests": {"storage": "1Gi"}}}}),
+        ];
+        for (i, node) in nodes.iter().enumerate() {
+            if !self.chance(0.5) {
+                continue;
+            }
+            let mut spec = json!({"capacity": {"storage": "2Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": format!("{p}-wffc"),
+                "local": {"path": format!("/mnt/v136-{i}")},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": HOSTNAME_LABEL, "operator": "In", "values": [node]}]}]}}});
+            if self.chance(0.5) {
+                spec["volumeMode"] = json!("Block");
+            }
+            if self.chance(0.5) {
+                // Validation allows an attributes class on CSI volumes only.
+                spec["volumeAttributesClassName"] = json!(*self.pick(&["fast", "slow"]));
+                spec.as_object_mut().map(|o| o.remove("local"));
+                spec["csi"] = json!({"driver": CSI_DRIVER,
+                    "volumeHandle": format!("{p}-pv-v136-{i}")});
+            }
+            out.push(json!({"apiVersion": "v1", "kind": "PersistentVolume",
+                "metadata": {"name": format!("{p}-pv-v136-{i}")}, "spec": spec}));
+        }
+        out
+    }
+
     /// Two ResourceClaims in each namespace asking for one device: `claim-0` of a
     /// DeviceClass that exists, `claim-1` of one that does not. No ResourceSlice exists, so
     /// v1.36 can allocate neither.
@@ -816,6 +863,10 @@ impl Gen {
                 _ => format!("delayed-{}", self.rng.random_range(0..2)),
             };
             volumes.push(json!({"name": "data", "persistentVolumeClaim": {"claimName": claim}}));
+        }
+        if self.modern && ns == self.ns[0] && self.chance(0.25) {
+            let claim = *self.pick(&["block-0", "vac-0"]);
+            volumes.push(json!({"name": "v136", "persistentVolumeClaim": {"claimName": claim}}));
         }
         volumes
     }

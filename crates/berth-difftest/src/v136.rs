@@ -151,7 +151,7 @@ pub struct V136Options {
 }
 
 /// The kinds of field a pod is counted under (a pod may count under several).
-pub const KINDS: [&str; 10] = [
+pub const KINDS: [&str; 11] = [
     "v1.22-era fields only",
     "native sidecar",
     "sidecar host port",
@@ -162,6 +162,7 @@ pub const KINDS: [&str; 10] = [
     "resource claims",
     "spread v1.36 fields",
     "affinity label keys",
+    "volume mode or class",
 ];
 
 /// Agreement on the pods of one kind of field.
@@ -717,6 +718,15 @@ fn kinds(pod: &Pod, state: &ClusterObjects, gated: bool) -> Vec<&'static str> {
         .any(|t| t.match_label_keys.is_some() || t.mismatch_label_keys.is_some());
     if label_keys {
         out.push("affinity label keys");
+    }
+    let v136_claim = spec
+        .and_then(|s| s.volumes.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.persistent_volume_claim.as_ref())
+        .any(|c| matches!(c.claim_name.as_str(), "block-0" | "vac-0"));
+    if v136_claim {
+        out.push("volume mode or class");
     }
     if out.is_empty() {
         out.push("v1.22-era fields only");
