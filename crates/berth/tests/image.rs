@@ -292,6 +292,21 @@ fn image_is_a_valid_layout_holding_only_a_static_stripped_berth() {
     let (is_static, stripped) = elf_static_and_stripped(&bytes);
     assert!(is_static, "/berth asks for a dynamic loader (PT_INTERP)");
     assert!(stripped, "/berth has a symbol table (not stripped)");
+
+    // A second reader, where installed: skopeo reads the archive as a registry would get it.
+    match Command::new("skopeo").arg("--version").output() {
+        Ok(out) if out.status.success() => {
+            let out = run(Command::new("skopeo")
+                .args(["inspect", "--config"])
+                .arg(format!("oci-archive:{}", archive.display())));
+            let seen: Value = serde_json::from_slice(&out.stdout).expect("skopeo's JSON");
+            assert_eq!(
+                seen["config"], image.config["config"],
+                "skopeo reads the same config"
+            );
+        }
+        _ => eprintln!("skopeo is not installed: the archive was read by this test only"),
+    }
 }
 
 #[test]
@@ -500,6 +515,12 @@ fn berth_runs_in_a_container_under_an_oci_runtime() {
                 3,
             );
             eprintln!("{runtime}: WASM plugins in the container:\n{bench}");
+            assert!(
+                bench
+                    .lines()
+                    .any(|l| l.trim_start().starts_with("same decisions") && l.ends_with("true")),
+                "{runtime}: the plugins decided as the built-ins do in the container:\n{bench}"
+            );
         } else {
             eprintln!("plugins/dist is not built: no WASM plugin run in the container");
         }
