@@ -725,8 +725,9 @@ mod tests {
         assert_eq!(
             decision.fit_error.map(|e| e.to_string()).as_deref(),
             Some(
-                "0/2 nodes are available: 1 node has pod using PersistentVolumeClaim with the \
-                 same name and ReadWriteOncePod access mode, 1 node(s) were unschedulable."
+                "0/2 nodes are available: 1 node(s) unavailable due to PersistentVolumeClaim \
+                 with ReadWriteOncePod access mode already in-use by another pod, 1 node(s) \
+                 were unschedulable."
             )
         );
     }

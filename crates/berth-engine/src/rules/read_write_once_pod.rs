@@ -46,10 +46,11 @@ pub const NAME: &str = "ReadWriteOncePod";
 /// The access mode.
 pub const ACCESS_MODE: &str = "ReadWriteOncePod";
 
-/// Every node's reason while a claim of the pod is in use (upstream's
-/// `ErrReasonReadWriteOncePodConflict`).
-pub const REASON: &str =
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode";
+/// Every node's reason while a claim of the pod is in use (v1.36.3's
+/// `ErrReasonReadWriteOncePodConflict`; the alpha-era wording was "node has pod using
+/// PersistentVolumeClaim with the same name and ReadWriteOncePod access mode").
+pub const REASON: &str = "node(s) unavailable due to PersistentVolumeClaim with \
+     ReadWriteOncePod access mode already in-use by another pod";
 
 /// The filter plugins v1.36's default profile runs before VolumeRestrictions, and
 /// VolumeRestrictions itself, whose Filter checks disk conflicts first (pkg/scheduler/apis/
