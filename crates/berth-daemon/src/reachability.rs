@@ -24,7 +24,7 @@ struct Failing {
     total: u64,
     last_line: Instant,
     /// The kinds whose watches failed this way.
-    kinds: Vec<&'static str>,
+    kinds: Vec<String>,
 }
 
 /// Failures of the API server as the watches see them, by cause.
@@ -55,7 +55,7 @@ impl Reachability {
     }
 
     /// A watch of `kind` failed with `error`; logs as the module says.
-    pub fn failed(&self, kind: &'static str, error: &(dyn Error + 'static)) {
+    pub fn failed(&self, kind: &str, error: &(dyn Error + 'static)) {
         self.failed_at(kind, &root_cause(error), Instant::now());
     }
 
@@ -64,7 +64,7 @@ impl Reachability {
         self.answered_at(Instant::now());
     }
 
-    fn failed_at(&self, kind: &'static str, cause: &str, now: Instant) {
+    fn failed_at(&self, kind: &str, cause: &str, now: Instant) {
         let mut failing = self.failing.lock().unwrap_or_else(|e| e.into_inner());
         match failing.get_mut(cause) {
             None => {
@@ -78,15 +78,15 @@ impl Reachability {
                         unreported: 0,
                         total: 1,
                         last_line: now,
-                        kinds: vec![kind],
+                        kinds: vec![kind.to_owned()],
                     },
                 );
             }
             Some(f) => {
                 f.unreported += 1;
                 f.total += 1;
-                if !f.kinds.contains(&kind) {
-                    f.kinds.push(kind);
+                if !f.kinds.iter().any(|k| k == kind) {
+                    f.kinds.push(kind.to_owned());
                 }
                 if now.duration_since(f.last_line) >= SUMMARY_EVERY {
                     warn!(server = %self.server, %cause, failures = f.unreported,

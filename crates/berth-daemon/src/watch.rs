@@ -140,7 +140,7 @@ async fn forward<K>(
                 }
                 Some(Err(e)) => {
                     // The stream retries by itself after its backoff.
-                    reachability.failed(static_kind(&kind), &e);
+                    reachability.failed(&kind, &e);
                     continue;
                 }
                 None => {
@@ -155,26 +155,6 @@ async fn forward<K>(
             }
         }
     }
-}
-
-/// A kind's name for the reachability log: the kinds watched are a fixed set.
-fn static_kind(kind: &str) -> &'static str {
-    const KINDS: [&str; 13] = [
-        "Node",
-        "Pod",
-        "Namespace",
-        "Service",
-        "ReplicationController",
-        "ReplicaSet",
-        "StatefulSet",
-        "PersistentVolume",
-        "PersistentVolumeClaim",
-        "StorageClass",
-        "CSINode",
-        "PriorityClass",
-        "PodDisruptionBudget",
-    ];
-    KINDS.into_iter().find(|k| *k == kind).unwrap_or("object")
 }
 
 /// The keys a watch has delivered, to turn a relist into deletes for what it lacks.
