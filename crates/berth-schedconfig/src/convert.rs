@@ -137,6 +137,7 @@ pub fn convert(policy: &EffectivePolicy, options: &Options) -> Conversion {
         scheduler_name: Some(options.scheduler_name.clone()),
         plugins: Some(b.plugins),
         plugin_config: b.plugin_config,
+        ..Profile::default()
     };
     Conversion {
         config: KubeSchedulerConfiguration {
@@ -144,6 +145,7 @@ pub fn convert(policy: &EffectivePolicy, options: &Options) -> Conversion {
             kind: KIND.to_string(),
             profiles: vec![profile],
             extenders: policy.extenders.iter().map(extender).collect(),
+            ..KubeSchedulerConfiguration::default()
         },
         unconverted: b.unconverted,
         notes: b.notes,

@@ -12,12 +12,14 @@
 //! [`upstream_score_plugin`]: berth_engine::registry::upstream_score_plugin
 
 pub mod args;
+pub mod component;
 pub mod convert;
 pub mod goduration;
 pub mod plugins;
 pub mod read;
 pub mod types;
 
+pub use component::{ConfigVersion, Settings};
 pub use convert::{Conversion, Options, Unconverted, convert};
-pub use read::{ReadOptions, load, parse};
+pub use read::{ReadOptions, load, parse, settings};
 pub use types::KubeSchedulerConfiguration;

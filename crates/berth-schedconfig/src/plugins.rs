@@ -152,6 +152,10 @@ pub const DEFAULT_MULTI_POINT: &[(&str, Option<i32>)] = &[
     (NODE_DECLARED_FEATURES, None),
 ];
 
+/// Default plugins v1's set gained after v1beta3 was removed (v1.29): a v1beta3 file was
+/// written for a default set without them.
+pub const ADDED_AFTER_V1BETA3: &[&str] = &[DYNAMIC_RESOURCES, NODE_DECLARED_FEATURES];
+
 /// The extension points `plugin` implements; `None` for a name v1.36 does not register.
 pub fn points(plugin: &str) -> Option<&'static [Point]> {
     PLUGINS

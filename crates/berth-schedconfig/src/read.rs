@@ -20,6 +20,7 @@ use crate::args::{
     self, BalancedAllocationArgs, InterPodAffinityArgs, NodeAffinityArgs, NodeResourcesFitArgs,
     PodTopologySpreadArgs, ResourceSpec, ScoringStrategy, VolumeBindingArgs,
 };
+use crate::component::{ConfigVersion, Settings};
 use crate::plugins::{self, Point};
 use crate::types::{
     API_VERSION, DEFAULT_SCHEDULER_NAME, Extender, KIND, KubeSchedulerConfiguration, Plugin,
@@ -49,6 +50,12 @@ pub fn load(path: &Path, options: ReadOptions<'_>) -> Result<EffectivePolicy, Po
             source: e,
         })?;
     parse(&text, &source, options)
+}
+
+/// The component settings of a KubeSchedulerConfiguration (YAML or JSON): client, leader
+/// election, backoff and the rest besides profiles and extenders; `source` names the file.
+pub fn settings(text: &str, source: &str) -> Result<Settings, PolicyError> {
+    Settings::of(&decode(text, source)?, source)
 }
 
 /// Parses a KubeSchedulerConfiguration (YAML or JSON) as the policy it maps to; `source`
@@ -90,6 +97,7 @@ pub fn to_policy_json(
     options: ReadOptions<'_>,
 ) -> Result<(Value, Vec<String>), PolicyError> {
     let config = decode(text, source)?;
+    Settings::of(&config, source)?;
     let invalid = |p: Problem| PolicyError::Invalid {
         file: source.to_string(),
         path: p.path,
@@ -147,12 +155,12 @@ fn decode(text: &str, source: &str) -> Result<KubeSchedulerConfiguration, Policy
             message,
         };
         let api_version = meta.api_version.unwrap_or_default();
-        if api_version != API_VERSION {
+        if ConfigVersion::from_api_version(&api_version).is_none() {
             return Err(invalid(
                 "apiVersion",
                 format!(
-                    "is {api_version:?}; Berth reads {API_VERSION} (kube-scheduler v1.25 and \
-                     later), the version `berth convert` writes{}",
+                    "is {api_version:?}; Berth reads {} (kube-scheduler v1.19 and later){}",
+                    ConfigVersion::accepted(),
                     if meta.kind.as_deref() == Some("Policy") {
                         " (this is a Policy file: give it with --policy)"
                     } else {
@@ -186,8 +194,11 @@ fn decode(text: &str, source: &str) -> Result<KubeSchedulerConfiguration, Policy
         let top_level = !path.contains(['.', '[']) || path == ".";
         if top_level && message.starts_with("unknown field") {
             message.push_str(
-                "; Berth reads the profiles and extenders of a KubeSchedulerConfiguration (set \
-                 leader election, client and logging settings with berth run's flags)",
+                "; a KubeSchedulerConfiguration has apiVersion, kind, parallelism, \
+                 leaderElection, clientConnection, healthzBindAddress and metricsBindAddress \
+                 (v1beta1, v1beta2), enableProfiling, enableContentionProfiling, \
+                 percentageOfNodesToScore, podInitialBackoffSeconds, podMaxBackoffSeconds, \
+                 profiles, extenders and delayCacheUntilActive (v1); logging is set with flags",
             );
         }
         let path = if path == "." { String::new() } else { path };
@@ -232,16 +243,36 @@ impl Reader {
     }
 
     fn policy(&self, config: &KubeSchedulerConfiguration) -> Result<(Value, Vec<String>), Problem> {
-        let default_profile = Profile {
-            scheduler_name: None,
-            plugins: None,
-            plugin_config: Vec::new(),
-        };
+        let version = ConfigVersion::from_api_version(&config.api_version).ok_or_else(|| {
+            problem(
+                "apiVersion",
+                format!("expected one of {}", ConfigVersion::accepted()),
+            )
+        })?;
+        let default_profile = Profile::default();
         let (index, profile) = self.profile(config, &default_profile)?;
         let base = format!("profiles[{index}]");
+        if version.has_v122_plugins() {
+            return Err(problem(
+                base,
+                format!(
+                    "a {} profile runs kube-scheduler v1.22's plugin set, which Berth does not \
+                     map onto a Policy; give the Policy it was made from with \
+                     --policy-config-file (as a v1.22 deployment with a Policy does: the file's \
+                     other settings still apply and its profiles are not used), or write the \
+                     profile as kubescheduler.config.k8s.io/v1 (`berth convert` writes one from a \
+                     Policy)",
+                    version.api_version()
+                ),
+            ));
+        }
         let mut warnings = Vec::new();
-        let resolved = resolve(profile.plugins.as_ref(), &format!("{base}.plugins"))?;
-        let configs = plugin_args(profile, &base)?;
+        let resolved = resolve(
+            profile.plugins.as_ref(),
+            &format!("{base}.plugins"),
+            version,
+        )?;
+        let configs = plugin_args(profile, &base, &config.api_version)?;
         let predicates = self.predicates(&resolved, &configs, &base)?;
         let (priorities, hard_weight) =
             self.priorities(&resolved, &configs, &base, &mut warnings)?;
@@ -518,7 +549,11 @@ fn score_plugin_names() -> String {
 }
 
 /// The plugins of each extension point after v1.36's merging and multiPoint expansion.
-fn resolve(custom: Option<&Plugins>, path: &str) -> Result<Resolved, Problem> {
+fn resolve(
+    custom: Option<&Plugins>,
+    path: &str,
+    version: ConfigVersion,
+) -> Result<Resolved, Problem> {
     let empty = Plugins::default();
     let custom = custom.unwrap_or(&empty);
     for point in Point::ALL {
@@ -527,6 +562,9 @@ fn resolve(custom: Option<&Plugins>, path: &str) -> Result<Resolved, Problem> {
     check_names(&custom.multi_point, &format!("{path}.multiPoint"), None)?;
     let defaults: Vec<Plugin> = plugins::DEFAULT_MULTI_POINT
         .iter()
+        .filter(|(name, _)| {
+            version == ConfigVersion::V1 || !plugins::ADDED_AFTER_V1BETA3.contains(name)
+        })
         .map(|(name, weight)| Plugin {
             name: name.to_string(),
             weight: *weight,
@@ -761,7 +799,7 @@ impl Args {
     }
 }
 
-fn plugin_args(profile: &Profile, base: &str) -> Result<Args, Problem> {
+fn plugin_args(profile: &Profile, base: &str, version: &str) -> Result<Args, Problem> {
     let mut out = Args::default();
     for (i, config) in profile.plugin_config.iter().enumerate() {
         let path = format!("{base}.pluginConfig[{i}].args");
@@ -779,7 +817,7 @@ fn plugin_args(profile: &Profile, base: &str) -> Result<Args, Problem> {
         match name {
             "NodeResourcesFit" => {
                 let a: NodeResourcesFitArgs = decode_args(config, &path)?;
-                type_meta(&a.api_version, &a.kind, name, &path)?;
+                type_meta(&a.api_version, &a.kind, name, &path, version)?;
                 if !a.ignored_resources.is_empty() || !a.ignored_resource_groups.is_empty() {
                     return Err(problem(
                         &path,
@@ -792,12 +830,12 @@ fn plugin_args(profile: &Profile, base: &str) -> Result<Args, Problem> {
             }
             "NodeAffinity" => {
                 let a: NodeAffinityArgs = decode_args(config, &path)?;
-                type_meta(&a.api_version, &a.kind, name, &path)?;
+                type_meta(&a.api_version, &a.kind, name, &path, version)?;
                 out.node_affinity = Some(a);
             }
             "PodTopologySpread" => {
                 let a: PodTopologySpreadArgs = decode_args(config, &path)?;
-                type_meta(&a.api_version, &a.kind, name, &path)?;
+                type_meta(&a.api_version, &a.kind, name, &path, version)?;
                 if !a.default_constraints.is_empty() {
                     return Err(problem(
                         format!("{path}.defaultConstraints"),
@@ -819,7 +857,7 @@ fn plugin_args(profile: &Profile, base: &str) -> Result<Args, Problem> {
             }
             "InterPodAffinity" => {
                 let a: InterPodAffinityArgs = decode_args(config, &path)?;
-                type_meta(&a.api_version, &a.kind, name, &path)?;
+                type_meta(&a.api_version, &a.kind, name, &path, version)?;
                 if a.ignore_preferred_terms_of_existing_pods {
                     return Err(problem(
                         format!("{path}.ignorePreferredTermsOfExistingPods"),
@@ -843,7 +881,7 @@ fn plugin_args(profile: &Profile, base: &str) -> Result<Args, Problem> {
             }
             "NodeResourcesBalancedAllocation" => {
                 let a: BalancedAllocationArgs = decode_args(config, &path)?;
-                type_meta(&a.api_version, &a.kind, name, &path)?;
+                type_meta(&a.api_version, &a.kind, name, &path, version)?;
                 if !a.resources.is_empty() && !is_cpu_and_memory(&a.resources) {
                     return Err(problem(
                         format!("{path}.resources"),
@@ -854,7 +892,7 @@ fn plugin_args(profile: &Profile, base: &str) -> Result<Args, Problem> {
             }
             "VolumeBinding" => {
                 let a: VolumeBindingArgs = decode_args(config, &path)?;
-                type_meta(&a.api_version, &a.kind, name, &path)?;
+                type_meta(&a.api_version, &a.kind, name, &path, version)?;
                 if a.bind_timeout_seconds.is_some_and(|t| t != 600) {
                     return Err(problem(
                         format!("{path}.bindTimeoutSeconds"),
@@ -905,11 +943,12 @@ fn type_meta(
     kind: &Option<String>,
     plugin: &str,
     path: &str,
+    version: &str,
 ) -> Result<(), Problem> {
-    if let Some(v) = api_version.as_deref().filter(|v| *v != API_VERSION) {
+    if let Some(v) = api_version.as_deref().filter(|v| *v != version) {
         return Err(problem(
             format!("{path}.apiVersion"),
-            format!("is {v:?}; expected {API_VERSION} or nothing"),
+            format!("is {v:?}; expected {version} (the file's) or nothing"),
         ));
     }
     let want = format!("{plugin}Args");

@@ -4,21 +4,55 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The `apiVersion` Berth writes and reads.
+/// The `apiVersion` Berth writes (it reads [`crate::component::ConfigVersion`]'s four).
 pub const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
 /// The `kind`.
 pub const KIND: &str = "KubeSchedulerConfiguration";
 /// The scheduler name of a profile that gives none (upstream's `v1.DefaultSchedulerName`).
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
-/// A KubeSchedulerConfiguration reduced to what maps to a Policy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A KubeSchedulerConfiguration: every field of v1beta1 to v1 (which fields a version may set
+/// is checked after decoding, [`crate::component`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KubeSchedulerConfiguration {
-    /// `kubescheduler.config.k8s.io/v1`.
+    /// `kubescheduler.config.k8s.io/v1` (or v1beta1, v1beta2, v1beta3 when read).
     pub api_version: String,
     /// `KubeSchedulerConfiguration`.
     pub kind: String,
+    /// Upstream's parallelism of filtering and scoring (Berth sizes its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<i32>,
+    /// Leader election.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_election: Option<LeaderElection>,
+    /// How to reach the API server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_connection: Option<ClientConnection>,
+    /// v1beta1 and v1beta2: where /healthz is served over plain HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthz_bind_address: Option<String>,
+    /// v1beta1 and v1beta2: where /metrics is served over plain HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_bind_address: Option<String>,
+    /// Upstream's /debug/pprof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_profiling: Option<bool>,
+    /// Upstream's lock contention profiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_contention_profiling: Option<bool>,
+    /// Percentage of nodes to find feasible before scoring (0 = adaptive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentage_of_nodes_to_score: Option<i32>,
+    /// Backoff after a pod's first failed attempt, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_initial_backoff_seconds: Option<i64>,
+    /// Longest backoff, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_max_backoff_seconds: Option<i64>,
+    /// v1 (kube-scheduler v1.33 and later): fill the cache only once leading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_cache_until_active: Option<bool>,
     /// Scheduling profiles; upstream runs one `default-scheduler` profile when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<Profile>,
@@ -27,13 +61,54 @@ pub struct KubeSchedulerConfiguration {
     pub extenders: Vec<Extender>,
 }
 
+/// componentbaseconfig's LeaderElectionConfiguration; durations are Go durations.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct LeaderElection {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_elect: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_duration: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_deadline: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_period: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_lock: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_namespace: String,
+}
+
+/// componentbaseconfig's ClientConnectionConfiguration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct ClientConnection {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kubeconfig: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub accept_content_types: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub content_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<i64>,
+}
+
 /// One scheduling profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Profile {
     /// The `spec.schedulerName` this profile serves (default `default-scheduler`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler_name: Option<String>,
+    /// v1beta3 and v1: this profile's percentage of nodes to score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentage_of_nodes_to_score: Option<i32>,
     /// Plugins enabled and disabled per extension point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugins: Option<Plugins>,

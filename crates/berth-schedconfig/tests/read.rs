@@ -101,16 +101,16 @@ fn the_profile_is_chosen_by_scheduler_name() {
 fn everything_outside_the_subset_is_refused_naming_the_field() {
     let cases: &[(&str, &str)] = &[
         (
-            "profiles: []\nleaderElection: {leaderElect: false}\n",
-            "leaderElection: unknown field `leaderElection`, expected one of `apiVersion`, `kind`, `profiles`, `extenders`; Berth reads the profiles",
+            "profiles: []\nleaderElect: false\n",
+            "leaderElect: unknown field `leaderElect`, expected one of `apiVersion`, `kind`, `parallelism`, `leaderElection`",
         ),
         (
             "profiles:\n- schedulerName: x\n",
             "profiles[0].plugins.filter: DynamicResources is enabled (v1.36's default plugins include it)",
         ),
         (
-            "profiles:\n- percentageOfNodesToScore: 50\n",
-            "profiles[0]: unknown field `percentageOfNodesToScore`",
+            "profiles:\n- percentageOfNodesToScore: 150\n",
+            "profiles[0].percentageOfNodesToScore: is 150; expected 0 (adaptive) to 100",
         ),
         (
             "profiles:\n- plugins:\n    filter:\n      enabled: [{name: NodeLabel}]\n",
@@ -184,8 +184,12 @@ fn everything_outside_the_subset_is_refused_naming_the_field() {
     let cases: &[(&str, &str)] = &[
         ("", "the file is empty"),
         (
-            "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n",
-            "apiVersion: is \"kubescheduler.config.k8s.io/v1beta3\"; Berth reads kubescheduler.config.k8s.io/v1",
+            "apiVersion: kubescheduler.config.k8s.io/v1alpha2\nkind: KubeSchedulerConfiguration\n",
+            "apiVersion: is \"kubescheduler.config.k8s.io/v1alpha2\"; Berth reads kubescheduler.config.k8s.io/v1beta1, kubescheduler.config.k8s.io/v1beta2, kubescheduler.config.k8s.io/v1beta3, kubescheduler.config.k8s.io/v1 (kube-scheduler v1.19 and later)",
+        ),
+        (
+            "apiVersion: kubescheduler.config.k8s.io/v1beta2\nkind: KubeSchedulerConfiguration\n",
+            "profiles[0]: a kubescheduler.config.k8s.io/v1beta2 profile runs kube-scheduler v1.22's plugin set",
         ),
         (
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: Policy\n",
@@ -208,4 +212,30 @@ fn everything_outside_the_subset_is_refused_naming_the_field() {
             .to_string();
         assert!(err.contains(want), "{text}\n got: {err}\nwant: {want}");
     }
+}
+
+/// v1beta3 (kube-scheduler v1.23-v1.25) predates the default plugins v1 gained later
+/// (DynamicResources, NodeDeclaredFeatures), so its default profile reads without disabling them;
+/// its plugin args carry its own apiVersion.
+#[test]
+fn a_v1beta3_profile_reads_against_its_own_defaults() {
+    let text = "apiVersion: kubescheduler.config.k8s.io/v1beta3
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: berth
+  pluginConfig:
+  - name: InterPodAffinity
+    args:
+      apiVersion: kubescheduler.config.k8s.io/v1beta3
+      kind: InterPodAffinityArgs
+      hardPodAffinityWeight: 5
+";
+    let policy = parse(text, "c.yaml", ReadOptions::default()).expect("v1beta3 reads");
+    assert_eq!(policy.hard_pod_affinity_symmetric_weight, 5);
+    let v1 = text.replace("v1beta3", "v1");
+    let err = parse(&v1, "c.yaml", ReadOptions::default()).expect_err("v1 has DRA on");
+    assert!(
+        err.to_string().contains("DynamicResources is enabled"),
+        "{err}"
+    );
 }
