@@ -19,6 +19,8 @@ pub struct ClientSettings {
     /// A kubeconfig file; None = in-cluster configuration (or the usual kubeconfig lookup
     /// when not in a cluster).
     pub kubeconfig: Option<PathBuf>,
+    /// The API server's URL, over the kubeconfig's (kube-scheduler's `--master`).
+    pub master: Option<String>,
     /// Sustained requests per second.
     pub qps: f64,
     /// Requests allowed at once above the sustained rate.
@@ -29,6 +31,7 @@ impl Default for ClientSettings {
     fn default() -> Self {
         ClientSettings {
             kubeconfig: None,
+            master: None,
             qps: 50.0,
             burst: 100,
         }
@@ -52,6 +55,14 @@ pub enum ClientError {
     /// The client could not be built from the configuration.
     #[error("API client: {0}")]
     Build(#[from] kube::Error),
+    /// `--master` is not a URL.
+    #[error("--master {url:?} is not a URL such as https://10.0.0.1:6443: {reason}")]
+    Master {
+        /// What was given.
+        url: String,
+        /// Why it does not parse.
+        reason: String,
+    },
     /// QPS or burst out of range.
     #[error("client rate limit: qps must be > 0 and burst >= 1 (got qps {qps}, burst {burst})")]
     BadRateLimit {
@@ -92,6 +103,17 @@ pub async fn config(settings: &ClientSettings) -> Result<Config, ClientError> {
         }
         None => Config::infer().await?,
     };
+    let mut config = config;
+    if let Some(url) = &settings.master {
+        config.cluster_url = url
+            .parse::<http::Uri>()
+            .ok()
+            .filter(|u| u.scheme().is_some() && u.host().is_some())
+            .ok_or_else(|| ClientError::Master {
+                url: url.clone(),
+                reason: "it needs a scheme (https:// or http://) and a host".into(),
+            })?;
+    }
     Ok(config)
 }
 

@@ -23,6 +23,7 @@ use crate::metrics::{Metrics, ReloadSource};
 use crate::queue::QueueConfig;
 use crate::reachability::Reachability;
 use crate::scheduling::{Health, SchedulerUpdates, SchedulingLoop};
+use crate::secure::{Delegation, SecureError, SecureServing};
 use crate::watch::Relists;
 
 /// Newer schedulers, each with the policy it was built from (its extenders are called,
@@ -49,8 +50,17 @@ pub struct DaemonConfig {
     pub client: ClientSettings,
     /// Leader election; None = schedule at once, alone.
     pub leader_election: Option<LeaseSettings>,
-    /// Where to serve /metrics, /healthz, /readyz and /configz; None = nowhere.
+    /// Where to serve /metrics, /healthz, /livez, /readyz and /configz over plain,
+    /// unauthenticated HTTP; None = nowhere.
     pub metrics_addr: Option<SocketAddr>,
+    /// Where and how to serve the same endpoints over HTTPS with delegated authentication and
+    /// authorization; None = nowhere.
+    pub secure: Option<SecureServing>,
+    /// The client for TokenReviews (`--authentication-kubeconfig`); None = [`Self::client`].
+    pub authentication_client: Option<ClientSettings>,
+    /// The client for SubjectAccessReviews (`--authorization-kubeconfig`); None =
+    /// [`Self::client`].
+    pub authorization_client: Option<ClientSettings>,
     /// Queue timing.
     pub queue: QueueConfig,
     /// How long in-flight bindings may take to finish at shutdown.
@@ -71,6 +81,9 @@ impl DaemonConfig {
             client: ClientSettings::default(),
             leader_election: None,
             metrics_addr: None,
+            secure: None,
+            authentication_client: None,
+            authorization_client: None,
             queue: QueueConfig::default(),
             shutdown_grace: Duration::from_secs(5),
             policy,
@@ -85,8 +98,11 @@ pub enum DaemonError {
     /// No API client.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// Secure serving could not be set up.
+    #[error(transparent)]
+    Secure(#[from] SecureError),
     /// The operations endpoint could not listen.
-    #[error("metrics address {addr}: {source}")]
+    #[error("cannot listen on {addr}: {source}")]
     Listen {
         /// The address.
         addr: SocketAddr,
@@ -151,27 +167,51 @@ pub async fn run(
     let health = Arc::new(Health::default());
     let (stop_tx, stop) = watch::channel(false);
 
-    let server = match config.metrics_addr {
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| DaemonError::Listen { addr, source })?;
-            info!(addr = %listener.local_addr().unwrap_or(addr),
-                "serving /metrics, /healthz, /readyz, /configz");
-            let mut stop = stop.clone();
-            let shutdown = async move {
-                let _ = stop.wait_for(|s| *s).await;
-            };
-            Some(tokio::spawn(crate::server::serve(
-                listener,
-                metrics.clone(),
-                health.clone(),
-                configz.clone(),
-                shutdown,
-            )))
-        }
-        None => None,
-    };
+    let app = crate::server::router(metrics.clone(), health.clone(), configz.clone());
+    let mut servers = Vec::new();
+    if let Some(secure) = &config.secure {
+        let acceptor = crate::secure::acceptor(secure)?;
+        let client_for = |settings: &Option<ClientSettings>| {
+            let settings = settings.clone().unwrap_or_else(|| config.client.clone());
+            async move { connect(&settings).await }
+        };
+        let delegation = Arc::new(Delegation::new(
+            client_for(&config.authentication_client).await?,
+            client_for(&config.authorization_client).await?,
+            secure.clone(),
+        ));
+        let listener = listen(secure.addr).await?;
+        info!(addr = %listener.local_addr().unwrap_or(secure.addr),
+            "serving /metrics, /healthz, /livez, /readyz, /configz over HTTPS \
+             (delegated authentication and authorization)");
+        let mut stop = stop.clone();
+        let shutdown = async move {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        servers.push(tokio::spawn(crate::secure::serve(
+            listener,
+            acceptor,
+            app.clone(),
+            delegation,
+            shutdown,
+        )));
+    }
+    if let Some(addr) = config.metrics_addr {
+        let listener = listen(addr).await?;
+        info!(addr = %listener.local_addr().unwrap_or(addr),
+            "serving /metrics, /healthz, /livez, /readyz, /configz over plain HTTP \
+             (unauthenticated)");
+        let mut stop = stop.clone();
+        let shutdown = async move {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        let app = app.clone();
+        servers.push(tokio::spawn(async move {
+            if let Err(e) = crate::server::serve(listener, app, shutdown).await {
+                error!(error = %e, "plain HTTP endpoint stopped");
+            }
+        }));
+    }
 
     let mut watches = crate::watch::spawn_all(&client, &runtime, &inputs, &relists, &reachability);
     let (election, leadership) = match config.leader_election.clone() {
@@ -262,7 +302,7 @@ pub async fn run(
         let _ = election.await;
     }
     watches.shutdown().await;
-    if let Some(server) = server {
+    for server in servers {
         let _ = server.await;
     }
     match joined {
@@ -270,6 +310,12 @@ pub async fn run(
         Ok(Ok(())) => Err(DaemonError::Thread("stopped unexpectedly".into())),
         Ok(Err(_)) | Err(_) => Err(DaemonError::Thread("panicked".into())),
     }
+}
+
+async fn listen(addr: SocketAddr) -> Result<tokio::net::TcpListener, DaemonError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| DaemonError::Listen { addr, source })
 }
 
 /// Attaches the extenders of each reloaded policy to its scheduler, and shows the policy on

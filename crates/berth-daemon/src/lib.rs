@@ -18,6 +18,7 @@ pub mod protections;
 pub mod queue;
 pub mod reachability;
 pub mod scheduling;
+pub mod secure;
 mod server;
 pub mod unreadable;
 pub mod watch;

@@ -1,4 +1,4 @@
-//! The operations endpoints: /metrics, /healthz, /readyz, /configz.
+//! The operations endpoints: /metrics, /healthz, /livez, /readyz, /configz.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,17 +14,23 @@ use crate::configz::Configz;
 use crate::metrics::Metrics;
 use crate::scheduling::Health;
 
-/// Serves the endpoints on `listener` until `shutdown` completes.
+/// Serves `app` over plain HTTP on `listener` until `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
-    metrics: Metrics,
-    health: Arc<Health>,
-    configz: Arc<Configz>,
+    app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The endpoints: /metrics, /healthz, /livez, /readyz, /configz.
+pub fn router(metrics: Metrics, health: Arc<Health>, configz: Arc<Configz>) -> Router {
     let live = health.clone();
+    let livez = health.clone();
     let ready = health;
-    let app = Router::new()
+    Router::new()
         .route(
             "/metrics",
             get(move || {
@@ -48,6 +54,13 @@ pub async fn serve(
             }),
         )
         .route(
+            "/livez",
+            get(move || {
+                let alive = livez.alive.load(Ordering::Relaxed);
+                async move { status(alive, "scheduling thread stopped") }
+            }),
+        )
+        .route(
             "/readyz",
             get(move || {
                 let synced = ready.synced.load(Ordering::Relaxed);
@@ -60,10 +73,7 @@ pub async fn serve(
                 let text = configz.text();
                 async move { ([(header::CONTENT_TYPE, "application/json")], text) }
             }),
-        );
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+        )
 }
 
 fn status(ok: bool, problem: &'static str) -> impl IntoResponse {

@@ -14,6 +14,7 @@ mod bundled;
 mod check;
 mod convert;
 mod extenders;
+mod legacy;
 mod plugins;
 mod run;
 mod simulate;
@@ -72,6 +73,8 @@ enum Command {
     /// Measure scheduling throughput on a seeded synthetic cluster.
     Bench(bench::Args),
     /// Run as a named scheduler on a cluster: watch, schedule and bind its pending pods.
+    /// Takes kube-scheduler v1.22's flags; a flag given twice takes its last value, as there.
+    #[command(args_override_self = true)]
     Run(Box<run::Args>),
 }
 
@@ -90,7 +93,14 @@ pub fn feature_gates(spec: &str) -> Result<FeatureGates, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let argv = match legacy::command_line(std::env::args().collect()) {
+        Ok(argv) => argv,
+        Err(e) => {
+            eprintln!("error: {}", each_cause_once(&e));
+            return ExitCode::FAILURE;
+        }
+    };
+    let cli = Cli::parse_from(argv);
     let result = match cli.command {
         Command::Check {
             policy,

@@ -1,6 +1,6 @@
 //! `berth run`: the scheduler daemon on a real cluster (see crates/berth-daemon).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,9 +9,11 @@ use anyhow::{Context, Result};
 use berth_daemon::client::ClientSettings;
 use berth_daemon::leader::LeaseSettings;
 use berth_daemon::metrics::ReloadCounts;
+use berth_daemon::queue::QueueConfig;
+use berth_daemon::secure::{Certificate, MinTls, SecureServing};
 use berth_daemon::{DaemonConfig, Reloading, termination_signal};
 use berth_engine::CycleConfig;
-use berth_schedconfig::goduration;
+use berth_schedconfig::{Settings, goduration};
 use berth_wasm::{PluginHost, PolicyCheck, Reloader, Runtime};
 use clap::ValueEnum;
 
@@ -27,72 +29,170 @@ pub enum LogFormat {
     Json,
 }
 
-/// Arguments of `berth run`.
+/// Arguments of `berth run`: Berth's own and kube-scheduler v1.22's (README, "kube-scheduler's
+/// flags"); a v1.22 flag Berth does not take is refused by [`crate::legacy`] with why.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Policy file (JSON).
-    #[arg(
-        long,
-        env = "BERTH_POLICY",
-        required_unless_present = "config",
-        conflicts_with = "config"
-    )]
+    /// Policy file (JSON or YAML), run for the pods of --scheduler-name (default berth).
+    #[arg(long, env = "BERTH_POLICY")]
     policy: Option<PathBuf>,
-    /// A kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration instead of a Policy (the
-    /// subset `berth convert` writes): the profile whose schedulerName is --scheduler-name.
+    /// kube-scheduler v1.22's Policy file flag: as --policy, but the pods served are
+    /// default-scheduler's unless --scheduler-name says otherwise, as v1.22 ran a Policy.
+    #[arg(long)]
+    policy_config_file: Option<PathBuf>,
+    /// v1.22's: take the Policy from --policy-config-file even when --policy-configmap is
+    /// given (`--use-legacy-policy-config` alone means true).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    use_legacy_policy_config: Option<bool>,
+    /// A ConfigMap holding the Policy under the key `policy.cfg` (v1.22's flag), read from the
+    /// API and watched: a changed Policy that validates replaces the running one.
+    #[arg(long)]
+    policy_configmap: Option<String>,
+    /// The namespace of --policy-configmap.
+    #[arg(long, default_value = "kube-system")]
+    policy_configmap_namespace: String,
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io v1beta1, v1beta2, v1beta3 or
+    /// v1): its client, leader election, backoff and percentage settings, and, without a
+    /// Policy flag, the profile whose schedulerName is --scheduler-name (v1beta3 and v1).
     /// Reloaded on change like a Policy file.
     #[arg(long, env = "BERTH_CONFIG")]
     config: Option<PathBuf>,
+    /// An OpenShift 3.x master-config.yaml: its schedulerConfigFile (the Policy),
+    /// schedulerArguments (flags) and loopback client; flags given here come after them.
+    #[arg(long)]
+    master_config: Option<PathBuf>,
     /// Directory of the WASM plugin modules the policy names (default: the policy file's
     /// directory).
     #[arg(long, env = "BERTH_PLUGINS")]
     plugins: Option<PathBuf>,
-    /// Schedule the pending pods whose spec.schedulerName is this.
-    #[arg(long, default_value = "berth")]
-    scheduler_name: String,
+    /// Schedule the pending pods whose spec.schedulerName is this (default: berth with
+    /// --policy or --config, default-scheduler with v1.22's Policy flags or --master-config).
+    #[arg(long)]
+    scheduler_name: Option<String>,
     /// Kubeconfig file (default: in-cluster configuration, else the usual kubeconfig).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// The API server's URL, over the kubeconfig's.
+    #[arg(long)]
+    master: Option<String>,
     /// Elect a leader among replicas through a Lease (default: on in a cluster, off outside);
     /// `--leader-elect` alone means true, as kube-scheduler's boolean flag.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
           action = clap::ArgAction::Set)]
     leader_elect: Option<bool>,
-    /// Name of the Lease.
-    #[arg(long, alias = "lease-name", default_value = "berth")]
-    leader_elect_resource_name: String,
+    /// Name of the Lease (default berth).
+    #[arg(long, alias = "lease-name", alias = "lock-object-name")]
+    leader_elect_resource_name: Option<String>,
     /// Namespace of the Lease (default: the pod's namespace in a cluster, else kube-system).
-    #[arg(long, alias = "lease-namespace")]
+    #[arg(long, alias = "lease-namespace", alias = "lock-object-namespace")]
     leader_elect_resource_namespace: Option<String>,
+    /// The kind of lock: leases (v1.22's default; the only one Berth holds).
+    #[arg(long)]
+    leader_elect_resource_lock: Option<String>,
     /// How long a lease holds without renewal: a standby takes over within about this long
-    /// (a Go duration in whole seconds, as the Lease stores them).
-    #[arg(long, alias = "lease-duration", default_value = "15s", value_parser = goduration::parse)]
-    leader_elect_lease_duration: Duration,
+    /// (a Go duration in whole seconds, as the Lease stores them; default 15s).
+    #[arg(long, alias = "lease-duration", value_parser = goduration::parse)]
+    leader_elect_lease_duration: Option<Duration>,
     /// How long after its last renewal the leader renews; if that renewal fails it stops
-    /// scheduling at once (whole seconds, below the lease duration).
-    #[arg(long, default_value = "10s", value_parser = goduration::parse)]
-    leader_elect_renew_deadline: Duration,
-    /// Wait before trying again after a failed acquisition or renewal (a standby otherwise
-    /// tries when the held lease expires).
-    #[arg(long, default_value = "2s", value_parser = goduration::parse)]
-    leader_elect_retry_period: Duration,
+    /// scheduling at once (whole seconds, below the lease duration; default 10s).
+    #[arg(long, value_parser = goduration::parse)]
+    leader_elect_renew_deadline: Option<Duration>,
+    /// Wait before trying again after a failed acquisition or renewal (default 2s).
+    #[arg(long, value_parser = goduration::parse)]
+    leader_elect_retry_period: Option<Duration>,
     /// Identity of this replica in the Lease and in events (default: hostname and a random
     /// suffix).
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
-    /// Address of /metrics, /healthz, /readyz and /configz (plain HTTP; kube-scheduler's old
-    /// insecure port 10251, not its HTTPS port 10259).
-    #[arg(long, default_value = "127.0.0.1:10251")]
-    metrics_addr: SocketAddr,
-    /// API requests per second, sustained (bindings, events, status updates, watches).
-    #[arg(long, alias = "qps", default_value_t = 50.0)]
-    kube_api_qps: f64,
-    /// API requests allowed at once above the sustained rate.
-    #[arg(long, alias = "burst", default_value_t = 100)]
-    kube_api_burst: u32,
-    /// Percentage of nodes to find feasible before scoring (0 = adaptive, as upstream).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
-    percentage_of_nodes_to_score: u32,
+    /// Address of /metrics, /healthz, /readyz and /configz over plain HTTP
+    /// (unauthenticated; kube-scheduler's old insecure port). Same as --address and --port.
+    #[arg(long, conflicts_with_all = ["port", "address"])]
+    metrics_addr: Option<SocketAddr>,
+    /// v1.22's insecure port: plain, unauthenticated HTTP on this port (0 or absent: none;
+    /// unlike v1.22, plain HTTP is only served when asked for).
+    #[arg(long)]
+    port: Option<u16>,
+    /// v1.22's insecure address for --port (default 0.0.0.0).
+    #[arg(long)]
+    address: Option<IpAddr>,
+    /// HTTPS port of /metrics, /healthz, /livez, /readyz and /configz, with delegated
+    /// authentication and authorization (0: none).
+    #[arg(long, default_value_t = 10259)]
+    secure_port: u16,
+    /// Address of --secure-port.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind_address: IpAddr,
+    /// Where a self-signed serving certificate is kept (kube-scheduler.crt and .key; reused
+    /// when present). Without it and without --tls-cert-file the certificate lives in memory.
+    #[arg(long)]
+    cert_dir: Option<PathBuf>,
+    /// PEM serving certificate (with its chain) for --secure-port.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// Lowest TLS version offered: VersionTLS12 (default) or VersionTLS13.
+    #[arg(long, value_parser = parse_tls_version)]
+    tls_min_version: Option<MinTls>,
+    /// Kubeconfig whose API server reviews bearer tokens (TokenReview; default: the
+    /// scheduler's own client).
+    #[arg(long)]
+    authentication_kubeconfig: Option<PathBuf>,
+    /// Kubeconfig whose API server authorizes requests (SubjectAccessReview; default: the
+    /// scheduler's own client).
+    #[arg(long)]
+    authorization_kubeconfig: Option<PathBuf>,
+    /// Paths served without authorization: exact, or a prefix when ending in `*`.
+    #[arg(long, value_delimiter = ',', default_value = "/healthz,/readyz,/livez")]
+    authorization_always_allow_paths: Vec<String>,
+    /// How long a token review is kept.
+    #[arg(long, default_value = "10s", value_parser = goduration::parse)]
+    authentication_token_webhook_cache_ttl: Duration,
+    /// How long an allowed authorization is kept.
+    #[arg(long, default_value = "10s", value_parser = goduration::parse)]
+    authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long a denied authorization is kept.
+    #[arg(long, default_value = "10s", value_parser = goduration::parse)]
+    authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// v1.22's: skip looking up the client CA in the cluster. Berth authenticates bearer
+    /// tokens only and looks nothing up, whatever is given.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    authentication_skip_lookup: Option<bool>,
+    /// v1.22's: tolerate a failed client CA lookup; see --authentication-skip-lookup.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    authentication_tolerate_lookup_failure: Option<bool>,
+    /// API requests per second, sustained (bindings, events, status updates, watches;
+    /// default 50).
+    #[arg(long, alias = "qps")]
+    kube_api_qps: Option<f64>,
+    /// API requests allowed at once above the sustained rate (default 100).
+    #[arg(long, alias = "burst")]
+    kube_api_burst: Option<u32>,
+    /// v1.22's request content type; Berth sends JSON whatever is given (a value other than
+    /// JSON is named in a warning).
+    #[arg(long)]
+    kube_api_content_type: Option<String>,
+    /// v1.22's /debug/pprof switch; Berth serves no profiling endpoint (true is named in a
+    /// warning).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    profiling: Option<bool>,
+    /// v1.22's lock contention profiling; see --profiling.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    contention_profiling: Option<bool>,
+    /// klog's: Berth always logs to standard error (false is refused).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    logtostderr: Option<bool>,
+    /// Percentage of nodes to find feasible before scoring (0 = adaptive, as upstream;
+    /// default 0).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
+    percentage_of_nodes_to_score: Option<u32>,
     /// kube-scheduler feature gates, as upstream's flag: `DefaultPodTopologySpread=false`
     /// (default: v1.22's, DefaultPodTopologySpread=true).
     #[arg(long, value_parser = crate::feature_gates, default_value = "")]
@@ -115,6 +215,362 @@ pub struct Args {
     /// at least one).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     io_threads: Option<u16>,
+}
+
+/// `--tls-min-version` as Go's crypto/tls names them.
+fn parse_tls_version(s: &str) -> Result<MinTls, String> {
+    match s {
+        "VersionTLS12" => Ok(MinTls::V12),
+        "VersionTLS13" => Ok(MinTls::V13),
+        "VersionTLS10" | "VersionTLS11" => Err(format!(
+            "{s}: Berth speaks TLS 1.2 and 1.3 only; give VersionTLS12 or VersionTLS13"
+        )),
+        other => Err(format!("{other:?}: expected VersionTLS12 or VersionTLS13")),
+    }
+}
+
+/// Where the policy comes from and which pods it serves, after v1.22's precedence.
+#[derive(Debug, Clone, PartialEq)]
+struct Chosen {
+    /// The file the policy is read from (and watched).
+    source: PolicySource,
+    /// The scheduler name served.
+    scheduler_name: String,
+    /// Settings from --config, when it is given.
+    settings: Option<Settings>,
+    /// Notes to log once at start.
+    notes: Vec<String>,
+}
+
+/// Everything `berth run` resolves from its flags and --config before it starts.
+#[derive(Debug, Clone)]
+struct Plan {
+    chosen: Chosen,
+    client: ClientSettings,
+    leader_elect: Option<bool>,
+    lease: LeaseFlags,
+    plain_http: Option<SocketAddr>,
+    secure: Option<SecureServing>,
+    percentage_of_nodes_to_score: u32,
+    queue: QueueConfig,
+}
+
+/// Leader election settings before the namespace default is applied.
+#[derive(Debug, Clone, PartialEq)]
+struct LeaseFlags {
+    name: String,
+    namespace: Option<String>,
+    duration: Duration,
+    renew_deadline: Duration,
+    retry: Duration,
+}
+
+impl Args {
+    /// The policy source and the scheduler name, with v1.22's precedence among its Policy
+    /// flags (deprecated.go's ApplyTo: --use-legacy-policy-config, else a ConfigMap, else the
+    /// file).
+    fn choose(&self) -> Result<Chosen> {
+        let mut notes = Vec::new();
+        if self.use_legacy_policy_config == Some(true) && self.policy_config_file.is_none() {
+            anyhow::bail!(
+                "--use-legacy-policy-config=true needs --policy-config-file (the Policy file it                  says to use), as kube-scheduler v1.22 requires"
+            );
+        }
+        if self.policy.is_some() && self.policy_config_file.is_some() {
+            anyhow::bail!(
+                "--policy and --policy-config-file both name a Policy file; give one (--policy                  serves berth's pods, --policy-config-file default-scheduler's, as v1.22)"
+            );
+        }
+        if let Some(name) = &self.policy_configmap
+            && self.use_legacy_policy_config != Some(true)
+        {
+            anyhow::bail!(
+                "--policy-configmap {}/{name}: reading the Policy from a ConfigMap is not                  available in this build of berth run; mount the ConfigMap as a file and give                  --policy-config-file (its key policy.cfg), which is watched and reloaded the                  same way",
+                self.policy_configmap_namespace
+            );
+        }
+        if self.policy_configmap.is_some() {
+            notes.push(
+                "--policy-configmap is not read: --use-legacy-policy-config=true takes the Policy                  from --policy-config-file, as v1.22"
+                    .to_string(),
+            );
+        }
+        let legacy_file = self.policy_config_file.as_deref();
+        let policy_file = self.policy.as_deref().or(legacy_file);
+        let settings = match &self.config {
+            Some(path) => Some(read_settings(path)?),
+            None => None,
+        };
+        let default_name = if legacy_file.is_some() || self.master_config.is_some() {
+            DEFAULT_SCHEDULER
+        } else {
+            BERTH
+        };
+        let scheduler_name = self
+            .scheduler_name
+            .clone()
+            .unwrap_or_else(|| default_name.to_string());
+        if self.scheduler_name.is_none() && default_name == DEFAULT_SCHEDULER {
+            notes.push(format!(
+                "serving the pods of {DEFAULT_SCHEDULER}, as kube-scheduler v1.22 ran a Policy;                  --scheduler-name serves another name"
+            ));
+        }
+        let source = match (policy_file, &self.config) {
+            (Some(file), config) => {
+                if let Some(config) = config
+                    && has_profiles(config)?
+                {
+                    notes.push(format!(
+                        "{}: its profiles are not used: the Policy {} decides, as kube-scheduler                          v1.22 with a Policy flag (its other settings apply)",
+                        config.display(),
+                        file.display()
+                    ));
+                }
+                PolicySource::Policy(file.to_path_buf())
+            }
+            (None, Some(config)) => PolicySource::Config {
+                path: config.clone(),
+                scheduler_name: Some(scheduler_name.clone()),
+                gates: self.feature_gates,
+            },
+            (None, None) => anyhow::bail!(
+                "no policy: give --policy FILE (or v1.22's --policy-config-file), --config FILE                  (a KubeSchedulerConfiguration) or --master-config FILE (OpenShift 3.x)"
+            ),
+        };
+        Ok(Chosen {
+            source,
+            scheduler_name,
+            settings,
+            notes,
+        })
+    }
+
+    /// Resolves every setting: a flag given on the command line, else --config's value, else
+    /// the default; leader election flags win over --config as in v1.22, and where the file
+    /// and a client flag disagree the file wins (v1.22 ignores those flags with --config),
+    /// which is said.
+    fn plan(&self) -> Result<Plan> {
+        let mut chosen = self.choose()?;
+        let settings = chosen.settings.clone().unwrap_or_default();
+        let notes = &mut chosen.notes;
+        notes.extend(
+            settings
+                .unused
+                .iter()
+                .map(|u| format!("--config: {u}; Berth does not act on it")),
+        );
+        let file_wins = |flag: &str, given: bool, file: bool, notes: &mut Vec<String>| {
+            if given && file {
+                notes.push(format!(
+                    "{flag} is overridden by --config's clientConnection, as kube-scheduler v1.22                      ignores it when --config is given"
+                ));
+            }
+        };
+        file_wins(
+            "--kubeconfig",
+            self.kubeconfig.is_some(),
+            settings.kubeconfig.is_some(),
+            notes,
+        );
+        file_wins(
+            "--kube-api-qps",
+            self.kube_api_qps.is_some(),
+            settings.qps.is_some(),
+            notes,
+        );
+        file_wins(
+            "--kube-api-burst",
+            self.kube_api_burst.is_some(),
+            settings.burst.is_some(),
+            notes,
+        );
+        let client = ClientSettings {
+            kubeconfig: settings
+                .kubeconfig
+                .clone()
+                .or_else(|| self.kubeconfig.clone()),
+            master: self.master.clone(),
+            qps: settings.qps.or(self.kube_api_qps).unwrap_or(50.0),
+            burst: settings.burst.or(self.kube_api_burst).unwrap_or(100),
+        };
+        if let Some(lock) = &self.leader_elect_resource_lock {
+            berth_schedconfig::component::resource_lock(lock)
+                .map_err(|m| anyhow::anyhow!("--leader-elect-resource-lock {m}"))?;
+        }
+        if let Some(content) = self
+            .kube_api_content_type
+            .as_deref()
+            .filter(|c| *c != "application/json" && *c != "application/vnd.kubernetes.protobuf")
+        {
+            anyhow::bail!(
+                "--kube-api-content-type {content:?}: expected application/json or                  application/vnd.kubernetes.protobuf"
+            );
+        }
+        if self.kube_api_content_type.as_deref() == Some("application/vnd.kubernetes.protobuf") {
+            notes.push(
+                "--kube-api-content-type=application/vnd.kubernetes.protobuf: Berth sends JSON"
+                    .to_string(),
+            );
+        }
+        for (flag, on) in [
+            ("--profiling", self.profiling),
+            ("--contention-profiling", self.contention_profiling),
+        ] {
+            if on == Some(true) {
+                notes.push(format!("{flag}: Berth serves no /debug/pprof"));
+            }
+        }
+        if self.logtostderr == Some(false) {
+            anyhow::bail!(
+                "--logtostderr=false: Berth logs to standard error only; the container runtime                  keeps the log"
+            );
+        }
+        let lease = LeaseFlags {
+            name: self
+                .leader_elect_resource_name
+                .clone()
+                .or(settings.lease_name.clone())
+                .unwrap_or_else(|| BERTH.to_string()),
+            namespace: self
+                .leader_elect_resource_namespace
+                .clone()
+                .or(settings.lease_namespace.clone()),
+            duration: self
+                .leader_elect_lease_duration
+                .or(settings.lease_duration)
+                .unwrap_or(Duration::from_secs(15)),
+            renew_deadline: self
+                .leader_elect_renew_deadline
+                .or(settings.renew_deadline)
+                .unwrap_or(Duration::from_secs(10)),
+            retry: self
+                .leader_elect_retry_period
+                .or(settings.retry_period)
+                .unwrap_or(Duration::from_secs(2)),
+        };
+        let plain_http = self.plain_http(&settings, notes)?;
+        let defaults = QueueConfig::default();
+        let queue = QueueConfig {
+            initial_backoff: settings
+                .pod_initial_backoff
+                .unwrap_or(defaults.initial_backoff),
+            max_backoff: settings.pod_max_backoff.unwrap_or(defaults.max_backoff),
+            ..defaults
+        };
+        if queue.max_backoff < queue.initial_backoff {
+            anyhow::bail!(
+                "--config: podMaxBackoffSeconds ({:?}) is below podInitialBackoffSeconds ({:?})",
+                queue.max_backoff,
+                queue.initial_backoff
+            );
+        }
+        let percentage_of_nodes_to_score = match (
+            self.percentage_of_nodes_to_score,
+            settings.percentage_of_nodes_to_score,
+        ) {
+            (Some(flag), Some(file)) if flag != file => {
+                notes.push(format!(
+                    "--percentage-of-nodes-to-score {flag} is overridden by --config's                      percentageOfNodesToScore ({file})"
+                ));
+                file
+            }
+            (flag, file) => file.or(flag).unwrap_or(0),
+        };
+        Ok(Plan {
+            secure: self.secure(),
+            leader_elect: self.leader_elect.or(settings.leader_elect),
+            chosen,
+            client,
+            lease,
+            plain_http,
+            percentage_of_nodes_to_score,
+            queue,
+        })
+    }
+
+    /// Secure serving from the flags; None with --secure-port=0.
+    fn secure(&self) -> Option<SecureServing> {
+        if self.secure_port == 0 {
+            return None;
+        }
+        let certificate = match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => Certificate::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            _ => Certificate::SelfSigned {
+                dir: self.cert_dir.clone(),
+            },
+        };
+        Some(SecureServing {
+            certificate,
+            min_tls: self.tls_min_version.unwrap_or(MinTls::V12),
+            always_allow_paths: self.authorization_always_allow_paths.clone(),
+            authentication_ttl: self.authentication_token_webhook_cache_ttl,
+            authorized_ttl: self.authorization_webhook_cache_authorized_ttl,
+            unauthorized_ttl: self.authorization_webhook_cache_unauthorized_ttl,
+            ..SecureServing::new(SocketAddr::new(self.bind_address, self.secure_port))
+        })
+    }
+
+    /// The plain HTTP address: --metrics-addr, else v1.22's --address and --port (port 0: none),
+    /// else --config's v1beta1/v1beta2 bind addresses, else v1.22's default.
+    fn plain_http(
+        &self,
+        settings: &Settings,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<SocketAddr>> {
+        if let Some(addr) = self.metrics_addr {
+            return Ok(Some(addr));
+        }
+        if self.port.is_some() || self.address.is_some() {
+            let port = self.port.unwrap_or(10251);
+            if port == 0 {
+                return Ok(None);
+            }
+            let ip = self.address.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+            return Ok(Some(SocketAddr::new(ip, port)));
+        }
+        match settings.plain_http.as_slice() {
+            [] => Ok(None),
+            [one, rest @ ..] => {
+                if !rest.is_empty() {
+                    notes.push(format!(
+                        "--config: healthzBindAddress and metricsBindAddress differ; Berth serves                          every endpoint on {one}"
+                    ));
+                }
+                let addr = one.parse::<SocketAddr>().with_context(|| {
+                    format!("--config: {one:?} is not an address such as 0.0.0.0:10251")
+                })?;
+                Ok((addr.port() != 0).then_some(addr))
+            }
+        }
+    }
+}
+
+/// Berth's own scheduler name and Lease name.
+const BERTH: &str = "berth";
+/// The scheduler name kube-scheduler v1.22 gave a Policy.
+const DEFAULT_SCHEDULER: &str = "default-scheduler";
+
+fn read_settings(path: &std::path::Path) -> Result<Settings> {
+    let text = berth_policy::file::read_regular_text(path, berth_policy::file::MAX_POLICY_BYTES)
+        .with_context(|| format!("--config {}", path.display()))?;
+    Ok(berth_schedconfig::settings(
+        &text,
+        &path.display().to_string(),
+    )?)
+}
+
+fn has_profiles(path: &std::path::Path) -> Result<bool> {
+    let text = berth_policy::file::read_regular_text(path, berth_policy::file::MAX_POLICY_BYTES)
+        .with_context(|| format!("--config {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_yaml_ng::from_str(&text).with_context(|| format!("--config {}", path.display()))?;
+    Ok(value
+        .get("profiles")
+        .and_then(|p| p.as_array())
+        .is_some_and(|p| !p.is_empty()))
 }
 
 /// How long the policy file and plugins must be quiet before a reload (editors and
@@ -149,13 +605,11 @@ const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/
 /// Runs the daemon until SIGTERM or SIGINT.
 pub fn run(args: &Args) -> Result<()> {
     init_logging(args.logging_format, args.verbosity);
-    let source = PolicySource::from_flags(
-        args.policy.as_deref(),
-        args.config.as_deref(),
-        Some(&args.scheduler_name),
-        args.feature_gates,
-    )
-    .context("give --policy or --config")?;
+    let plan = args.plan()?;
+    for note in &plan.chosen.notes {
+        tracing::warn!("{note}");
+    }
+    let source = &plan.chosen.source;
     let policy = source.load()?;
     for w in &policy.warnings {
         tracing::warn!("{w}");
@@ -165,7 +619,7 @@ pub fn run(args: &Args) -> Result<()> {
         tracing::warn!("{w}");
     }
     let config = CycleConfig {
-        percentage_of_nodes_to_score: args.percentage_of_nodes_to_score,
+        percentage_of_nodes_to_score: plan.percentage_of_nodes_to_score,
         feature_gates: args.feature_gates,
         ..CycleConfig::default()
     };
@@ -216,24 +670,28 @@ pub fn run(args: &Args) -> Result<()> {
 
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
     let identity = args.identity.clone().unwrap_or_else(default_identity);
-    let mut daemon = DaemonConfig::new(&args.scheduler_name, &identity, policy);
-    daemon.client = ClientSettings {
-        kubeconfig: args.kubeconfig.clone(),
-        qps: args.kube_api_qps,
-        burst: args.kube_api_burst,
+    let mut daemon = DaemonConfig::new(&plan.chosen.scheduler_name, &identity, policy);
+    daemon.client = plan.client.clone();
+    daemon.metrics_addr = plan.plain_http;
+    daemon.secure = plan.secure.clone();
+    let client_of = |kubeconfig: &Option<PathBuf>| {
+        kubeconfig.as_ref().map(|k| ClientSettings {
+            kubeconfig: Some(k.clone()),
+            master: None,
+            ..plan.client.clone()
+        })
     };
-    daemon.metrics_addr = Some(args.metrics_addr);
+    daemon.authentication_client = client_of(&args.authentication_kubeconfig);
+    daemon.authorization_client = client_of(&args.authorization_kubeconfig);
+    daemon.queue = plan.queue;
     daemon.feature_gates = args.feature_gates;
-    if args.leader_elect.unwrap_or(in_cluster) {
-        let namespace = args
-            .leader_elect_resource_namespace
-            .clone()
-            .unwrap_or_else(|| {
-                std::fs::read_to_string(POD_NAMESPACE_FILE)
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_else(|_| "kube-system".into())
-            });
-        daemon.leader_election = Some(lease_settings(args, namespace, identity)?);
+    if plan.leader_elect.unwrap_or(in_cluster) {
+        let namespace = plan.lease.namespace.clone().unwrap_or_else(|| {
+            std::fs::read_to_string(POD_NAMESPACE_FILE)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "kube-system".into())
+        });
+        daemon.leader_election = Some(lease_settings(&plan.lease, namespace, identity)?);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(io_threads(args.io_threads))
@@ -268,10 +726,14 @@ fn io_threads(flag: Option<u16>) -> usize {
 
 /// The Lease timing from the flags: the Lease counts whole seconds, and the leader must stop
 /// acting (renew deadline) before a standby may take over (lease duration).
-fn lease_settings(args: &Args, namespace: String, identity: String) -> Result<LeaseSettings> {
-    let duration = args.leader_elect_lease_duration;
-    let deadline = args.leader_elect_renew_deadline;
-    let retry = args.leader_elect_retry_period;
+fn lease_settings(
+    flags: &LeaseFlags,
+    namespace: String,
+    identity: String,
+) -> Result<LeaseSettings> {
+    let duration = flags.duration;
+    let deadline = flags.renew_deadline;
+    let retry = flags.retry;
     for (flag, value) in [
         ("--leader-elect-lease-duration", duration),
         ("--leader-elect-renew-deadline", deadline),
@@ -293,7 +755,7 @@ fn lease_settings(args: &Args, namespace: String, identity: String) -> Result<Le
         anyhow::bail!("--leader-elect-retry-period must be positive (e.g. 2s)");
     }
     Ok(LeaseSettings {
-        name: args.leader_elect_resource_name.clone(),
+        name: flags.name.clone(),
         namespace,
         identity,
         duration,
@@ -341,6 +803,7 @@ mod tests {
     use clap::Parser;
 
     #[derive(Parser)]
+    #[command(args_override_self = true)]
     struct Cli {
         #[command(flatten)]
         args: Args,
@@ -362,10 +825,10 @@ mod tests {
             (&["--leader-elect=false"], |a| a.leader_elect == Some(false)),
             (&["--leader-elect=true"], |a| a.leader_elect == Some(true)),
             (&["--leader-elect-lease-duration", "1m30s"], |a| {
-                a.leader_elect_lease_duration == Duration::from_secs(90)
+                a.leader_elect_lease_duration == Some(Duration::from_secs(90))
             }),
             (&["--lease-duration=20s"], |a| {
-                a.leader_elect_lease_duration == Duration::from_secs(20)
+                a.leader_elect_lease_duration == Some(Duration::from_secs(20))
             }),
             (
                 &[
@@ -373,22 +836,22 @@ mod tests {
                     "--leader-elect-retry-period=500ms",
                 ],
                 |a| {
-                    a.leader_elect_renew_deadline == Duration::from_secs(7)
-                        && a.leader_elect_retry_period == Duration::from_millis(500)
+                    a.leader_elect_renew_deadline == Some(Duration::from_secs(7))
+                        && a.leader_elect_retry_period == Some(Duration::from_millis(500))
                 },
             ),
             (&["--lease-name", "x", "--lease-namespace", "ns"], |a| {
-                a.leader_elect_resource_name == "x"
+                a.leader_elect_resource_name.as_deref() == Some("x")
                     && a.leader_elect_resource_namespace.as_deref() == Some("ns")
             }),
             (&["--leader-elect-resource-name=y"], |a| {
-                a.leader_elect_resource_name == "y"
+                a.leader_elect_resource_name.as_deref() == Some("y")
             }),
             (&["--kube-api-qps", "20", "--kube-api-burst", "30"], |a| {
-                a.kube_api_qps == 20.0 && a.kube_api_burst == 30
+                a.kube_api_qps == Some(20.0) && a.kube_api_burst == Some(30)
             }),
             (&["--qps", "5", "--burst", "6"], |a| {
-                a.kube_api_qps == 5.0 && a.kube_api_burst == 6
+                a.kube_api_qps == Some(5.0) && a.kube_api_burst == Some(6)
             }),
             (&["-v", "4"], |a| a.verbosity == 4),
             (&["--io-threads", "3"], |a| a.io_threads == Some(3)),
@@ -460,8 +923,8 @@ mod tests {
             ),
         ];
         for (flags, want) in cases {
-            let args = parse(flags).unwrap();
-            let got = lease_settings(&args, "ns".into(), "me".into())
+            let plan = parse(flags).unwrap().plan().unwrap();
+            let got = lease_settings(&plan.lease, "ns".into(), "me".into())
                 .map(|s| {
                     let ms = s.retry.as_millis() as u64;
                     (s.duration.as_secs(), s.renew_deadline.as_secs(), ms)

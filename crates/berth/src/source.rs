@@ -10,7 +10,7 @@ use berth_schedconfig::ReadOptions;
 use berth_wasm::PolicyParser;
 
 /// A policy file and how to read it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum PolicySource {
     /// A `kind: Policy` file.
     Policy(PathBuf),

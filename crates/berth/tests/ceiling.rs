@@ -697,6 +697,7 @@ async fn ceiling_berth_and_kube_scheduler_alternating() {
             kubeconfig: Some(env.kubeconfig.clone()),
             qps: qps as f64,
             burst: u32::try_from(qps * 2).context("BERTH_CEILING_QPS too large")?,
+            ..ClientSettings::default()
         };
         let bench = Bench {
             apiserver: server_pid(&env, "kube-apiserver")?,

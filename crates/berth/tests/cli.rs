@@ -352,6 +352,7 @@ fn each_cause_is_said_once() {
                 "--policy",
                 policy,
                 "--leader-elect=false",
+                "--secure-port=0",
                 "--kubeconfig",
                 &missing,
             ],
@@ -398,7 +399,8 @@ fn an_unreachable_api_server_is_named_once() {
             "--kubeconfig",
         ])
         .arg(&kubeconfig)
-        .args(["--metrics-addr", "127.0.0.1:0", "--logging-format", "json"])
+        .args(["--metrics-addr", "127.0.0.1:0", "--secure-port=0"])
+        .args(["--logging-format", "json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

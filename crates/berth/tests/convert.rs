@@ -155,10 +155,21 @@ fn a_converted_policy_schedules_as_the_policy_does() {
         "{}",
         text(&run.stderr)
     );
-    let run = berth(&["run", "--policy", &policy, "--config", &config]);
+    // As kube-scheduler v1.22: a Policy flag with --config takes the file's other settings,
+    // and its profiles are not used (said once).
+    let run = berth(&[
+        "run",
+        "--policy",
+        &policy,
+        "--config",
+        &config,
+        "--kubeconfig=/nonexistent/kubeconfig",
+    ]);
+    assert!(!run.status.success());
+    let stderr = text(&run.stderr);
+    assert!(stderr.contains("its profiles are not used"), "{stderr}");
     assert!(
-        text(&run.stderr).contains("cannot be used with"),
-        "{}",
-        text(&run.stderr)
+        stderr.contains("kubeconfig /nonexistent/kubeconfig"),
+        "{stderr}"
     );
 }

@@ -95,7 +95,8 @@ fn start(env: &Env, variant: Variant, dir: &Path, round: usize) -> Result<Proces
         .args(["--leader-elect-resource-namespace", NAMESPACE])
         .arg("--kubeconfig")
         .arg(&env.kubeconfig)
-        .args(["--metrics-addr", &format!("127.0.0.1:{}", free_port()?)]);
+        .args(["--metrics-addr", &format!("127.0.0.1:{}", free_port()?)])
+        .arg("--secure-port=0");
     if matches!(variant, Variant::BerthWasm) {
         command
             .arg("--plugins")

@@ -288,6 +288,10 @@ impl Berth {
         args.push(kubeconfig.display().to_string());
         args.push("--metrics-addr".into());
         args.push(format!("127.0.0.1:{metrics}"));
+        if !extra.iter().any(|a| a.starts_with("--secure-port")) {
+            // Tests run many schedulers at once: the HTTPS port only where a test asks for it.
+            args.push("--secure-port=0".into());
+        }
         args.extend(extra.iter().map(|s| s.to_string()));
         let child = berth_testcluster::bounded_command(
             Path::new(env!("CARGO_BIN_EXE_berth")),
