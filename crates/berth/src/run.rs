@@ -952,3 +952,253 @@ mod tests {
         }
     }
 }
+
+/// kube-scheduler v1.22's real command lines through `berth run`'s parser: every flag of
+/// v1.22.17's `--help`, kubeadm v1.22's manifest and OpenShift 3.11's master-config.yaml.
+#[cfg(test)]
+mod legacy_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    #[command(args_override_self = true)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// `berth run ARGS` as main parses it (the legacy step first).
+    fn parse(args: &[String]) -> Result<Args, String> {
+        let argv: Vec<String> = ["berth", "run"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(args.iter().cloned())
+            .collect();
+        let argv = crate::legacy::command_line(argv).map_err(|e| format!("{e:#}"))?;
+        Cli::try_parse_from(argv.into_iter().skip(1))
+            .map(|c| c.args)
+            .map_err(|e| e.to_string())
+    }
+
+    const HELP: &str = include_str!("../tests/legacy/kube-scheduler-v1.22.17-help.txt");
+
+    /// A value for a v1.22 flag that v1.22 itself would take.
+    fn sample(flag: &str, kind: &str) -> Option<String> {
+        let value = match flag {
+            "leader-elect-resource-lock" => "leases",
+            "kube-api-content-type" => "application/json",
+            "feature-gates" => "DefaultPodTopologySpread=true",
+            "logging-format" => "text",
+            "address" | "bind-address" => "127.0.0.1",
+            "master" => "https://127.0.0.1:6443",
+            "tls-min-version" => "VersionTLS12",
+            "tls-cert-file" | "tls-private-key-file" => return None,
+            "authorization-always-allow-paths" => "/healthz",
+            "use-legacy-policy-config" => "false",
+            "policy-configmap" | "policy-configmap-namespace" => "kube-system",
+            "v" => "2",
+            "logtostderr" => "true",
+            _ => match kind {
+                "duration" => "15s",
+                "int" | "int32" | "float32" | "uint" => "5",
+                "strings" | "string" | "ip" => "x",
+                _ => "true",
+            },
+        };
+        Some(value.to_string())
+    }
+
+    #[test]
+    fn every_v122_flag_is_taken_or_refused_with_why() {
+        let mut taken = 0;
+        let mut refused = 0;
+        for line in HELP.lines().filter(|l| l.trim_start().starts_with("--")) {
+            let mut words = line.split_whitespace();
+            let flag = words.next().unwrap().trim_start_matches("--");
+            let kind = words.next().unwrap_or_default();
+            if ["help", "version", "policy-configmap"].contains(&flag) {
+                // --help and --version are answered by clap; --policy-configmap needs the API.
+                continue;
+            }
+            let Some(value) = sample(flag, kind) else {
+                continue;
+            };
+            let args = vec!["--policy=p.json".to_string(), format!("--{flag}={value}")];
+            match parse(&args) {
+                Ok(_) => taken += 1,
+                Err(e) => {
+                    assert!(
+                        e.contains("is not taken by berth run: ")
+                            && e.contains(&format!("--{flag}")),
+                        "--{flag}: neither taken nor refused with why: {e}"
+                    );
+                    refused += 1;
+                }
+            }
+        }
+        // Both sides are exercised: the table is not empty and most flags carry over.
+        assert!(
+            taken > 40 && refused > 20,
+            "taken {taken}, refused {refused}"
+        );
+        let pair = [
+            "--policy=p.json".to_string(),
+            "--tls-cert-file=c.pem".to_string(),
+            "--tls-private-key-file=k.pem".to_string(),
+        ];
+        assert!(parse(&pair).is_ok());
+    }
+
+    /// The command of kubeadm v1.22's manifest (deploy/legacy), with the Policy as kubeadm's
+    /// scheduler.extraArgs adds it.
+    fn kubeadm_command() -> Vec<String> {
+        let text = include_str!("../../../deploy/legacy/kubeadm-v1.22-kube-scheduler.yaml");
+        let pod: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).unwrap();
+        let command = pod["spec"]["containers"][0]["command"]
+            .as_sequence()
+            .unwrap();
+        assert_eq!(command[0].as_str(), Some("kube-scheduler"));
+        command[1..]
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .chain(["--policy-config-file=/etc/kubernetes/scheduler-policy.json".to_string()])
+            .collect()
+    }
+
+    #[test]
+    fn kubeadms_v122_manifest_runs_with_v122s_meaning() {
+        let plan = parse(&kubeadm_command()).unwrap().plan().unwrap();
+        assert_eq!(plan.chosen.scheduler_name, "default-scheduler");
+        assert_eq!(
+            plan.chosen.source,
+            PolicySource::Policy("/etc/kubernetes/scheduler-policy.json".into())
+        );
+        assert_eq!(
+            plan.client.kubeconfig,
+            Some("/etc/kubernetes/scheduler.conf".into())
+        );
+        assert_eq!(plan.leader_elect, Some(true));
+        assert_eq!(plan.plain_http, None, "--port=0");
+        let secure = plan
+            .secure
+            .expect("HTTPS, where the manifest's probes look");
+        assert_eq!(secure.addr, "127.0.0.1:10259".parse().unwrap());
+        assert_eq!(secure.always_allow_paths, ["/healthz", "/readyz", "/livez"]);
+    }
+
+    #[test]
+    fn openshift_311_master_config_runs_its_policy_and_loopback_client() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/legacy");
+        let file = format!("{dir}/openshift-3.11-master-config.yaml");
+        let args = parse(&[format!("--master-config={file}")]).unwrap();
+        let plan = args.plan().unwrap();
+        assert_eq!(plan.chosen.scheduler_name, "default-scheduler");
+        assert_eq!(
+            plan.chosen.source,
+            PolicySource::Policy("/etc/origin/master/scheduler.json".into())
+        );
+        assert_eq!(
+            plan.client.kubeconfig,
+            Some(PathBuf::from(dir).join("openshift-master.kubeconfig"))
+        );
+        assert_eq!((plan.client.qps, plan.client.burst), (300.0, 600));
+        // Its schedulerArguments are flags; the command line comes after them and wins.
+        let tmp = tempfile::tempdir().unwrap();
+        let with_args = tmp.path().join("master-config.yaml");
+        std::fs::write(
+            &with_args,
+            std::fs::read_to_string(&file).unwrap().replace(
+                "  schedulerArguments: null",
+                "  schedulerArguments:\n    kube-api-qps: [\"100\"]\n    leader-elect-resource-lock: [leases]\n    lock-object-name: [ose-scheduler]",
+            ),
+        )
+        .unwrap();
+        let flag = format!("--master-config={}", with_args.display());
+        let plan = parse(&[flag.clone()]).unwrap().plan().unwrap();
+        assert_eq!(plan.client.qps, 100.0);
+        assert_eq!(plan.lease.name, "ose-scheduler");
+        let plan = parse(&[flag, "--kube-api-qps=7".into()])
+            .unwrap()
+            .plan()
+            .unwrap();
+        assert_eq!(plan.client.qps, 7.0);
+        let bad = tmp.path().join("bad.yaml");
+        std::fs::write(&bad, "kind: MasterConfig\nkubernetesMasterConfig:\n  schedulerArguments:\n    log-dir: [/var/log]\n  schedulerConfigFile: s.json\n").unwrap();
+        let err = parse(&[format!("--master-config={}", bad.display())])
+            .err()
+            .unwrap();
+        assert!(
+            err.contains("schedulerArguments") && err.contains("--log-dir"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn v122_precedence_among_policy_flags_and_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("c.yaml");
+        std::fs::write(
+            &config,
+            "apiVersion: kubescheduler.config.k8s.io/v1beta2\nkind: KubeSchedulerConfiguration\n\
+             clientConnection: {kubeconfig: /from/file, qps: 9}\n\
+             leaderElection: {leaderElect: true, resourceName: file-lease}\n\
+             percentageOfNodesToScore: 30\npodInitialBackoffSeconds: 3\npodMaxBackoffSeconds: 30\n\
+             healthzBindAddress: 127.0.0.1:10251\nparallelism: 8\nprofiles: [{schedulerName: x}]\n",
+        )
+        .unwrap();
+        let c = format!("--config={}", config.display());
+        let args = |extra: &[&str]| {
+            let mut v = vec!["--policy-config-file=p.json".to_string(), c.clone()];
+            v.extend(extra.iter().map(|s| s.to_string()));
+            parse(&v).unwrap().plan()
+        };
+        let plan = args(&[
+            "--kubeconfig=/from/flag",
+            "--leader-elect-resource-name=flag-lease",
+        ])
+        .unwrap();
+        assert_eq!(
+            plan.client.kubeconfig,
+            Some("/from/file".into()),
+            "v1.22: the file's client"
+        );
+        assert_eq!(plan.client.qps, 9.0);
+        assert_eq!(
+            plan.lease.name, "flag-lease",
+            "v1.22: leader election flags win"
+        );
+        assert_eq!(plan.percentage_of_nodes_to_score, 30);
+        assert_eq!(plan.queue.initial_backoff, Duration::from_secs(3));
+        assert_eq!(plan.queue.max_backoff, Duration::from_secs(30));
+        assert_eq!(plan.plain_http, Some("127.0.0.1:10251".parse().unwrap()));
+        let notes = plan.chosen.notes.join("\n");
+        for said in [
+            "its profiles are not used",
+            "parallelism (8)",
+            "--kubeconfig is overridden",
+        ] {
+            assert!(notes.contains(said), "{said} not in {notes}");
+        }
+        let errors: [(&[&str], &str); 4] = [
+            (&["--leader-elect-resource-lock=endpoints"], "Lease only"),
+            (&["--logtostderr=false"], "standard error only"),
+            (
+                &["--kube-api-content-type=text/plain"],
+                "expected application/json",
+            ),
+            (&["--policy=q.json"], "give one"),
+        ];
+        for (extra, want) in errors {
+            let err = args(extra).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains(want), "{extra:?}: {err}");
+        }
+        let err = parse(&["--use-legacy-policy-config".to_string()])
+            .unwrap()
+            .plan()
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("needs --policy-config-file"),
+            "{err}"
+        );
+    }
+}
