@@ -175,7 +175,7 @@ async fn the_chart_and_the_kustomize_base_pass_a_server_side_dry_run() {
             stored(&chart, "PodDisruptionBudget")["spec"]["maxUnavailable"],
             1
         );
-        assert_eq!(stored(&chart, "Service")["spec"]["ports"][0]["port"], 10251);
+        assert_eq!(stored(&chart, "Service")["spec"]["ports"][0]["port"], 10259);
 
         // A small module in the ConfigMap's binaryData.
         let set = format!("plugins.configMap.gpu\\.wasm={EMPTY_MODULE_BASE64}");
@@ -265,10 +265,21 @@ fn the_chart_rbac_is_deploy_rbac_yaml() {
     let base = documents(&std::fs::read_to_string(format!("{DEPLOY}/rbac.yaml")).unwrap());
     let chart = documents(&render(helm, &[]));
     assert_eq!(rules(&chart), rules(&base));
-    // Bound to the chart's ServiceAccount, the Role in the Lease's namespace.
-    let binding = object(&chart, "ClusterRoleBinding", None);
-    assert_eq!(binding["subjects"][0]["name"], "berth");
-    assert_eq!(binding["subjects"][0]["namespace"], NAMESPACE);
+    // Bound to the chart's ServiceAccount, the Role in the Lease's namespace; the secure port's
+    // delegation through system:auth-delegator, as deploy/rbac.yaml binds it.
+    for (name, role) in [
+        ("berth-scheduler", "berth-scheduler"),
+        ("berth-auth-delegator", "system:auth-delegator"),
+    ] {
+        let binding = object(&chart, "ClusterRoleBinding", Some(name));
+        assert_eq!(binding["subjects"][0]["name"], "berth");
+        assert_eq!(binding["subjects"][0]["namespace"], NAMESPACE);
+        assert_eq!(
+            binding["roleRef"],
+            object(&base, "ClusterRoleBinding", Some(name))["roleRef"]
+        );
+        assert_eq!(binding["roleRef"]["name"], role);
+    }
     let lease_ns = render(
         helm,
         &["--set", "leaderElection.resourceNamespace=kube-system"],
@@ -434,6 +445,70 @@ fn a_policy_given_as_a_yaml_map_renders_as_the_same_json() {
 
 /// The chart's default container arguments: the kustomize base's, with the lease timing
 /// spelled out at `berth run`'s defaults.
+/// kubeadm v1.22's kube-scheduler arguments (deploy/legacy, as kubeadm writes them) given as
+/// the chart's extraArgs render into a Deployment `berth run` accepts, and the secure port and
+/// its probes follow the values.
+#[test]
+fn kubeadms_v122_arguments_run_through_the_chart() {
+    let Some(helm) = helm() else { return };
+    let manifest: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(format!("{DEPLOY}/legacy/kubeadm-v1.22-kube-scheduler.yaml"))
+            .unwrap(),
+    )
+    .unwrap();
+    let kubeadm: Vec<String> = manifest["spec"]["containers"][0]["command"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    assert!(kubeadm.contains(&"--port=0".to_string()), "{kubeadm:?}");
+    let mut values = Vec::new();
+    for (i, arg) in kubeadm.iter().enumerate() {
+        values.push("--set-string".to_string());
+        values.push(format!("extraArgs[{i}]={arg}"));
+    }
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    let rendered = render(helm, &values);
+    for arg in &kubeadm {
+        assert!(rendered.contains(arg.as_str()), "{arg} not rendered");
+    }
+    assert_berth_run_accepts(&rendered);
+    let plain = render(
+        helm,
+        &[
+            "--set",
+            "metrics.port=0",
+            "--set",
+            "metrics.insecurePort=10251",
+        ],
+    );
+    assert!(
+        plain.contains("--secure-port=0") && plain.contains("--port=10251"),
+        "{plain}"
+    );
+    let plain_docs = documents(&plain);
+    let container =
+        &object(&plain_docs, "Deployment", None)["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["readinessProbe"]["httpGet"]["scheme"], "HTTP");
+    assert_eq!(
+        count(&plain_docs, "Service"),
+        0,
+        "no HTTPS port, no HTTPS Service"
+    );
+    assert_berth_run_accepts(&plain);
+    let docs = documents(&render(helm, &[]));
+    let probe = &object(&docs, "Deployment", None)["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]
+        ["httpGet"];
+    assert_eq!(probe["scheme"], "HTTPS");
+    assert_eq!(probe["port"], "https");
+    assert_eq!(
+        object(&docs, "ClusterRoleBinding", Some("berth-auth-delegator"))["roleRef"]["name"],
+        "system:auth-delegator"
+    );
+}
+
 #[test]
 fn the_chart_runs_berth_as_the_kustomize_base_does() {
     let Some(helm) = helm() else { return };
