@@ -1114,7 +1114,7 @@ mod legacy_tests {
         )
         .unwrap();
         let flag = format!("--master-config={}", with_args.display());
-        let plan = parse(&[flag.clone()]).unwrap().plan().unwrap();
+        let plan = parse(std::slice::from_ref(&flag)).unwrap().plan().unwrap();
         assert_eq!(plan.client.qps, 100.0);
         assert_eq!(plan.lease.name, "ose-scheduler");
         let plan = parse(&[flag, "--kube-api-qps=7".into()])

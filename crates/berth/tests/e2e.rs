@@ -1997,3 +1997,92 @@ async fn a_reloaded_policy_swaps_its_extenders_and_a_bad_one_is_refused() {
     })
     .await;
 }
+
+/// The secure port as kube-scheduler's, judged by kube-scheduler v1.36.3 itself on the same
+/// cluster: both delegate to the API server with the chart's ServiceAccount (whose
+/// system:auth-delegator binding is the chart's), and answer every request with the same
+/// status. Upstream's delegated authentication lets a request without a token through as
+/// system:anonymous (so a protected path is 403 unless RBAC grants it, and only an invalid
+/// token is 401); the health paths are always allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_secure_port_authenticates_and_authorizes_as_kube_scheduler_does() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(300), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        env.cluster
+            .apply_yaml(&format!(
+                "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: nobody, namespace: {NAMESPACE}}}\n\
+                 ---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: scraper, namespace: {NAMESPACE}}}\n\
+                 ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n\
+                 metadata: {{name: test-metrics-reader}}\n\
+                 rules: [{{nonResourceURLs: [/metrics], verbs: [get]}}]\n\
+                 ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n\
+                 metadata: {{name: test-metrics-reader}}\n\
+                 roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: test-metrics-reader}}\n\
+                 subjects: [{{kind: ServiceAccount, name: scraper, namespace: {NAMESPACE}}}]\n"
+            ))
+            .await?;
+        let nobody = env.cluster.service_account_token(NAMESPACE, "nobody").await?;
+        let scraper = env.cluster.service_account_token(NAMESPACE, "scraper").await?;
+        let dir = tempfile::tempdir()?;
+        let berth_port = free_port()?;
+        let mut berth = env.berth(
+            "secure",
+            &[
+                &format!("--secure-port={berth_port}"),
+                "--bind-address=127.0.0.1",
+                &format!("--cert-dir={}", dir.path().join("berth").display()),
+            ],
+        )?;
+        berth.wait_ready().await?;
+        let judge_port = free_port()?;
+        let delegate = env.kubeconfig.display().to_string();
+        let log = dir.path().join("kube-scheduler.log");
+        let out = std::fs::File::create(&log)?;
+        let binary = env.cluster.bin_dir().join("kube-scheduler");
+        let judge = berth_testcluster::bounded_command(&binary, Duration::from_secs(240), None)
+            .arg(format!("--kubeconfig={}", env.cluster.kubeconfig_path().display()))
+            .arg(format!("--authentication-kubeconfig={delegate}"))
+            .arg(format!("--authorization-kubeconfig={delegate}"))
+            .arg(format!("--secure-port={judge_port}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg("--leader-elect=false")
+            .arg(format!("--cert-dir={}", dir.path().join("judge").display()))
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .context("starting kube-scheduler")?;
+        let _judge = Process { child: judge, log };
+        eventually("kube-scheduler's secure port", Duration::from_secs(60), || async {
+            https_get(judge_port, None, "/healthz").await.map(Some)
+        })
+        .await?;
+        let cases: [(Option<&str>, &str, u16); 9] = [
+            (None, "/healthz", 200),
+            (None, "/readyz", 200),
+            (None, "/livez", 200),
+            (None, "/metrics", 403),
+            (Some("not-a-token"), "/metrics", 401),
+            (Some(&nobody), "/metrics", 403),
+            (Some(&scraper), "/metrics", 200),
+            (Some(&scraper), "/configz", 403),
+            (Some(&nobody), "/healthz", 200),
+        ];
+        for (token, path, want) in cases {
+            let who = token.map_or("no token", |t| if t == nobody { "nobody" } else if t == scraper { "scraper" } else { t });
+            let judged = https_get(judge_port, token, path).await?;
+            let got = https_get(berth_port, token, path).await?;
+            ensure!(
+                got == judged && got == want,
+                "{who} GET {path}: berth {got}, kube-scheduler v1.36.3 {judged}, expected {want}\nberth log:\n{}",
+                tail(&berth.log(), 30)
+            );
+        }
+        // The answers are cached for 10 s, as upstream's: a revoked grant is seen after that,
+        // not per request.
+        let metrics = https_get(berth_port, Some(&scraper), "/metrics").await?;
+        ensure!(metrics == 200, "scraper again: {metrics}");
+        Ok(())
+    })
+    .await;
+}
