@@ -52,11 +52,46 @@ pub type PolicyCheck = Box<dyn Fn(&EffectivePolicy) -> Result<(), String> + Send
 pub type PolicyParser =
     Arc<dyn Fn(&str, &str) -> Result<EffectivePolicy, PolicyError> + Send + Sync>;
 
+/// Where the policy's text comes from.
+enum PolicyInput {
+    /// A file, read at every rescan (its directory is watched).
+    File(PathBuf),
+    /// Text handed over by the caller ([`Reloader::offer`], e.g. from a watched ConfigMap),
+    /// or why there is none now; `name` names it in messages.
+    Offered {
+        name: String,
+        latest: Mutex<Result<String, String>>,
+    },
+}
+
+impl PolicyInput {
+    /// The policy's name in messages.
+    fn name(&self) -> String {
+        match self {
+            PolicyInput::File(path) => path.display().to_string(),
+            PolicyInput::Offered { name, .. } => name.clone(),
+        }
+    }
+
+    /// The name in messages and the text now (or why there is none).
+    fn read(&self) -> (String, Result<String, String>) {
+        match self {
+            PolicyInput::File(path) => {
+                let file = path.display().to_string();
+                let read = read_policy(path)
+                    .map_err(|e| format!("{file}: cannot read the policy file: {e}"));
+                (file, read)
+            }
+            PolicyInput::Offered { name, latest } => (name.clone(), lock(latest).clone()),
+        }
+    }
+}
+
 struct Shared {
     host: Arc<PluginHost>,
     check: Option<PolicyCheck>,
     parse: PolicyParser,
-    policy_path: PathBuf,
+    input: PolicyInput,
     config: CycleConfig,
     /// Hash of the policy text running now.
     policy_hash: Mutex<ContentHash>,
@@ -173,20 +208,8 @@ impl Reloader {
             file: policy_path.display().to_string(),
             source,
         })?;
-        let policy = parse(&text, &policy_path.display().to_string())?;
-        let scheduler = scheduler_with_plugins(&policy, config, &*host)?;
-        let shared = Arc::new(Shared {
-            host: host.clone(),
-            check,
-            parse,
-            policy_path: policy_path.to_path_buf(),
-            config,
-            policy_hash: Mutex::new(content_hash(text.as_bytes())),
-            policy_rejected: Mutex::new(None),
-            policy: Mutex::new(policy),
-            pending: Mutex::new(None),
-            status: Mutex::new(ReloadStatus::default()),
-        });
+        let input = PolicyInput::File(policy_path.to_path_buf());
+        let (shared, scheduler) = Shared::first(host.clone(), input, &text, config, check, parse)?;
         let policy_dir = match policy_path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -203,6 +226,45 @@ impl Reloader {
             },
             scheduler,
         ))
+    }
+
+    /// Like [`Reloader::start_parsed`] for a policy whose text the caller hands over (first
+    /// `text`, then each version through [`Reloader::offer`]) rather than a file: only the
+    /// plugins directory is watched. `name` names the policy in messages.
+    pub fn start_offered(
+        host: Arc<PluginHost>,
+        name: &str,
+        text: &str,
+        config: CycleConfig,
+        debounce: Duration,
+        check: Option<PolicyCheck>,
+        parse: PolicyParser,
+    ) -> Result<(Reloader, Scheduler), WatchError> {
+        let input = PolicyInput::Offered {
+            name: name.to_string(),
+            latest: Mutex::new(Ok(text.to_string())),
+        };
+        let (shared, scheduler) = Shared::first(host.clone(), input, text, config, check, parse)?;
+        let dirs = vec![(host.dir().to_path_buf(), RecursiveMode::Recursive)];
+        let watcher = watch(&dirs, debounce, shared.clone())?;
+        Ok((
+            Reloader {
+                shared,
+                _watcher: watcher,
+            },
+            scheduler,
+        ))
+    }
+
+    /// Hands over the policy's latest text (or why there is none, e.g. its ConfigMap was
+    /// deleted) and reloads at once, with the file's rule: a version that loads replaces the
+    /// running policy, one that does not (or none) leaves it running and is reported.
+    /// Ignored for a policy read from a file.
+    pub fn offer(&self, text: Result<String, String>) {
+        if let PolicyInput::Offered { latest, .. } = &self.shared.input {
+            *lock(latest) = text;
+            self.shared.rescan();
+        }
     }
 
     /// A scheduler for a changed policy, once per change; the caller swaps it in between
@@ -241,6 +303,32 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 impl Shared {
+    /// The state of a reloader whose first policy is `text`, and that policy's scheduler.
+    fn first(
+        host: Arc<PluginHost>,
+        input: PolicyInput,
+        text: &str,
+        config: CycleConfig,
+        check: Option<PolicyCheck>,
+        parse: PolicyParser,
+    ) -> Result<(Arc<Shared>, Scheduler), WatchError> {
+        let policy = parse(text, &input.name())?;
+        let scheduler = scheduler_with_plugins(&policy, config, &*host)?;
+        let shared = Arc::new(Shared {
+            host,
+            check,
+            parse,
+            input,
+            config,
+            policy_hash: Mutex::new(content_hash(text.as_bytes())),
+            policy_rejected: Mutex::new(None),
+            policy: Mutex::new(policy),
+            pending: Mutex::new(None),
+            status: Mutex::new(ReloadStatus::default()),
+        });
+        Ok((shared, scheduler))
+    }
+
     fn rescan(&self) {
         let mut module_reloads = 0;
         let mut module_errors = Vec::new();
@@ -277,9 +365,7 @@ impl Shared {
     /// Loads the policy file if its contents changed; true when a new scheduler is pending.
     /// A version that failed once is `Ok(false)` until the file changes again.
     fn reload_policy(&self) -> Result<bool, String> {
-        let file = self.policy_path.display().to_string();
-        let read = read_policy(&self.policy_path)
-            .map_err(|e| format!("{file}: cannot read the policy file: {e}"));
+        let (file, read) = self.input.read();
         let hash = match &read {
             Ok(text) => content_hash(text.as_bytes()),
             Err(e) => error_hash(e),

@@ -442,3 +442,41 @@ fn the_policy_file_is_read_by_the_given_parser() {
     );
     assert_eq!(labels(&reloader), ["ssd"], "the running policy stays");
 }
+
+/// A policy handed over by the caller (a ConfigMap's text) follows the file's rule: a version
+/// that loads replaces the running one, a broken one or none at all (the ConfigMap deleted)
+/// leaves it running, reported once per version; the same text again is no reload.
+#[test]
+fn an_offered_policy_reloads_as_a_file_does() {
+    let plugins = Plugins::new(&[("modes", fixture("modes"))]);
+    let (reloader, _sched) = Reloader::start_offered(
+        plugins.host.clone(),
+        "ConfigMap kube-system/scheduler-policy",
+        POLICY,
+        CycleConfig::default(),
+        Duration::from_secs(3600),
+        None,
+        Arc::new(berth_policy::parse),
+    )
+    .expect("reloader");
+    reloader.offer(Ok(POLICY.to_string()));
+    assert_eq!(reloader.status().policy_reloads, 0, "unchanged text");
+    reloader.offer(Ok("{\"predicates\": [".to_string()));
+    reloader.offer(Ok("{\"predicates\": [".to_string()));
+    let status = reloader.status();
+    assert_eq!((status.policy_reloads, status.policy_failures), (0, 1));
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("ConfigMap kube-system/scheduler-policy")),
+        "{status:?}"
+    );
+    reloader.offer(Err("ConfigMap kube-system/scheduler-policy was deleted".to_string()));
+    assert_eq!(reloader.status().policy_failures, 2);
+    assert!(reloader.take_scheduler().is_none(), "the running policy stays");
+    reloader.offer(Ok(POLICY.replace("GpuFit", "GpuFit2")));
+    assert_eq!(reloader.status().policy_reloads, 1);
+    assert!(reloader.take_scheduler().is_some());
+    assert!(reloader.policy().predicates.iter().any(|p| p.name == "GpuFit2"));
+}
