@@ -14,6 +14,7 @@ mod daemon;
 pub mod extenders;
 pub mod leader;
 pub mod metrics;
+pub mod policy_configmap;
 pub mod protections;
 pub mod queue;
 pub mod reachability;

@@ -111,8 +111,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Watches a policy file and a plugins directory.
 pub struct Reloader {
     shared: Arc<Shared>,
-    /// Dropping it ends the watch, and with it the debounce thread.
-    _watcher: RecommendedWatcher,
+    /// Dropping it ends the watch, and with it the debounce thread; None when there is
+    /// nothing to watch (an offered policy and no plugins directory).
+    _watcher: Option<RecommendedWatcher>,
 }
 
 /// Watches `dirs` and rescans once per burst of file events, when `debounce` has passed
@@ -222,7 +223,7 @@ impl Reloader {
         Ok((
             Reloader {
                 shared,
-                _watcher: watcher,
+                _watcher: Some(watcher),
             },
             scheduler,
         ))
@@ -246,7 +247,12 @@ impl Reloader {
         };
         let (shared, scheduler) = Shared::first(host.clone(), input, text, config, check, parse)?;
         let dirs = vec![(host.dir().to_path_buf(), RecursiveMode::Recursive)];
-        let watcher = watch(&dirs, debounce, shared.clone())?;
+        // Without a plugins directory an offered policy has no files to watch (a policy naming
+        // a module then fails to load, saying which).
+        let watcher = match host.dir().is_dir() {
+            true => Some(watch(&dirs, debounce, shared.clone())?),
+            false => None,
+        };
         Ok((
             Reloader {
                 shared,

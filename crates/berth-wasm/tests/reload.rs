@@ -472,11 +472,22 @@ fn an_offered_policy_reloads_as_a_file_does() {
             .is_some_and(|e| e.contains("ConfigMap kube-system/scheduler-policy")),
         "{status:?}"
     );
-    reloader.offer(Err("ConfigMap kube-system/scheduler-policy was deleted".to_string()));
+    reloader.offer(Err(
+        "ConfigMap kube-system/scheduler-policy was deleted".to_string()
+    ));
     assert_eq!(reloader.status().policy_failures, 2);
-    assert!(reloader.take_scheduler().is_none(), "the running policy stays");
+    assert!(
+        reloader.take_scheduler().is_none(),
+        "the running policy stays"
+    );
     reloader.offer(Ok(POLICY.replace("GpuFit", "GpuFit2")));
     assert_eq!(reloader.status().policy_reloads, 1);
     assert!(reloader.take_scheduler().is_some());
-    assert!(reloader.policy().predicates.iter().any(|p| p.name == "GpuFit2"));
+    assert!(
+        reloader
+            .policy()
+            .predicates
+            .iter()
+            .any(|p| p.name == "GpuFit2")
+    );
 }

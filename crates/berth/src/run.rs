@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use berth_daemon::client::ClientSettings;
 use berth_daemon::leader::LeaseSettings;
 use berth_daemon::metrics::ReloadCounts;
+use berth_daemon::policy_configmap::PolicyConfigMap;
 use berth_daemon::queue::QueueConfig;
 use berth_daemon::secure::{Certificate, MinTls, SecureServing};
 use berth_daemon::{DaemonConfig, Reloading, termination_signal};
@@ -232,14 +233,23 @@ fn parse_tls_version(s: &str) -> Result<MinTls, String> {
 /// Where the policy comes from and which pods it serves, after v1.22's precedence.
 #[derive(Debug, Clone, PartialEq)]
 struct Chosen {
-    /// The file the policy is read from (and watched).
-    source: PolicySource,
+    /// Where the policy is read from (and watched).
+    source: Origin,
     /// The scheduler name served.
     scheduler_name: String,
     /// Settings from --config, when it is given.
     settings: Option<Settings>,
     /// Notes to log once at start.
     notes: Vec<String>,
+}
+
+/// Where `berth run` reads its policy.
+#[derive(Debug, Clone, PartialEq)]
+enum Origin {
+    /// A file (a Policy or a KubeSchedulerConfiguration).
+    File(PolicySource),
+    /// A ConfigMap's `policy.cfg`, read from the API.
+    ConfigMap(PolicyConfigMap),
 }
 
 /// Everything `berth run` resolves from its flags and --config before it starts.
@@ -273,25 +283,28 @@ impl Args {
         let mut notes = Vec::new();
         if self.use_legacy_policy_config == Some(true) && self.policy_config_file.is_none() {
             anyhow::bail!(
-                "--use-legacy-policy-config=true needs --policy-config-file (the Policy file it                  says to use), as kube-scheduler v1.22 requires"
+                "--use-legacy-policy-config=true needs --policy-config-file (the Policy file it \
+                 says to use), as kube-scheduler v1.22 requires"
             );
         }
         if self.policy.is_some() && self.policy_config_file.is_some() {
             anyhow::bail!(
-                "--policy and --policy-config-file both name a Policy file; give one (--policy                  serves berth's pods, --policy-config-file default-scheduler's, as v1.22)"
+                "--policy and --policy-config-file both name a Policy file; give one (--policy \
+                 serves berth's pods, --policy-config-file default-scheduler's, as v1.22)"
             );
         }
-        if let Some(name) = &self.policy_configmap
-            && self.use_legacy_policy_config != Some(true)
-        {
-            anyhow::bail!(
-                "--policy-configmap {}/{name}: reading the Policy from a ConfigMap is not                  available in this build of berth run; mount the ConfigMap as a file and give                  --policy-config-file (its key policy.cfg), which is watched and reloaded the                  same way",
-                self.policy_configmap_namespace
-            );
-        }
-        if self.policy_configmap.is_some() {
+        let configmap = self
+            .policy_configmap
+            .as_ref()
+            .filter(|_| self.use_legacy_policy_config != Some(true))
+            .map(|name| PolicyConfigMap {
+                namespace: self.policy_configmap_namespace.clone(),
+                name: name.clone(),
+            });
+        if self.policy_configmap.is_some() && configmap.is_none() {
             notes.push(
-                "--policy-configmap is not read: --use-legacy-policy-config=true takes the Policy                  from --policy-config-file, as v1.22"
+                "--policy-configmap is not read: --use-legacy-policy-config=true takes the Policy \
+                 from --policy-config-file, as v1.22"
                     .to_string(),
             );
         }
@@ -301,40 +314,64 @@ impl Args {
             Some(path) => Some(read_settings(path)?),
             None => None,
         };
-        let default_name = if legacy_file.is_some() || self.master_config.is_some() {
-            DEFAULT_SCHEDULER
-        } else {
-            BERTH
-        };
+        let default_name =
+            if legacy_file.is_some() || configmap.is_some() || self.master_config.is_some() {
+                DEFAULT_SCHEDULER
+            } else {
+                BERTH
+            };
         let scheduler_name = self
             .scheduler_name
             .clone()
             .unwrap_or_else(|| default_name.to_string());
         if self.scheduler_name.is_none() && default_name == DEFAULT_SCHEDULER {
             notes.push(format!(
-                "serving the pods of {DEFAULT_SCHEDULER}, as kube-scheduler v1.22 ran a Policy;                  --scheduler-name serves another name"
+                "serving the pods of {DEFAULT_SCHEDULER}, as kube-scheduler v1.22 ran a Policy; \
+                 --scheduler-name serves another name"
+            ));
+        }
+        if let (Some(map), Some(file)) = (&configmap, policy_file) {
+            notes.push(format!(
+                "{} is not read: {map} holds the Policy (v1.22 reads the ConfigMap unless \
+                 --use-legacy-policy-config=true)",
+                file.display()
             ));
         }
         let source = match (policy_file, &self.config) {
+            _ if configmap.is_some() => {
+                let map = configmap.expect("checked");
+                if let Some(config) = &self.config
+                    && has_profiles(config)?
+                {
+                    notes.push(format!(
+                        "{}: its profiles are not used: the Policy in {map} decides, as \
+                         kube-scheduler v1.22 with a Policy flag (its other settings apply)",
+                        config.display()
+                    ));
+                }
+                Origin::ConfigMap(map)
+            }
             (Some(file), config) => {
                 if let Some(config) = config
                     && has_profiles(config)?
                 {
                     notes.push(format!(
-                        "{}: its profiles are not used: the Policy {} decides, as kube-scheduler                          v1.22 with a Policy flag (its other settings apply)",
+                        "{}: its profiles are not used: the Policy {} decides, as kube-scheduler \
+                         v1.22 with a Policy flag (its other settings apply)",
                         config.display(),
                         file.display()
                     ));
                 }
-                PolicySource::Policy(file.to_path_buf())
+                Origin::File(PolicySource::Policy(file.to_path_buf()))
             }
-            (None, Some(config)) => PolicySource::Config {
+            (None, Some(config)) => Origin::File(PolicySource::Config {
                 path: config.clone(),
                 scheduler_name: Some(scheduler_name.clone()),
                 gates: self.feature_gates,
-            },
+            }),
             (None, None) => anyhow::bail!(
-                "no policy: give --policy FILE (or v1.22's --policy-config-file), --config FILE                  (a KubeSchedulerConfiguration) or --master-config FILE (OpenShift 3.x)"
+                "no policy: give --policy FILE (or v1.22's --policy-config-file), --config FILE \
+                 (a KubeSchedulerConfiguration) or --master-config FILE (OpenShift 3.x)"
             ),
         };
         Ok(Chosen {
@@ -362,7 +399,8 @@ impl Args {
         let file_wins = |flag: &str, given: bool, file: bool, notes: &mut Vec<String>| {
             if given && file {
                 notes.push(format!(
-                    "{flag} is overridden by --config's clientConnection, as kube-scheduler v1.22                      ignores it when --config is given"
+                    "{flag} is overridden by --config's clientConnection, as kube-scheduler v1.22 \
+                     ignores it when --config is given"
                 ));
             }
         };
@@ -403,7 +441,8 @@ impl Args {
             .filter(|c| *c != "application/json" && *c != "application/vnd.kubernetes.protobuf")
         {
             anyhow::bail!(
-                "--kube-api-content-type {content:?}: expected application/json or                  application/vnd.kubernetes.protobuf"
+                "--kube-api-content-type {content:?}: expected application/json or \
+                 application/vnd.kubernetes.protobuf"
             );
         }
         if self.kube_api_content_type.as_deref() == Some("application/vnd.kubernetes.protobuf") {
@@ -422,7 +461,8 @@ impl Args {
         }
         if self.logtostderr == Some(false) {
             anyhow::bail!(
-                "--logtostderr=false: Berth logs to standard error only; the container runtime                  keeps the log"
+                "--logtostderr=false: Berth logs to standard error only; the container runtime \
+                 keeps the log"
             );
         }
         let lease = LeaseFlags {
@@ -470,7 +510,8 @@ impl Args {
         ) {
             (Some(flag), Some(file)) if flag != file => {
                 notes.push(format!(
-                    "--percentage-of-nodes-to-score {flag} is overridden by --config's                      percentageOfNodesToScore ({file})"
+                    "--percentage-of-nodes-to-score {flag} is overridden by --config's \
+                     percentageOfNodesToScore ({file})"
                 ));
                 file
             }
@@ -536,7 +577,8 @@ impl Args {
             [one, rest @ ..] => {
                 if !rest.is_empty() {
                     notes.push(format!(
-                        "--config: healthzBindAddress and metricsBindAddress differ; Berth serves                          every endpoint on {one}"
+                        "--config: healthzBindAddress and metricsBindAddress differ; Berth serves \
+                         every endpoint on {one}"
                     ));
                 }
                 let addr = one.parse::<SocketAddr>().with_context(|| {
@@ -609,24 +651,16 @@ pub fn run(args: &Args) -> Result<()> {
     for note in &plan.chosen.notes {
         tracing::warn!("{note}");
     }
-    let source = &plan.chosen.source;
-    let policy = source.load()?;
-    for w in &policy.warnings {
-        tracing::warn!("{w}");
-    }
-    let (warnings, _) = crate::extenders::check(&policy);
-    for w in &warnings {
-        tracing::warn!("{w}");
-    }
     let config = CycleConfig {
         percentage_of_nodes_to_score: plan.percentage_of_nodes_to_score,
         feature_gates: args.feature_gates,
         ..CycleConfig::default()
     };
-    let dir = plugins::plugins_dir(Some(source.path()), args.plugins.as_deref());
-    // The reloader watches the policy file and the plugins directory; a changed file that
-    // validates becomes a new scheduler, swapped in between cycles, while a broken one
-    // leaves the last good one running (and is logged). It lives as long as the daemon.
+    let file = match &plan.chosen.source {
+        Origin::File(source) => Some(source.path()),
+        Origin::ConfigMap(_) => None,
+    };
+    let dir = plugins::plugins_dir(file, args.plugins.as_deref());
     let budget = plugin_memory_budget(args.plugin_memory_mib);
     if let Some(bytes) = budget {
         tracing::info!("plugin memory budget: {} MiB", bytes >> 20);
@@ -639,16 +673,75 @@ pub fn run(args: &Args) -> Result<()> {
         berth_extender::check_extenders(&policy.extenders)
             .map_err(|e| format!("its extenders cannot be set up: {e}"))
     });
-    let (reloader, scheduler) = Reloader::start_parsed(
-        host,
-        source.path(),
-        config,
-        RELOAD_DEBOUNCE,
-        Some(check),
-        source.parser(),
-    )
-    .with_context(|| format!("policy {}", source.path().display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(io_threads(args.io_threads))
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    // The reloader watches the policy (its file, or the ConfigMap through `follow`) and the
+    // plugins directory; a changed policy that validates becomes a new scheduler, swapped in
+    // between cycles, while a broken one leaves the last good one running (and is logged).
+    // It reads the policy once at start, and lives as long as the daemon.
+    let (reloader, scheduler, follow) = match &plan.chosen.source {
+        Origin::File(source) => {
+            let (reloader, scheduler) = Reloader::start_parsed(
+                host,
+                source.path(),
+                config,
+                RELOAD_DEBOUNCE,
+                Some(check),
+                source.parser(),
+            )
+            .with_context(|| format!("policy {}", source.path().display()))?;
+            (reloader, scheduler, None)
+        }
+        Origin::ConfigMap(map) => {
+            let client = runtime.block_on(berth_daemon::client::connect(&plan.client))?;
+            let (text, version) = runtime.block_on(map.fetch(&client))?;
+            let (reloader, scheduler) = Reloader::start_offered(
+                host,
+                &map.to_string(),
+                &text,
+                config,
+                RELOAD_DEBOUNCE,
+                Some(check),
+                Arc::new(berth_policy::parse),
+            )
+            .with_context(|| format!("policy in {map}"))?;
+            (reloader, scheduler, Some((map.clone(), client, version)))
+        }
+    };
+    let policy = reloader.policy();
+    for w in &policy.warnings {
+        tracing::warn!("{w}");
+    }
+    let (warnings, _) = crate::extenders::check(&policy);
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
     let reloader = Arc::new(reloader);
+    let (stop_following, stopped) = tokio::sync::watch::channel(false);
+    if let Some((map, client, version)) = follow {
+        tracing::info!("following {map} for Policy changes");
+        // Rebuilding a scheduler is CPU work: versions are applied in order on a thread of
+        // their own, not on the API threads.
+        let (versions, apply) = std::sync::mpsc::channel::<Result<String, String>>();
+        let applier = reloader.clone();
+        std::thread::Builder::new()
+            .name("berth-policy-configmap".into())
+            .spawn(move || {
+                while let Ok(text) = apply.recv() {
+                    applier.offer(text);
+                }
+            })
+            .context("starting the policy ConfigMap thread")?;
+        runtime.spawn(async move {
+            let offer = move |text| {
+                let _ = versions.send(text);
+            };
+            map.follow(client, version, offer, stopped).await;
+        });
+    }
     let reloading = Reloading {
         updates: {
             let reloader = reloader.clone();
@@ -693,17 +786,13 @@ pub fn run(args: &Args) -> Result<()> {
         });
         daemon.leader_election = Some(lease_settings(&plan.lease, namespace, identity)?);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(io_threads(args.io_threads))
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
     runtime.block_on(berth_daemon::run(
         daemon,
         scheduler,
         Some(reloading),
         termination_signal(),
     ))?;
+    let _ = stop_following.send(true);
     drop(reloader);
     Ok(())
 }
@@ -995,7 +1084,8 @@ mod legacy_tests {
             "tls-cert-file" | "tls-private-key-file" => return None,
             "authorization-always-allow-paths" => "/healthz",
             "use-legacy-policy-config" => "false",
-            "policy-configmap" | "policy-configmap-namespace" => "kube-system",
+            "policy-configmap" => "scheduler-policy",
+            "policy-configmap-namespace" => "kube-system",
             "v" => "2",
             "logtostderr" => "true",
             _ => match kind {
@@ -1016,8 +1106,8 @@ mod legacy_tests {
             let mut words = line.split_whitespace();
             let flag = words.next().unwrap().trim_start_matches("--");
             let kind = words.next().unwrap_or_default();
-            if ["help", "version", "policy-configmap"].contains(&flag) {
-                // --help and --version are answered by clap; --policy-configmap needs the API.
+            if ["help", "version"].contains(&flag) {
+                // Answered by clap.
                 continue;
             }
             let Some(value) = sample(flag, kind) else {
@@ -1071,7 +1161,9 @@ mod legacy_tests {
         assert_eq!(plan.chosen.scheduler_name, "default-scheduler");
         assert_eq!(
             plan.chosen.source,
-            PolicySource::Policy("/etc/kubernetes/scheduler-policy.json".into())
+            Origin::File(PolicySource::Policy(
+                "/etc/kubernetes/scheduler-policy.json".into()
+            ))
         );
         assert_eq!(
             plan.client.kubeconfig,
@@ -1095,7 +1187,9 @@ mod legacy_tests {
         assert_eq!(plan.chosen.scheduler_name, "default-scheduler");
         assert_eq!(
             plan.chosen.source,
-            PolicySource::Policy("/etc/origin/master/scheduler.json".into())
+            Origin::File(PolicySource::Policy(
+                "/etc/origin/master/scheduler.json".into()
+            ))
         );
         assert_eq!(
             plan.client.kubeconfig,
@@ -1109,7 +1203,12 @@ mod legacy_tests {
             &with_args,
             std::fs::read_to_string(&file).unwrap().replace(
                 "  schedulerArguments: null",
-                "  schedulerArguments:\n    kube-api-qps: [\"100\"]\n    leader-elect-resource-lock: [leases]\n    lock-object-name: [ose-scheduler]",
+                concat!(
+                    "  schedulerArguments:\n",
+                    "    kube-api-qps: [\"100\"]\n",
+                    "    leader-elect-resource-lock: [leases]\n",
+                    "    lock-object-name: [ose-scheduler]",
+                ),
             ),
         )
         .unwrap();
@@ -1192,6 +1291,40 @@ mod legacy_tests {
             let err = args(extra).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(err.contains(want), "{extra:?}: {err}");
         }
+        // v1.22's ApplyTo: the ConfigMap unless --use-legacy-policy-config=true.
+        let chosen = |extra: &[&str]| {
+            let v: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+            parse(&v).unwrap().choose().unwrap()
+        };
+        let map = PolicyConfigMap {
+            namespace: "kube-system".into(),
+            name: "sched".into(),
+        };
+        let both = ["--policy-configmap=sched", "--policy-config-file=p.json"];
+        let c = chosen(&both);
+        assert_eq!(c.source, Origin::ConfigMap(map.clone()));
+        assert_eq!(c.scheduler_name, "default-scheduler");
+        assert!(
+            c.notes.iter().any(|n| n.contains("p.json is not read")),
+            "{:?}",
+            c.notes
+        );
+        let legacy = chosen(&[both[0], both[1], "--use-legacy-policy-config"]);
+        assert_eq!(
+            legacy.source,
+            Origin::File(PolicySource::Policy("p.json".into()))
+        );
+        let other_ns = chosen(&[
+            "--policy-configmap=sched",
+            "--policy-configmap-namespace=ops",
+        ]);
+        assert_eq!(
+            other_ns.source,
+            Origin::ConfigMap(PolicyConfigMap {
+                namespace: "ops".into(),
+                ..map
+            })
+        );
         let err = parse(&["--use-legacy-policy-config".to_string()])
             .unwrap()
             .plan()

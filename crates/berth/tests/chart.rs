@@ -653,3 +653,42 @@ fn the_chart_passes_helm_lint_strict() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `policyConfigMap` runs Berth on a Policy read from the API: v1.22's flags, and RBAC grown
+/// by exactly get and watch on that one ConfigMap, in its namespace.
+#[test]
+fn a_policy_configmap_grants_get_and_watch_on_it_alone() {
+    let Some(helm) = helm() else { return };
+    let rendered = render(
+        helm,
+        &[
+            "--set",
+            "policyConfigMap.name=scheduler-policy",
+            "--set",
+            "policyConfigMap.namespace=kube-system",
+        ],
+    );
+    assert!(
+        rendered.contains("--policy-configmap=scheduler-policy"),
+        "{rendered}"
+    );
+    assert!(rendered.contains("--policy-configmap-namespace=kube-system"));
+    assert!(!rendered.contains("--policy=/etc/berth/policy.json"));
+    assert_berth_run_accepts(&rendered);
+    let docs = documents(&rendered);
+    let role = object(&docs, "Role", Some("berth-policy-configmap"));
+    assert_eq!(role["metadata"]["namespace"], "kube-system");
+    let rules: Value = serde_yaml_ng::from_str(
+        "- apiGroups: ['']\n  resources: [configmaps]\n  resourceNames: [scheduler-policy]\n  verbs: [get, watch]\n",
+    )
+    .unwrap();
+    assert_eq!(role["rules"], rules);
+    let binding = object(&docs, "RoleBinding", Some("berth-policy-configmap"));
+    assert_eq!(binding["subjects"][0]["namespace"], NAMESPACE);
+    let default = documents(&render(helm, &[]));
+    assert_eq!(
+        count(&default, "Role"),
+        1,
+        "only the lease's Role by default"
+    );
+}

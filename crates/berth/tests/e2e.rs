@@ -2086,3 +2086,104 @@ async fn the_secure_port_authenticates_and_authorizes_as_kube_scheduler_does() {
     })
     .await;
 }
+
+/// The Policy in a ConfigMap (v1.22's --policy-configmap, the chart's policyConfigMap): read
+/// through the API with the chart's extra Role (get and watch on that ConfigMap alone),
+/// followed, and reloaded by the file's rule: a changed Policy takes effect, a broken one or a
+/// deleted ConfigMap leaves the last good one running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_in_a_configmap_is_read_followed_and_reloaded() {
+    let _one = SERIAL.lock().await;
+    let Some(helm) = helm() else {
+        eprintln!("SKIPPED: helm is not available (BERTH_SKIP_HELM), so no chart Role to apply");
+        return;
+    };
+    bounded(Duration::from_secs(300), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        let out = std::process::Command::new(helm)
+            .args(["template", "berth", &format!("{DEPLOY}/helm/berth")])
+            .args(["--namespace", NAMESPACE])
+            .args(["--set", "policyConfigMap.name=scheduler-policy"])
+            .args(["--show-only", "templates/rbac.yaml"])
+            .output()?;
+        ensure!(
+            out.status.success(),
+            "helm: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        env.cluster
+            .apply_yaml(&String::from_utf8(out.stdout)?)
+            .await?;
+        env.cluster
+            .create_nodes(4, &node_template("node", "4", "8Gi", 110))
+            .await?;
+        let policy = std::fs::read_to_string(POLICY)?;
+        let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(env.admin.clone(), NAMESPACE);
+        let map = |text: &str| {
+            serde_json::from_value::<k8s_openapi::api::core::v1::ConfigMap>(json!({
+                "metadata": {"name": "scheduler-policy", "namespace": NAMESPACE},
+                "data": {"policy.cfg": text},
+            }))
+        };
+        maps.create(&PostParams::default(), &map(&policy)?).await?;
+        let mut berth = env.berth(
+            "configmap",
+            &[
+                "--policy-configmap=scheduler-policy",
+                &format!("--policy-configmap-namespace={NAMESPACE}"),
+            ],
+        )?;
+        berth.wait_ready().await?;
+        env.create_pods(vec![pod("first", "berth", "100m", json!({}))])
+            .await?;
+        env.wait_bound("first", 1, Duration::from_secs(30)).await?;
+        let reloads = |berth: &Berth, what: &str| berth.log().matches(what).count();
+        // A broken Policy: refused, the running one stays and keeps scheduling.
+        maps.replace(
+            "scheduler-policy",
+            &PostParams::default(),
+            &map("{\"predicates\": [")?,
+        )
+        .await?;
+        eventually(
+            "the broken Policy refused",
+            Duration::from_secs(30),
+            || async { Ok((reloads(&berth, "policy reload failed") >= 1).then_some(())) },
+        )
+        .await?;
+        env.create_pods(vec![pod("second", "berth", "100m", json!({}))])
+            .await?;
+        env.wait_bound("second", 1, Duration::from_secs(30)).await?;
+        // A changed Policy that loads: reloaded.
+        let changed = policy.replace("\"weight\": 1", "\"weight\": 2");
+        ensure!(
+            changed != policy,
+            "the bundled policy has a weight 1 priority"
+        );
+        maps.replace("scheduler-policy", &PostParams::default(), &map(&changed)?)
+            .await?;
+        eventually(
+            "the changed Policy reloaded",
+            Duration::from_secs(30),
+            || async { Ok((reloads(&berth, "policy reloaded") >= 1).then_some(())) },
+        )
+        .await?;
+        // Deleted: said, and the last good Policy keeps scheduling.
+        maps.delete("scheduler-policy", &Default::default()).await?;
+        eventually("the deletion reported", Duration::from_secs(30), || async {
+            Ok((reloads(&berth, "was deleted") >= 1).then_some(()))
+        })
+        .await?;
+        env.create_pods(vec![pod("third", "berth", "100m", json!({}))])
+            .await?;
+        env.wait_bound("third", 1, Duration::from_secs(30)).await?;
+        ensure!(
+            !berth.log().contains("forbidden"),
+            "the chart's Role should be enough:\n{}",
+            tail(&berth.log(), 30)
+        );
+        Ok(())
+    })
+    .await;
+}
