@@ -194,7 +194,8 @@ pub struct Assumed {
 #[derive(Debug)]
 pub struct Cache {
     cluster: Cluster,
-    scheduler_name: String,
+    /// The scheduler names (profiles) whose pending pods are ours.
+    scheduler_names: Vec<String>,
     priority_classes: BTreeMap<String, PriorityClass>,
     priorities: PriorityResolver,
     /// Assigned pods whose node the cache does not have (yet, or any more), by pod key.
@@ -222,9 +223,15 @@ pub struct Cache {
 impl Cache {
     /// An empty cache for the scheduler called `scheduler_name`.
     pub fn new(scheduler_name: &str) -> Self {
+        Self::serving(&[scheduler_name.to_string()])
+    }
+
+    /// An empty cache for the schedulers (profiles) called `names`: one cluster, every
+    /// profile's assumed pods in it, so no two profiles place onto the same room.
+    pub fn serving(names: &[String]) -> Self {
         Cache {
             cluster: Cluster::new(),
-            scheduler_name: scheduler_name.to_string(),
+            scheduler_names: names.to_vec(),
             priority_classes: BTreeMap::new(),
             priorities: PriorityResolver::default(),
             nominator: Nominator::new(),
@@ -280,6 +287,11 @@ impl Cache {
         let now = (self.clock)();
         self.protections.reconfigure(trackers, now);
         self.publish_protections();
+    }
+
+    /// Whether pending pods of `scheduler_name` are this cache's.
+    pub fn serves(&self, scheduler_name: &str) -> bool {
+        self.scheduler_names.iter().any(|n| n == scheduler_name)
     }
 
     /// Reads the time from `clock` instead of the machine's (tests).
@@ -627,7 +639,7 @@ impl Cache {
                     // Only pods this scheduler may place are ever sent, and bound pods
                     // as preemption victims when an extender gets them whole.
                     let key = pod.key();
-                    let ours = pod.node_name.is_none() && pod.scheduler_name == self.scheduler_name;
+                    let ours = pod.node_name.is_none() && self.serves(&pod.scheduler_name);
                     if ours || (pod.node_name.is_some() && documents.keeps_bound_pods()) {
                         if let Err(e) = documents.set_pod(&key, &object) {
                             warn!(pod = %key, error = %e, "pod JSON not kept for the extenders");
@@ -693,7 +705,7 @@ impl Cache {
             return None;
         }
         queue.remove(&key);
-        let ours = unreadable::scheduler_name(object) == self.scheduler_name
+        let ours = self.serves(unreadable::scheduler_name(object))
             && meta.deletion_timestamp.is_none()
             && !gated(object);
         if !ours {
@@ -798,7 +810,7 @@ impl Cache {
         } else {
             Effect::None
         };
-        if pod.scheduler_name == self.scheduler_name && !pod.meta.deleting {
+        if self.serves(&pod.scheduler_name) && !pod.meta.deleting {
             // Upstream's nominator takes the node from the pod's status as the queue gets it.
             match pod
                 .nominated_node_name

@@ -1,6 +1,7 @@
 //! `/configz`: the configuration in effect as JSON (the document `berth check --output json`
 //! prints, without the plugin list), replaced when a reloaded policy is swapped in.
 
+use std::collections::BTreeMap;
 use std::sync::RwLock;
 
 use berth_engine::{FeatureGates, Scheduler};
@@ -28,28 +29,38 @@ pub fn document(policy: &EffectivePolicy, scheduler: &Scheduler, gates: FeatureG
     value
 }
 
-/// The document served, shared by the server and whoever swaps policies in.
+/// The document served, shared by the server and whoever swaps policies in: one profile's
+/// document, or with several `{"profiles": {name: document}}`.
 #[derive(Debug, Default)]
 pub struct Configz {
-    text: RwLock<String>,
+    documents: RwLock<BTreeMap<String, Value>>,
 }
 
 impl Configz {
-    /// Serves `document` from now on.
+    /// Serves `document` from now on (the only profile's).
     pub fn set(&self, document: &Value) {
-        let text = serde_json::to_string_pretty(document).unwrap_or_default();
-        *self
-            .text
+        self.set_profile("", document);
+    }
+
+    /// Serves `document` as the profile `name`'s from now on.
+    pub fn set_profile(&self, name: &str, document: &Value) {
+        self.documents
             .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = text;
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(name.to_string(), document.clone());
     }
 
     /// The document served now.
     pub fn text(&self) -> String {
-        self.text
+        let documents = self
+            .documents
             .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let value = match documents.len() {
+            1 => documents.values().next().cloned().unwrap_or_default(),
+            _ => json!({ "profiles": *documents }),
+        };
+        serde_json::to_string_pretty(&value).unwrap_or_default()
     }
 }
 

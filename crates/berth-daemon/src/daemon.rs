@@ -98,6 +98,9 @@ pub enum DaemonError {
     /// No API client.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// The profiles cannot be served together.
+    #[error("profiles: {0}")]
+    Profiles(String),
     /// Secure serving could not be set up.
     #[error(transparent)]
     Secure(#[from] SecureError),
@@ -117,6 +120,20 @@ pub enum DaemonError {
     Thread(String),
 }
 
+/// A scheduler name served beside [`DaemonConfig::scheduler_name`] from the same cache and
+/// queue (another profile), with its policy and where newer versions of it come from.
+pub struct ProfileRun {
+    /// The `spec.schedulerName` it serves.
+    pub name: String,
+    /// Its scheduler.
+    pub scheduler: Scheduler,
+    /// The policy it was built from (for /configz).
+    pub policy: EffectivePolicy,
+    /// Its newer schedulers (the reload totals of every profile come with the primary's
+    /// [`Reloading::status`]).
+    pub updates: Option<PolicyUpdates>,
+}
+
 /// Runs the scheduler until `shutdown` completes (or the scheduling thread dies).
 pub async fn run(
     config: DaemonConfig,
@@ -124,6 +141,40 @@ pub async fn run(
     reloading: Option<Reloading>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), DaemonError> {
+    run_profiles(config, scheduler, reloading, Vec::new(), shutdown).await
+}
+
+/// [`run`] serving `more` scheduler names (profiles) beside the primary one, all from one
+/// cache and one queue: every profile's assumed pods count on the nodes every other profile
+/// sees, so two names never race for the same room as two schedulers would.
+pub async fn run_profiles(
+    config: DaemonConfig,
+    scheduler: Scheduler,
+    reloading: Option<Reloading>,
+    more: Vec<ProfileRun>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), DaemonError> {
+    if !more.is_empty() {
+        let with_extenders = std::iter::once((&config.scheduler_name, &config.policy))
+            .chain(more.iter().map(|p| (&p.name, &p.policy)))
+            .find(|(_, policy)| !policy.extenders.is_empty());
+        if let Some((name, _)) = with_extenders {
+            return Err(DaemonError::Profiles(format!(
+                "profile {name} calls extenders; Berth serves several profiles from one process \
+                 only without extenders: run a berth per profile that calls them"
+            )));
+        }
+        let mut names = vec![&config.scheduler_name];
+        for p in &more {
+            if names.contains(&&p.name) {
+                return Err(DaemonError::Profiles(format!(
+                    "scheduler name {} is served twice; each profile needs its own",
+                    p.name
+                )));
+            }
+            names.push(&p.name);
+        }
+    }
     let kube_config = crate::client::config(&config.client).await?;
     let reachability = Arc::new(Reachability::new(kube_config.cluster_url.to_string()));
     let client = crate::client::build(&config.client, kube_config)?;
@@ -151,19 +202,34 @@ pub async fn run(
     }
     let scheduler = scheduler.with_extenders(extenders.engine());
     let configz = Arc::new(Configz::default());
-    configz.set(&configz::document(
-        &config.policy,
-        &scheduler,
-        config.feature_gates,
-    ));
+    configz.set_profile(
+        &config.scheduler_name,
+        &configz::document(&config.policy, &scheduler, config.feature_gates),
+    );
     let updates = updates.map(|next| {
         with_extenders(
             next,
             extenders.clone(),
             configz.clone(),
+            &config.scheduler_name,
             config.feature_gates,
         )
     });
+    let mut profiles = vec![(config.scheduler_name.clone(), scheduler)];
+    let mut profile_updates = Vec::new();
+    for p in more {
+        configz.set_profile(
+            &p.name,
+            &configz::document(&p.policy, &p.scheduler, config.feature_gates),
+        );
+        if let Some(updates) = p.updates {
+            profile_updates.push((
+                p.name.clone(),
+                without_extenders(updates, configz.clone(), &p.name, config.feature_gates),
+            ));
+        }
+        profiles.push((p.name, p.scheduler));
+    }
     let health = Arc::new(Health::default());
     let (stop_tx, stop) = watch::channel(false);
 
@@ -250,17 +316,14 @@ pub async fn run(
     .with_extenders(extenders.clone())
     .with_leadership(leadership.clone());
     let tasks = binder.tasks().clone();
-    let mut scheduling = SchedulingLoop::new(
-        &config.scheduler_name,
-        scheduler,
-        binder,
-        config.queue,
-        metrics,
-        health.clone(),
-    )
-    .with_leadership(leadership);
+    let mut scheduling =
+        SchedulingLoop::with_profiles(profiles, binder, config.queue, metrics, health.clone())
+            .with_leadership(leadership);
     if let Some(updates) = updates {
         scheduling = scheduling.with_updates(updates);
+    }
+    for (name, updates) in profile_updates {
+        scheduling = scheduling.with_profile_updates(&name, updates);
     }
     scheduling = scheduling.with_documents(extenders.documents().clone());
     let (done_tx, done) = oneshot::channel::<()>();
@@ -325,8 +388,10 @@ fn with_extenders(
     mut next: PolicyUpdates,
     extenders: ExtenderSet,
     configz: Arc<Configz>,
+    profile: &str,
     gates: FeatureGates,
 ) -> SchedulerUpdates {
+    let profile = profile.to_string();
     Box::new(move || {
         let (scheduler, policy) = next()?;
         match extenders.update(&policy.extenders) {
@@ -338,7 +403,7 @@ fn with_extenders(
                     );
                 }
                 let scheduler = scheduler.with_extenders(extenders.engine());
-                configz.set(&configz::document(&policy, &scheduler, gates));
+                configz.set_profile(&profile, &configz::document(&policy, &scheduler, gates));
                 Some(scheduler)
             }
             Err(e) => {
@@ -350,6 +415,28 @@ fn with_extenders(
                 None
             }
         }
+    })
+}
+
+/// Another profile's reloaded schedulers, shown on /configz once swapped in; one whose policy
+/// calls extenders is refused (profiles beside the primary one run without them), and the
+/// running one stays.
+fn without_extenders(
+    mut next: PolicyUpdates,
+    configz: Arc<Configz>,
+    profile: &str,
+    gates: FeatureGates,
+) -> SchedulerUpdates {
+    let profile = profile.to_string();
+    Box::new(move || {
+        let (scheduler, policy) = next()?;
+        if !policy.extenders.is_empty() {
+            error!(%profile, "reloaded policy refused: it calls extenders, which Berth runs only \
+                with a single profile; the previous policy keeps running");
+            return None;
+        }
+        configz.set_profile(&profile, &configz::document(&policy, &scheduler, gates));
+        Some(scheduler)
     })
 }
 

@@ -24,7 +24,10 @@ mod server;
 pub mod unreadable;
 pub mod watch;
 
-pub use daemon::{DaemonConfig, DaemonError, PolicyUpdates, Reloading, run, termination_signal};
+pub use daemon::{
+    DaemonConfig, DaemonError, PolicyUpdates, ProfileRun, Reloading, run, run_profiles,
+    termination_signal,
+};
 
 /// What the scheduling thread reacts to.
 #[derive(Debug)]

@@ -409,6 +409,15 @@ impl Metrics {
         }
     }
 
+    /// The same metrics, labelled as the profile called `profile` (for a loop serving
+    /// several).
+    pub fn for_profile(&self, profile: &str) -> Self {
+        Metrics {
+            profile: profile.to_string(),
+            ..self.clone()
+        }
+    }
+
     /// The circuit breaker's and containment's metrics.
     pub fn protections(&self) -> &ProtectionMetrics {
         &self.protections

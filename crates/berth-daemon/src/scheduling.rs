@@ -31,12 +31,22 @@ pub struct Health {
 /// A source of newer schedulers (a reloaded policy or plugin), asked between cycles.
 pub type SchedulerUpdates = Box<dyn FnMut() -> Option<Scheduler> + Send>;
 
-/// The scheduling loop and everything it owns.
+/// One scheduler name the loop serves (a profile): its scheduler, where newer versions of it
+/// come from, and its metrics (labelled with its name).
+struct Profile {
+    name: String,
+    scheduler: Scheduler,
+    updates: Option<SchedulerUpdates>,
+    metrics: Metrics,
+}
+
+/// The scheduling loop and everything it owns. Every profile schedules against the one
+/// cache and takes its pods from the one queue, so profiles never race for a node's room.
 pub struct SchedulingLoop<B> {
     cache: Cache,
     queue: Queue,
-    scheduler: Scheduler,
-    updates: Option<SchedulerUpdates>,
+    /// The profiles; the first is the primary one.
+    profiles: Vec<Profile>,
     backend: B,
     metrics: Metrics,
     health: Arc<Health>,
@@ -56,13 +66,40 @@ impl<B: Backend> SchedulingLoop<B> {
         metrics: Metrics,
         health: Arc<Health>,
     ) -> Self {
-        let mut cache = Cache::new(scheduler_name);
-        cache.set_trackers(scheduler.trackers());
+        Self::with_profiles(
+            vec![(scheduler_name.to_string(), scheduler)],
+            backend,
+            queue,
+            metrics,
+            health,
+        )
+    }
+
+    /// A loop serving several scheduler names (profiles), each with its scheduler; the first
+    /// is the primary one. Not leading until told so.
+    pub fn with_profiles(
+        profiles: Vec<(String, Scheduler)>,
+        backend: B,
+        queue: QueueConfig,
+        metrics: Metrics,
+        health: Arc<Health>,
+    ) -> Self {
+        let names: Vec<String> = profiles.iter().map(|(n, _)| n.clone()).collect();
+        let profiles: Vec<Profile> = profiles
+            .into_iter()
+            .map(|(name, scheduler)| Profile {
+                metrics: metrics.for_profile(&name),
+                name,
+                scheduler,
+                updates: None,
+            })
+            .collect();
+        let mut cache = Cache::serving(&names);
+        cache.set_trackers(union_of_trackers(&profiles));
         SchedulingLoop {
             cache,
             queue: Queue::new(queue).with_metrics(metrics.clone()),
-            scheduler,
-            updates: None,
+            profiles,
             backend,
             metrics,
             health,
@@ -79,25 +116,49 @@ impl<B: Backend> SchedulingLoop<B> {
         self
     }
 
-    /// Takes newer schedulers from `updates` between cycles: a cycle already running finishes
-    /// on the scheduler it started with.
+    /// Takes newer schedulers for the primary profile from `updates` between cycles: a cycle
+    /// already running finishes on the scheduler it started with.
     pub fn with_updates(mut self, updates: SchedulerUpdates) -> Self {
-        self.updates = Some(updates);
+        self.profiles[0].updates = Some(updates);
         self
     }
 
-    /// Swaps in a newer scheduler if there is one. Pods the old policy found unschedulable
+    /// [`Self::with_updates`] for the profile called `name` (ignored if none is).
+    pub fn with_profile_updates(mut self, name: &str, updates: SchedulerUpdates) -> Self {
+        if let Some(p) = self.profiles.iter_mut().find(|p| p.name == name) {
+            p.updates = Some(updates);
+        }
+        self
+    }
+
+    /// Swaps in newer schedulers if there are any. Pods the old policy found unschedulable
     /// may fit under the new one, so they go back to the active queue.
     fn refresh_scheduler(&mut self, now: Instant) {
-        if let Some(next) = self.updates.as_mut().and_then(|updates| updates()) {
-            self.cache.set_trackers(next.trackers());
-            self.scheduler = next;
+        let mut swapped = Vec::new();
+        for p in &mut self.profiles {
+            if let Some(next) = p.updates.as_mut().and_then(|updates| updates()) {
+                p.scheduler = next;
+                swapped.push(p.name.clone());
+            }
+        }
+        if !swapped.is_empty() {
+            self.cache.set_trackers(union_of_trackers(&self.profiles));
             let moved = self.queue.move_all_unschedulable(now, event::POLICY_RELOAD);
             tracing::info!(
                 requeued = moved,
+                profiles = ?swapped,
                 "a reloaded policy or plugin is now in use"
             );
         }
+    }
+
+    /// The profile that schedules `pod` (its scheduler name; the cache only queues pods of
+    /// the names served).
+    fn profile_of(&self, pod: &model::Pod) -> usize {
+        self.profiles
+            .iter()
+            .position(|p| p.name == pod.scheduler_name)
+            .unwrap_or(0)
     }
 
     /// Keeps the node and pod JSON the extenders are sent in `documents`.
@@ -288,20 +349,23 @@ impl<B: Backend> SchedulingLoop<B> {
         let compiled = Instant::now();
         self.metrics
             .phase(Phase::Compile, (compiled - start).as_secs_f64());
-        let decision = self.scheduler.schedule_with(
+        let p = self.profile_of(&queued.pod);
+        let profile = &mut self.profiles[p];
+        let decision = profile.scheduler.schedule_with(
             self.cache.cluster(),
             self.cache.nominator(),
             &info,
             false,
         );
         let decided = Instant::now();
-        for (rule, point, elapsed) in self.scheduler.last_cycle_timings() {
-            self.metrics
+        for (rule, point, elapsed) in profile.scheduler.last_cycle_timings() {
+            profile
+                .metrics
                 .rule(rule, point.as_str(), elapsed.as_secs_f64());
         }
         let algorithm = (decided - compiled).as_secs_f64();
-        self.metrics.phase(Phase::Algorithm, algorithm);
-        self.metrics.algorithm(algorithm);
+        profile.metrics.phase(Phase::Algorithm, algorithm);
+        profile.metrics.algorithm(algorithm);
         let key = queued.key();
         for w in &decision.extender_warnings {
             warn!(pod = %key, extender = %w.extender, error = %w.message,
@@ -313,19 +377,23 @@ impl<B: Backend> SchedulingLoop<B> {
                 // The pod with its history, to retry if it cannot be assumed.
                 let retry = queued.clone();
                 self.cache.clear_nomination(&key);
-                match self.cache.assume(&self.scheduler, queued, info, node) {
+                let profile = &self.profiles[p];
+                match self.cache.assume(&profile.scheduler, queued, info, node) {
                     Ok((node_name, volumes)) => {
-                        self.metrics
+                        profile
+                            .metrics
                             .phase(Phase::Assume, decided.elapsed().as_secs_f64());
                         debug!(pod = %key, node = %node_name, "assumed");
                         self.backend.bind(&retry, &node_name, volumes);
-                        self.metrics
+                        profile
+                            .metrics
                             .attempt(AttemptResult::Scheduled, start.elapsed().as_secs_f64());
                     }
                     Err(e) => {
                         error!(pod = %key, error = %e, "could not assume the pod");
                         self.queue.backoff(retry, now);
-                        self.metrics
+                        profile
+                            .metrics
                             .attempt(AttemptResult::Error, start.elapsed().as_secs_f64());
                     }
                 }
@@ -336,14 +404,14 @@ impl<B: Backend> SchedulingLoop<B> {
                     .fit_error
                     .iter()
                     .flat_map(|fit| &fit.filters)
-                    .map(|&i| self.scheduler.filters()[i].plugin().to_string())
+                    .map(|&i| self.profiles[p].scheduler.filters()[i].plugin().to_string())
                     .collect();
                 queued.unschedulable_plugins.sort_unstable();
                 queued.unschedulable_plugins.dedup();
                 if let Some(fit) = &decision.fit_error {
                     self.metrics
                         .protection_rejections(fit.reasons.iter().map(|(r, n)| (r.as_str(), *n)));
-                    self.preempt(&queued, info, fit);
+                    self.preempt(p, &queued, info, fit);
                 }
                 let message = failure.unwrap_or_default();
                 debug!(pod = %key, %message, "unschedulable");
@@ -351,7 +419,8 @@ impl<B: Backend> SchedulingLoop<B> {
                 self.backend.unschedulable(&queued.pod, &message, changed);
                 queued.reported = Some(message);
                 self.queue.unschedulable(queued, now);
-                self.metrics
+                self.profiles[p]
+                    .metrics
                     .attempt(AttemptResult::Unschedulable, start.elapsed().as_secs_f64());
             }
         }
@@ -360,10 +429,10 @@ impl<B: Backend> SchedulingLoop<B> {
     /// The PostFilter: preemption for a pod that fits nowhere. The API work (nomination,
     /// victims, events) goes to the backend; the cache nominates the pod at once, so the
     /// next cycles keep its node for it.
-    fn preempt(&mut self, queued: &QueuedPod, mut info: PodInfo, fit: &FitError) {
+    fn preempt(&mut self, p: usize, queued: &QueuedPod, mut info: PodInfo, fit: &FitError) {
         let key = queued.key();
         self.metrics.preemption_attempt();
-        let (outcome, explained) = self.scheduler.preempt(
+        let (outcome, explained) = self.profiles[p].scheduler.preempt(
             self.cache.cluster(),
             self.cache.nominator(),
             self.cache.budgets(),
@@ -427,7 +496,9 @@ impl<B: Backend> SchedulingLoop<B> {
         let Some((queued, reservation)) = self.cache.forget(&key, &uid) else {
             return;
         };
-        self.cache.unreserve(&self.scheduler, &reservation);
+        let p = self.profile_of(&queued.pod);
+        self.cache
+            .unreserve(&self.profiles[p].scheduler, &reservation);
         match error {
             BindError::PodGone(_) => debug!(pod = %key, "pod deleted before its binding"),
             e => {
@@ -436,6 +507,31 @@ impl<B: Backend> SchedulingLoop<B> {
             }
         }
     }
+}
+
+/// The protections' trackers of every profile together: they watch the whole cluster, so
+/// one setting each. Where two profiles configure one differently the primary profile's wins,
+/// which is said.
+fn union_of_trackers(profiles: &[Profile]) -> berth_engine::health::Trackers {
+    let mut union = berth_engine::health::Trackers::default();
+    for p in profiles {
+        let t = p.scheduler.trackers();
+        match (&union.breaker, t.breaker) {
+            (None, b) => union.breaker = b,
+            (Some(a), Some(b)) if *a != b => warn!(profile = %p.name,
+                "its CheckNodeCircuitBreaker settings differ from an earlier profile's; the \
+                 node circuit breaker is one for the cluster and keeps the earlier settings"),
+            _ => {}
+        }
+        match (&union.quarantine, t.quarantine) {
+            (None, q) => union.quarantine = q,
+            (Some(a), Some(b)) if *a != b => warn!(profile = %p.name,
+                "its CheckWorkloadQuarantine settings differ from an earlier profile's; \
+                 containment is one for the cluster and keeps the earlier settings"),
+            _ => {}
+        }
+    }
+    union
 }
 
 #[cfg(test)]
@@ -663,6 +759,74 @@ mod tests {
         );
     }
 
+    /// Two profiles from one loop share its cache: a pod of one counts against the other's at
+    /// once (assumed, not yet bound), so no node is overcommitted as two schedulers would
+    /// overcommit it; each profile decides with its own policy, and other names are not
+    /// touched.
+    #[test]
+    fn profiles_share_one_cache_and_queue_and_each_runs_its_policy() {
+        let parse = |text: &str| {
+            let policy = berth_policy::parse(text, "test.json").unwrap();
+            berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap()
+        };
+        let most = r#"{"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "GeneralPredicates"}],
+            "priorities": [{"name": "MostRequestedPriority", "weight": 1}]}"#;
+        let calls = Recorder::default();
+        let lp = SchedulingLoop::with_profiles(
+            vec![
+                ("berth".to_string(), parse(POLICY)),
+                ("default-scheduler".to_string(), parse(most)),
+            ],
+            calls.clone(),
+            QueueConfig::default(),
+            Metrics::new("berth"),
+            Arc::new(Health::default()),
+        );
+        let mut f = Fixture {
+            lp,
+            calls,
+            now: Instant::now(),
+        };
+        f.sync();
+        f.lp.handle(Input::Leader(true), f.now);
+        f.node(node("n1", 1));
+        f.node(node("n2", 2));
+        // Least-requested spreads to the emptier node, most-requested packs onto the fuller.
+        f.pod(pod("spread", "berth", 600));
+        f.run();
+        f.pod(pod("pack", "default-scheduler", 300));
+        f.run();
+        f.pod(pod("big", "default-scheduler", 1200));
+        f.pod(pod("other", "someone-else", 100));
+        f.run();
+        let calls = f.calls.take();
+        assert_eq!(
+            calls[..2],
+            [bind("spread", "n2"), bind("pack", "n2")],
+            "{calls:?}"
+        );
+        // n2 holds 900m of 2000m, assumed and not bound yet: 1200m fits nowhere, as it would
+        // on n2 for a scheduler that did not count berth's pod; the other name's pod is
+        // never taken.
+        assert_eq!(
+            calls[2..],
+            [Call::Unschedulable(
+                "big".into(),
+                "0/2 nodes are available: 2 Insufficient cpu.".into(),
+                true
+            )],
+            "{calls:?}"
+        );
+        let text = f.lp.metrics.encode();
+        for profile in ["berth", "default-scheduler"] {
+            let line = format!(
+                r#"scheduler_schedule_attempts_total{{result="scheduled",profile="{profile}"}}"#
+            );
+            assert!(text.contains(&line), "{line} in\n{text}");
+        }
+    }
+
     /// `pod` with its first container's `resource` request set to `quantity`.
     fn requesting(mut pod: Pod, resource: &str, quantity: &str) -> Pod {
         let spec = pod.spec.as_mut().expect("spec");
@@ -749,13 +913,13 @@ mod tests {
             let policy = berth_policy::parse(text, "test.json").unwrap();
             berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap()
         };
-        f.lp.scheduler = build(strict);
+        f.lp.profiles[0].scheduler = build(strict);
         f.node(node("n1", 4));
         f.pod(pod("web", "berth", 100));
         f.run();
         assert!(matches!(f.calls.take()[..], [Call::Unschedulable(..)]));
         let mut reloaded = Some(build(POLICY));
-        f.lp.updates = Some(Box::new(move || reloaded.take()));
+        f.lp.profiles[0].updates = Some(Box::new(move || reloaded.take()));
         f.now += Duration::from_secs(1);
         f.lp.step(f.now);
         assert_eq!(f.calls.take(), [bind("web", "n1")]);
@@ -867,7 +1031,7 @@ mod tests {
         let policy = berth_policy::parse(POLICY, "test.json").unwrap();
         let mut reloaded =
             Some(berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap());
-        f.lp.updates = Some(Box::new(move || reloaded.take()));
+        f.lp.profiles[0].updates = Some(Box::new(move || reloaded.take()));
         f.lp.step(f.now);
         let text = f.lp.metrics.encode();
         assert_eq!(
@@ -904,7 +1068,7 @@ mod tests {
             "test.json",
         )
         .unwrap();
-        f.lp.scheduler =
+        f.lp.profiles[0].scheduler =
             berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap();
         let mut ssd = node("ssd", 1);
         ssd.metadata

@@ -12,7 +12,7 @@ use berth_daemon::metrics::ReloadCounts;
 use berth_daemon::policy_configmap::PolicyConfigMap;
 use berth_daemon::queue::QueueConfig;
 use berth_daemon::secure::{Certificate, MinTls, SecureServing};
-use berth_daemon::{DaemonConfig, Reloading, termination_signal};
+use berth_daemon::{DaemonConfig, ProfileRun, Reloading, termination_signal};
 use berth_engine::CycleConfig;
 use berth_schedconfig::{Settings, goduration};
 use berth_wasm::{PluginHost, PolicyCheck, Reloader, Runtime};
@@ -63,6 +63,11 @@ pub struct Args {
     /// schedulerArguments (flags) and loopback client; flags given here come after them.
     #[arg(long)]
     master_config: Option<PathBuf>,
+    /// Another scheduler name to serve from the same cache and queue, with its own Policy
+    /// file: `NAME=FILE` (repeatable). Profiles never race each other for a node's room, as
+    /// two schedulers would; e.g. take over default-scheduler's pods beside berth's.
+    #[arg(long = "profile", value_name = "NAME=FILE", value_parser = parse_profile)]
+    profiles: Vec<(String, PathBuf)>,
     /// Directory of the WASM plugin modules the policy names (default: the policy file's
     /// directory).
     #[arg(long, env = "BERTH_PLUGINS")]
@@ -218,6 +223,19 @@ pub struct Args {
     io_threads: Option<u16>,
 }
 
+/// `--profile NAME=FILE`.
+fn parse_profile(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(file)))
+        }
+        _ => Err(format!(
+            "{s:?}: expected NAME=FILE, a scheduler name and its Policy file (e.g. \
+             default-scheduler=/etc/berth/default.json)"
+        )),
+    }
+}
+
 /// `--tls-min-version` as Go's crypto/tls names them.
 fn parse_tls_version(s: &str) -> Result<MinTls, String> {
     match s {
@@ -237,6 +255,8 @@ struct Chosen {
     source: Origin,
     /// The scheduler name served.
     scheduler_name: String,
+    /// More scheduler names served beside `scheduler_name`, each with its policy.
+    more: Vec<(String, Origin)>,
     /// Settings from --config, when it is given.
     settings: Option<Settings>,
     /// Notes to log once at start.
@@ -320,10 +340,11 @@ impl Args {
             } else {
                 BERTH
             };
-        let scheduler_name = self
+        let mut scheduler_name = self
             .scheduler_name
             .clone()
             .unwrap_or_else(|| default_name.to_string());
+        let mut more = Vec::new();
         if self.scheduler_name.is_none() && default_name == DEFAULT_SCHEDULER {
             notes.push(format!(
                 "serving the pods of {DEFAULT_SCHEDULER}, as kube-scheduler v1.22 ran a Policy; \
@@ -364,6 +385,21 @@ impl Args {
                 }
                 Origin::File(PolicySource::Policy(file.to_path_buf()))
             }
+            (None, Some(config)) if self.scheduler_name.is_none() => {
+                // As kube-scheduler: every profile of the file, from one cache and queue.
+                let names = profile_names(config)?;
+                let of = |name: &str| {
+                    Origin::File(PolicySource::Config {
+                        path: config.clone(),
+                        scheduler_name: Some(name.to_string()),
+                        gates: self.feature_gates,
+                    })
+                };
+                let (first, rest) = names.split_first().expect("at least the default profile");
+                scheduler_name = first.clone();
+                more.extend(rest.iter().map(|n| (n.clone(), of(n))));
+                of(first)
+            }
             (None, Some(config)) => Origin::File(PolicySource::Config {
                 path: config.clone(),
                 scheduler_name: Some(scheduler_name.clone()),
@@ -374,9 +410,26 @@ impl Args {
                  (a KubeSchedulerConfiguration) or --master-config FILE (OpenShift 3.x)"
             ),
         };
+        for (name, file) in &self.profiles {
+            more.push((
+                name.clone(),
+                Origin::File(PolicySource::Policy(file.clone())),
+            ));
+        }
+        let mut seen = vec![&scheduler_name];
+        for (name, _) in &more {
+            if seen.contains(&name) {
+                anyhow::bail!(
+                    "scheduler name {name} is served twice (--scheduler-name, --profile or \
+                     --config's profiles); each profile needs a name of its own"
+                );
+            }
+            seen.push(name);
+        }
         Ok(Chosen {
             source,
             scheduler_name,
+            more,
             settings,
             notes,
         })
@@ -604,6 +657,32 @@ fn read_settings(path: &std::path::Path) -> Result<Settings> {
     )?)
 }
 
+/// The scheduler names of a KubeSchedulerConfiguration's profiles, in order (upstream's one
+/// default-scheduler profile when it has none).
+fn profile_names(path: &std::path::Path) -> Result<Vec<String>> {
+    let text = berth_policy::file::read_regular_text(path, berth_policy::file::MAX_POLICY_BYTES)
+        .with_context(|| format!("--config {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_yaml_ng::from_str(&text).with_context(|| format!("--config {}", path.display()))?;
+    let names: Vec<String> = value
+        .get("profiles")
+        .and_then(|p| p.as_array())
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            p.get("schedulerName")
+                .and_then(|n| n.as_str())
+                .unwrap_or(DEFAULT_SCHEDULER)
+                .to_string()
+        })
+        .collect();
+    Ok(if names.is_empty() {
+        vec![DEFAULT_SCHEDULER.to_string()]
+    } else {
+        names
+    })
+}
+
 fn has_profiles(path: &std::path::Path) -> Result<bool> {
     let text = berth_policy::file::read_regular_text(path, berth_policy::file::MAX_POLICY_BYTES)
         .with_context(|| format!("--config {}", path.display()))?;
@@ -666,6 +745,7 @@ pub fn run(args: &Args) -> Result<()> {
         tracing::info!("plugin memory budget: {} MiB", bytes >> 20);
     }
     let host = Arc::new(PluginHost::new(Runtime::new()?, &dir).with_memory_budget(budget));
+    let shared_host = host.clone();
     // A reloaded policy whose extenders cannot be set up (a bad URL, unreadable or invalid
     // TLS material) is refused whole, like one that does not parse: the running policy and
     // its extenders stay.
@@ -742,23 +822,59 @@ pub fn run(args: &Args) -> Result<()> {
             map.follow(client, version, offer, stopped).await;
         });
     }
+    // The other profiles: each its own policy file and reloader; plugins from the primary
+    // profile's host when they share its directory.
+    let mut more = Vec::new();
+    let mut reloaders = vec![reloader.clone()];
+    for (name, origin) in &plan.chosen.more {
+        let Origin::File(source) = origin else {
+            anyhow::bail!("profile {name}: only the primary profile may read a ConfigMap");
+        };
+        let dir = plugins::plugins_dir(Some(source.path()), args.plugins.as_deref());
+        let host = if dir == shared_host.dir() {
+            shared_host.clone()
+        } else {
+            Arc::new(PluginHost::new(Runtime::new()?, &dir).with_memory_budget(budget))
+        };
+        let (extra, scheduler) = Reloader::start_parsed(
+            host,
+            source.path(),
+            config,
+            RELOAD_DEBOUNCE,
+            None,
+            source.parser(),
+        )
+        .with_context(|| format!("profile {name}: policy {}", source.path().display()))?;
+        let extra = Arc::new(extra);
+        let policy = extra.policy();
+        for w in &policy.warnings {
+            tracing::warn!(profile = %name, "{w}");
+        }
+        tracing::info!(profile = %name, policy = %source.path().display(), "serving a profile");
+        reloaders.push(extra.clone());
+        more.push(ProfileRun {
+            name: name.clone(),
+            scheduler,
+            policy,
+            updates: Some(Box::new(move || extra.take_update())),
+        });
+    }
     let reloading = Reloading {
         updates: {
             let reloader = reloader.clone();
             Box::new(move || reloader.take_update())
         },
-        status: {
-            let reloader = reloader.clone();
-            Arc::new(move || {
-                let s = reloader.status();
-                ReloadCounts {
-                    policy_applied: s.policy_reloads,
-                    policy_rejected: s.policy_failures,
-                    module_applied: s.module_reloads,
-                    module_rejected: s.module_failures,
-                }
-            })
-        },
+        // Every profile's reloads together.
+        status: Arc::new(move || {
+            let mut counts = ReloadCounts::default();
+            for s in reloaders.iter().map(|r| r.status()) {
+                counts.policy_applied += s.policy_reloads;
+                counts.policy_rejected += s.policy_failures;
+                counts.module_applied += s.module_reloads;
+                counts.module_rejected += s.module_failures;
+            }
+            counts
+        }),
     };
 
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
@@ -786,10 +902,11 @@ pub fn run(args: &Args) -> Result<()> {
         });
         daemon.leader_election = Some(lease_settings(&plan.lease, namespace, identity)?);
     }
-    runtime.block_on(berth_daemon::run(
+    runtime.block_on(berth_daemon::run_profiles(
         daemon,
         scheduler,
         Some(reloading),
+        more,
         termination_signal(),
     ))?;
     let _ = stop_following.send(true);
@@ -1333,5 +1450,59 @@ mod legacy_tests {
             err.to_string().contains("needs --policy-config-file"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn several_profiles_from_flags_or_a_configuration() {
+        let args = |v: &[&str]| parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let c = args(&["--policy=p.json", "--profile=default-scheduler=d.json"])
+            .unwrap()
+            .choose()
+            .unwrap();
+        assert_eq!(c.scheduler_name, "berth");
+        assert_eq!(
+            c.more,
+            [(
+                "default-scheduler".to_string(),
+                Origin::File(PolicySource::Policy("d.json".into()))
+            )]
+        );
+        let err = args(&["--policy=p.json", "--profile=nameless"])
+            .err()
+            .unwrap();
+        assert!(err.contains("expected NAME=FILE"), "{err}");
+        let twice = args(&["--policy=p.json", "--profile=berth=q.json"])
+            .unwrap()
+            .choose()
+            .unwrap_err();
+        assert!(twice.to_string().contains("served twice"), "{twice}");
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("c.yaml");
+        std::fs::write(
+            &config,
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+             profiles: [{schedulerName: berth}, {}]\n",
+        )
+        .unwrap();
+        let c = args(&[&format!("--config={}", config.display())])
+            .unwrap()
+            .choose()
+            .unwrap();
+        assert_eq!(c.scheduler_name, "berth");
+        let names: Vec<&str> = c.more.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["default-scheduler"],
+            "every profile of the file, as upstream"
+        );
+        let one = args(&[
+            &format!("--config={}", config.display()),
+            "--scheduler-name=default-scheduler",
+        ])
+        .unwrap()
+        .choose()
+        .unwrap();
+        assert_eq!(one.scheduler_name, "default-scheduler");
+        assert!(one.more.is_empty(), "--scheduler-name picks one profile");
     }
 }

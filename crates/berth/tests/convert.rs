@@ -148,7 +148,21 @@ fn a_converted_policy_schedules_as_the_policy_does() {
         "{}",
         text(&run.stderr)
     );
-    let run = berth(&["run", "--config", &config]);
+    // Without --scheduler-name every profile of the file is served, as upstream; with one
+    // that names no profile, Berth says so before it contacts any cluster.
+    let run = berth(&[
+        "run",
+        "--config",
+        &config,
+        "--kubeconfig=/nonexistent/kubeconfig",
+    ]);
+    assert!(!run.status.success());
+    assert!(
+        text(&run.stderr).contains("kubeconfig /nonexistent/kubeconfig"),
+        "{}",
+        text(&run.stderr)
+    );
+    let run = berth(&["run", "--config", &config, "--scheduler-name=berth"]);
     assert!(!run.status.success());
     assert!(
         text(&run.stderr).contains("no profile has schedulerName \"berth\""),
@@ -167,7 +181,8 @@ fn a_converted_policy_schedules_as_the_policy_does() {
     ]);
     assert!(!run.status.success());
     let stderr = text(&run.stderr);
-    assert!(stderr.contains("its profiles are not used"), "{stderr}");
+    let log = text(&run.stdout);
+    assert!(log.contains("its profiles are not used"), "{log}");
     assert!(
         stderr.contains("kubeconfig /nonexistent/kubeconfig"),
         "{stderr}"
