@@ -2187,3 +2187,108 @@ async fn a_policy_in_a_configmap_is_read_followed_and_reloaded() {
     })
     .await;
 }
+
+/// Nodes whose bound pods ask for more than they have, after `scheduler_names`' pods (half
+/// each, interleaved, created at once) onto nodes with room for two of them each, once
+/// binding has gone quiet.
+async fn race_round(env: &Env, names: [&str; 2], nodes: usize) -> Result<(usize, usize)> {
+    let pods: Vec<Pod> = (0..nodes * 3)
+        .map(|i| pod(&format!("race-{i}"), names[i % 2], "1", json!({})))
+        .collect();
+    env.create_pods(pods).await?;
+    let mut last = usize::MAX;
+    let mut quiet_since = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let bound = Placement::read(env).await?.nodes.len();
+        if bound != last {
+            last = bound;
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() > Duration::from_secs(5) && bound >= nodes * 2 {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "binding did not settle: {bound} bound"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let placement = Placement::read(env).await?;
+    let over = placement.overcommitted().len();
+    Ok((over, placement.nodes.len()))
+}
+
+/// Two schedulers placing onto the same nodes race: each counts only its own assumed pods,
+/// so both can take a node's last room (scheduler-plugins' install guide warns of it). Berth
+/// serving both names from one process (profiles: one cache, one queue) cannot. Measured on
+/// the real apiserver: kube-scheduler v1.36.3 (default-scheduler) beside Berth (berth), then
+/// Berth alone serving both; `BERTH_RACE_ROUNDS` rounds of each (default 1; docs/performance.md
+/// has a longer run). The two-scheduler count is reported, not asserted (a race may by chance
+/// not happen); the one-process count must be 0 in every round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_schedulers_race_for_room_and_two_profiles_of_one_berth_do_not() {
+    let _one = SERIAL.lock().await;
+    let rounds: usize = std::env::var("BERTH_RACE_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    const NODES: usize = 30;
+    bounded(Duration::from_secs(240 + 200 * rounds as u64), async {
+        let mut raced = Vec::new();
+        let mut profiled = Vec::new();
+        for round in 0..rounds {
+            // Two schedulers.
+            let env = Env::start(ClusterOptions::default()).await?;
+            env.cluster
+                .create_nodes(NODES, &node_template("node", "2", "16Gi", 110))
+                .await?;
+            let mut berth = env.berth(&format!("race-{round}"), &["--leader-elect=false"])?;
+            berth.wait_ready().await?;
+            let dir = tempfile::tempdir()?;
+            let port = free_port()?;
+            let log = dir.path().join("kube-scheduler.log");
+            let out = std::fs::File::create(&log)?;
+            let binary = env.cluster.bin_dir().join("kube-scheduler");
+            let child = berth_testcluster::bounded_command(&binary, Duration::from_secs(300), None)
+                .arg(format!("--kubeconfig={}", env.cluster.kubeconfig_path().display()))
+                .arg(format!("--secure-port={port}"))
+                .arg("--bind-address=127.0.0.1")
+                .arg("--leader-elect=false")
+                .stdout(out.try_clone()?)
+                .stderr(out)
+                .spawn()
+                .context("starting kube-scheduler")?;
+            let _kube_scheduler = Process { child, log };
+            eventually("kube-scheduler ready", Duration::from_secs(60), || async {
+                Ok((https_get(port, None, "/readyz").await? == 200).then_some(()))
+            })
+            .await?;
+            raced.push(race_round(&env, ["default-scheduler", "berth"], NODES).await?);
+            drop(berth);
+            // One Berth, both names.
+            let env = Env::start(ClusterOptions::default()).await?;
+            env.cluster
+                .create_nodes(NODES, &node_template("node", "2", "16Gi", 110))
+                .await?;
+            let mut berth = env.berth(
+                &format!("profiles-{round}"),
+                &["--leader-elect=false", &format!("--profile=default-scheduler={POLICY}")],
+            )?;
+            berth.wait_ready().await?;
+            let (over, bound) = race_round(&env, ["default-scheduler", "berth"], NODES).await?;
+            ensure!(
+                over == 0 && bound == NODES * 2,
+                "one Berth serving both names: {over} nodes overcommitted, {bound} bound\n{}",
+                tail(&berth.log(), 30)
+            );
+            profiled.push((over, bound));
+        }
+        println!(
+            "race on {NODES} nodes x 2 cpu, {} pods of 1 cpu: kube-scheduler v1.36.3 + Berth: \
+             overcommitted nodes (pods bound) {raced:?}; one Berth serving both names: {profiled:?}",
+            NODES * 3
+        );
+        Ok(())
+    })
+    .await;
+}

@@ -614,17 +614,22 @@ impl Placement {
         Ok(placement)
     }
 
-    /// Fails naming every existing node whose pods ask for more cpu, memory or pods than it
-    /// has.
-    pub fn check_no_overcommit(&self) -> Result<()> {
-        let over: Vec<String> = self
-            .allocatable
+    /// Every existing node whose pods ask for more cpu, memory or pods than it has, with
+    /// what they ask and what it has.
+    pub fn overcommitted(&self) -> Vec<String> {
+        self.allocatable
             .iter()
             .filter_map(|(node, cap)| {
                 let used = self.used.get(node).copied().unwrap_or_default();
                 (!used.fits(cap)).then(|| format!("{node}: {used:?} of {cap:?}"))
             })
-            .collect();
+            .collect()
+    }
+
+    /// Fails naming every existing node whose pods ask for more cpu, memory or pods than it
+    /// has.
+    pub fn check_no_overcommit(&self) -> Result<()> {
+        let over = self.overcommitted();
         if !over.is_empty() {
             bail!("overcommitted nodes:\n{}", over.join("\n"));
         }
