@@ -2292,3 +2292,84 @@ async fn two_schedulers_race_for_room_and_two_profiles_of_one_berth_do_not() {
     })
     .await;
 }
+
+/// kube-scheduler v1.22's real command lines run Berth on the real API server as they are:
+/// kubeadm v1.22's manifest (deploy/legacy) with its paths pointed at the test cluster and
+/// the Policy added as kubeadm's extraArgs would, and OpenShift 3.11's master-config.yaml with
+/// its Policy and loopback kubeconfig pointed likewise. Each schedules default-scheduler's
+/// pods (v1.22 ran a Policy under that name) and answers the manifest's HTTPS probe. The
+/// secure port is moved to a free one (the last flag wins, as in v1.22), so the test cannot
+/// collide with anything on 10259.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeadm_and_openshift_command_lines_run_as_they_are() {
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(300), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        env.cluster
+            .create_nodes(3, &node_template("node", "4", "8Gi", 110))
+            .await?;
+        // kubeadm's scheduler.conf is system:kube-scheduler's, whose rights include the Lease
+        // in kube-system that v1.22's leader election takes; the admin's stands in for it.
+        let admin = env.cluster.kubeconfig_path().display().to_string();
+        let kubeconfig = env.kubeconfig.display().to_string();
+        let manifest: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(
+            format!("{DEPLOY}/legacy/kubeadm-v1.22-kube-scheduler.yaml"),
+        )?)?;
+        let kubeadm: Vec<String> = manifest["spec"]["containers"][0]["command"]
+            .as_sequence()
+            .context("command")?
+            .iter()
+            .skip(1)
+            .filter_map(|a| a.as_str())
+            .map(|a| a.replace("/etc/kubernetes/scheduler.conf", &admin))
+            .chain([format!("--policy-config-file={POLICY}")])
+            .collect();
+        let dir = tempfile::tempdir()?;
+        let master =
+            std::fs::read_to_string(format!("{DEPLOY}/legacy/openshift-3.11-master-config.yaml"))?
+                .replace("/etc/origin/master/scheduler.json", POLICY)
+                .replace("openshift-master.kubeconfig", &kubeconfig);
+        let master_config = dir.path().join("master-config.yaml");
+        std::fs::write(&master_config, master)?;
+        let openshift = vec![
+            format!("--master-config={}", master_config.display()),
+            "--leader-elect=false".to_string(),
+        ];
+        for (name, args) in [("kubeadm", kubeadm), ("openshift", openshift)] {
+            let port = free_port()?;
+            let log = dir.path().join(format!("{name}.log"));
+            let out = std::fs::File::create(&log)?;
+            let child = berth_testcluster::bounded_command(
+                Path::new(env!("CARGO_BIN_EXE_berth")),
+                Duration::from_secs(120),
+                None,
+            )
+            .arg("run")
+            .args(&args)
+            .arg(format!("--secure-port={port}"))
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()?;
+            let process = Process { child, log };
+            eventually(
+                &format!("{name}: HTTPS /healthz"),
+                Duration::from_secs(60),
+                || async { Ok((https_get(port, None, "/healthz").await? == 200).then_some(())) },
+            )
+            .await
+            .with_context(|| tail(&process.log(), 30))?;
+            let pod_name = format!("{name}-pod");
+            env.create_pods(vec![pod(&pod_name, "default-scheduler", "100m", json!({}))])
+                .await?;
+            env.wait_bound(&pod_name, 1, Duration::from_secs(60))
+                .await
+                .with_context(|| tail(&process.log(), 30))?;
+            ensure!(
+                https_get(port, None, "/metrics").await? == 403,
+                "{name}: /metrics must need a token"
+            );
+        }
+        Ok(())
+    })
+    .await;
+}
