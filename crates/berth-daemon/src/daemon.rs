@@ -19,25 +19,13 @@ use crate::client::{ClientError, ClientSettings, connect};
 use crate::configz::{self, Configz};
 use crate::extenders::ExtenderSet;
 use crate::leader::{Leadership, LeaseSettings, campaign};
-use crate::metrics::{Metrics, ReloadSource};
+use crate::metrics::{Metrics, ReloadCounts};
 use crate::queue::QueueConfig;
 use crate::reachability::Reachability;
+use crate::reload::Reloader;
 use crate::scheduling::{Health, SchedulerUpdates, SchedulingLoop};
 use crate::secure::{Delegation, SecureError, SecureServing};
 use crate::watch::Relists;
-
-/// Newer schedulers, each with the policy it was built from (its extenders are called,
-/// /configz shows it).
-pub type PolicyUpdates = Box<dyn FnMut() -> Option<(Scheduler, EffectivePolicy)> + Send>;
-
-/// Hot reloading, from whatever watches the policy file and plugins: newer schedulers to swap
-/// in between cycles, and reload totals for /metrics.
-pub struct Reloading {
-    /// Newer schedulers and their policy's extenders.
-    pub updates: PolicyUpdates,
-    /// Reload totals.
-    pub status: ReloadSource,
-}
 
 /// Everything `berth run` configures.
 #[derive(Debug, Clone)]
@@ -129,19 +117,18 @@ pub struct ProfileRun {
     pub scheduler: Scheduler,
     /// The policy it was built from (for /configz).
     pub policy: EffectivePolicy,
-    /// Its newer schedulers (the reload totals of every profile come with the primary's
-    /// [`Reloading::status`]).
-    pub updates: Option<PolicyUpdates>,
+    /// Where its newer schedulers come from.
+    pub reloader: Option<Arc<Reloader>>,
 }
 
 /// Runs the scheduler until `shutdown` completes (or the scheduling thread dies).
 pub async fn run(
     config: DaemonConfig,
     scheduler: Scheduler,
-    reloading: Option<Reloading>,
+    reloader: Option<Arc<Reloader>>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), DaemonError> {
-    run_profiles(config, scheduler, reloading, Vec::new(), shutdown).await
+    run_profiles(config, scheduler, reloader, Vec::new(), shutdown).await
 }
 
 /// [`run`] serving `more` scheduler names (profiles) beside the primary one, all from one
@@ -150,7 +137,7 @@ pub async fn run(
 pub async fn run_profiles(
     config: DaemonConfig,
     scheduler: Scheduler,
-    reloading: Option<Reloading>,
+    reloader: Option<Arc<Reloader>>,
     more: Vec<ProfileRun>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), DaemonError> {
@@ -185,10 +172,23 @@ pub async fn run_profiles(
     if let Some(lease) = &config.leader_election {
         metrics = metrics.with_lease(&lease.name);
     }
-    let mut updates = None;
-    if let Some(r) = reloading {
-        metrics = metrics.with_reload_source(r.status);
-        updates = Some(r.updates);
+    // Reload totals of every profile's reloader together.
+    let reloaders: Vec<Arc<Reloader>> = reloader
+        .iter()
+        .chain(more.iter().filter_map(|p| p.reloader.as_ref()))
+        .cloned()
+        .collect();
+    if !reloaders.is_empty() {
+        metrics = metrics.with_reload_source(Arc::new(move || {
+            let mut counts = ReloadCounts::default();
+            for s in reloaders.iter().map(|r| r.status()) {
+                counts.policy_applied += s.policy_reloads;
+                counts.policy_rejected += s.policy_failures;
+                counts.module_applied += s.module_reloads;
+                counts.module_rejected += s.module_failures;
+            }
+            counts
+        }));
     }
     let relists = Relists::default();
     let extenders = ExtenderSet::new(
@@ -206,7 +206,7 @@ pub async fn run_profiles(
         &config.scheduler_name,
         &configz::document(&config.policy, &scheduler, config.feature_gates),
     );
-    let updates = updates.map(|next| {
+    let updates = reloader.map(|next| {
         with_extenders(
             next,
             extenders.clone(),
@@ -222,10 +222,10 @@ pub async fn run_profiles(
             &p.name,
             &configz::document(&p.policy, &p.scheduler, config.feature_gates),
         );
-        if let Some(updates) = p.updates {
+        if let Some(reloader) = p.reloader {
             profile_updates.push((
                 p.name.clone(),
-                without_extenders(updates, configz.clone(), &p.name, config.feature_gates),
+                without_extenders(reloader, configz.clone(), &p.name, config.feature_gates),
             ));
         }
         profiles.push((p.name, p.scheduler));
@@ -385,7 +385,7 @@ async fn listen(addr: SocketAddr) -> Result<tokio::net::TcpListener, DaemonError
 /// /configz once it is swapped in. A policy whose extenders cannot be set up is refused
 /// whole: its scheduler is dropped, and the running policy and extenders stay.
 fn with_extenders(
-    mut next: PolicyUpdates,
+    reloader: Arc<Reloader>,
     extenders: ExtenderSet,
     configz: Arc<Configz>,
     profile: &str,
@@ -393,7 +393,7 @@ fn with_extenders(
 ) -> SchedulerUpdates {
     let profile = profile.to_string();
     Box::new(move || {
-        let (scheduler, policy) = next()?;
+        let (scheduler, policy) = reloader.take_update()?;
         match extenders.update(&policy.extenders) {
             Ok(changed) => {
                 if changed {
@@ -422,14 +422,14 @@ fn with_extenders(
 /// calls extenders is refused (profiles beside the primary one run without them), and the
 /// running one stays.
 fn without_extenders(
-    mut next: PolicyUpdates,
+    reloader: Arc<Reloader>,
     configz: Arc<Configz>,
     profile: &str,
     gates: FeatureGates,
 ) -> SchedulerUpdates {
     let profile = profile.to_string();
     Box::new(move || {
-        let (scheduler, policy) = next()?;
+        let (scheduler, policy) = reloader.take_update()?;
         if !policy.extenders.is_empty() {
             error!(%profile, "reloaded policy refused: it calls extenders, which Berth runs only \
                 with a single profile; the previous policy keeps running");

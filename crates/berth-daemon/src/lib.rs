@@ -18,16 +18,14 @@ pub mod policy_configmap;
 pub mod protections;
 pub mod queue;
 pub mod reachability;
+pub mod reload;
 pub mod scheduling;
 pub mod secure;
 mod server;
 pub mod unreadable;
 pub mod watch;
 
-pub use daemon::{
-    DaemonConfig, DaemonError, PolicyUpdates, ProfileRun, Reloading, run, run_profiles,
-    termination_signal,
-};
+pub use daemon::{DaemonConfig, DaemonError, ProfileRun, run, run_profiles, termination_signal};
 
 /// What the scheduling thread reacts to.
 #[derive(Debug)]

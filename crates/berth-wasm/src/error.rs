@@ -50,23 +50,3 @@ pub enum LoadError {
     #[error("cannot set up the wasm engine: {0}")]
     Engine(String),
 }
-
-/// Why watching the plugin files could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum WatchError {
-    /// The file watcher could not be created or could not watch a directory.
-    #[error("cannot watch {}: {source}", path.display())]
-    Notify {
-        /// The directory.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: notify::Error,
-    },
-    /// The policy file is invalid.
-    #[error(transparent)]
-    Policy(#[from] berth_policy::PolicyError),
-    /// The policy names a plugin that cannot be loaded.
-    #[error(transparent)]
-    Registry(#[from] berth_engine::registry::RegistryError),
-}

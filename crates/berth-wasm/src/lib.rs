@@ -3,8 +3,9 @@
 //!
 //! The ABI is specified in docs/plugin-abi.md; [`abi`] holds its names and numbers. A
 //! [`Runtime`] owns the wasm engine; a [`PluginHost`] loads modules from a directory and is the
-//! [`berth_engine::registry::PluginFactory`] the engine builds rules with; a [`Reloader`]
-//! watches the plugins directory and the policy file and swaps new versions in between cycles.
+//! [`berth_engine::registry::PluginFactory`] the engine builds rules with, and swaps a changed
+//! module inside its plugin when asked ([`PluginHost::reload_modules`]; berth-daemon's reload
+//! decides when).
 //!
 //! Architecture invariants: the engine never sees wasmtime; a plugin is called a few times
 //! per pod (one call per chunk of nodes), never once per node; every call is bounded in time
@@ -18,11 +19,9 @@ mod plugin;
 mod rules;
 mod runtime;
 mod view;
-mod watch;
 
-pub use error::{LoadError, WatchError};
+pub use error::LoadError;
 pub use factory::PluginHost;
 pub use plugin::{Kind, MAX_MODULE_BYTES, Plugin, PluginStats, Reloaded};
 pub use rules::{WasmFilter, WasmScore};
 pub use runtime::Runtime;
-pub use watch::{PolicyCheck, PolicyParser, ReloadStatus, Reloader};

@@ -8,14 +8,14 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use berth_daemon::client::ClientSettings;
 use berth_daemon::leader::LeaseSettings;
-use berth_daemon::metrics::ReloadCounts;
 use berth_daemon::policy_configmap::PolicyConfigMap;
 use berth_daemon::queue::QueueConfig;
+use berth_daemon::reload::{PolicyCheck, PolicyInput, ReloadOptions, Reloader};
 use berth_daemon::secure::{Certificate, MinTls, SecureServing};
-use berth_daemon::{DaemonConfig, ProfileRun, Reloading, termination_signal};
+use berth_daemon::{DaemonConfig, ProfileRun, termination_signal};
 use berth_engine::CycleConfig;
 use berth_schedconfig::{Settings, goduration};
-use berth_wasm::{PluginHost, PolicyCheck, Reloader, Runtime};
+use berth_wasm::{PluginHost, Runtime};
 use clap::ValueEnum;
 
 use crate::plugins;
@@ -764,30 +764,30 @@ pub fn run(args: &Args) -> Result<()> {
     // It reads the policy once at start, and lives as long as the daemon.
     let (reloader, scheduler, follow) = match &plan.chosen.source {
         Origin::File(source) => {
-            let (reloader, scheduler) = Reloader::start_parsed(
-                host,
-                source.path(),
-                config,
-                RELOAD_DEBOUNCE,
-                Some(check),
-                source.parser(),
-            )
-            .with_context(|| format!("policy {}", source.path().display()))?;
+            let options = ReloadOptions {
+                debounce: RELOAD_DEBOUNCE,
+                check: Some(check),
+                parse: source.parser(),
+            };
+            let input = PolicyInput::File(source.path().to_path_buf());
+            let (reloader, scheduler) = Reloader::start(host, input, config, options)
+                .with_context(|| format!("policy {}", source.path().display()))?;
             (reloader, scheduler, None)
         }
         Origin::ConfigMap(map) => {
             let client = runtime.block_on(berth_daemon::client::connect(&plan.client))?;
             let (text, version) = runtime.block_on(map.fetch(&client))?;
-            let (reloader, scheduler) = Reloader::start_offered(
-                host,
-                &map.to_string(),
-                &text,
-                config,
-                RELOAD_DEBOUNCE,
-                Some(check),
-                Arc::new(berth_policy::parse),
-            )
-            .with_context(|| format!("policy in {map}"))?;
+            let options = ReloadOptions {
+                debounce: RELOAD_DEBOUNCE,
+                check: Some(check),
+                ..ReloadOptions::default()
+            };
+            let input = PolicyInput::Offered {
+                name: map.to_string(),
+                text,
+            };
+            let (reloader, scheduler) = Reloader::start(host, input, config, options)
+                .with_context(|| format!("policy in {map}"))?;
             (reloader, scheduler, Some((map.clone(), client, version)))
         }
     };
@@ -825,7 +825,6 @@ pub fn run(args: &Args) -> Result<()> {
     // The other profiles: each its own policy file and reloader; plugins from the primary
     // profile's host when they share its directory.
     let mut more = Vec::new();
-    let mut reloaders = vec![reloader.clone()];
     for (name, origin) in &plan.chosen.more {
         let Origin::File(source) = origin else {
             anyhow::bail!("profile {name}: only the primary profile may read a ConfigMap");
@@ -836,46 +835,27 @@ pub fn run(args: &Args) -> Result<()> {
         } else {
             Arc::new(PluginHost::new(Runtime::new()?, &dir).with_memory_budget(budget))
         };
-        let (extra, scheduler) = Reloader::start_parsed(
-            host,
-            source.path(),
-            config,
-            RELOAD_DEBOUNCE,
-            None,
-            source.parser(),
-        )
-        .with_context(|| format!("profile {name}: policy {}", source.path().display()))?;
+        let options = ReloadOptions {
+            debounce: RELOAD_DEBOUNCE,
+            check: None,
+            parse: source.parser(),
+        };
+        let input = PolicyInput::File(source.path().to_path_buf());
+        let (extra, scheduler) = Reloader::start(host, input, config, options)
+            .with_context(|| format!("profile {name}: policy {}", source.path().display()))?;
         let extra = Arc::new(extra);
         let policy = extra.policy();
         for w in &policy.warnings {
             tracing::warn!(profile = %name, "{w}");
         }
         tracing::info!(profile = %name, policy = %source.path().display(), "serving a profile");
-        reloaders.push(extra.clone());
         more.push(ProfileRun {
             name: name.clone(),
             scheduler,
             policy,
-            updates: Some(Box::new(move || extra.take_update())),
+            reloader: Some(extra),
         });
     }
-    let reloading = Reloading {
-        updates: {
-            let reloader = reloader.clone();
-            Box::new(move || reloader.take_update())
-        },
-        // Every profile's reloads together.
-        status: Arc::new(move || {
-            let mut counts = ReloadCounts::default();
-            for s in reloaders.iter().map(|r| r.status()) {
-                counts.policy_applied += s.policy_reloads;
-                counts.policy_rejected += s.policy_failures;
-                counts.module_applied += s.module_reloads;
-                counts.module_rejected += s.module_failures;
-            }
-            counts
-        }),
-    };
 
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
     let identity = args.identity.clone().unwrap_or_else(default_identity);
@@ -905,7 +885,7 @@ pub fn run(args: &Args) -> Result<()> {
     runtime.block_on(berth_daemon::run_profiles(
         daemon,
         scheduler,
-        Some(reloading),
+        Some(reloader.clone()),
         more,
         termination_signal(),
     ))?;

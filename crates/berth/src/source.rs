@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use berth_daemon::reload::PolicyParser;
 use berth_engine::FeatureGates;
 use berth_policy::{EffectivePolicy, PolicyError};
 use berth_schedconfig::ReadOptions;
-use berth_wasm::PolicyParser;
 
 /// A policy file and how to read it.
 #[derive(Debug, Clone, PartialEq)]

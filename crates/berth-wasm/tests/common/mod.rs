@@ -1,4 +1,5 @@
-//! Helpers shared by the runtime tests: plugin directories from WAT fixtures, schedulers
+//! Helpers shared by the runtime tests (and berth-daemon's reload tests, which include this
+//! file): plugin directories from WAT fixtures, schedulers
 //! from policy text, and scheduling a batch with readable outcomes.
 
 // Each test binary includes this module and uses a different subset of it.
@@ -22,11 +23,12 @@ pub fn runtime() -> Arc<Runtime> {
         .clone()
 }
 
+/// The WAT fixtures' directory (berth-wasm's; the daemon's reload tests share this module).
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../berth-wasm/tests/fixtures");
+
 /// A fixture's WAT text compiled to a binary module.
 pub fn fixture(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(format!("{name}.wat"));
+    let path = Path::new(FIXTURES).join(format!("{name}.wat"));
     wat::parse_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use berth_daemon::reload::{PolicyInput, ReloadOptions, Reloader};
 use berth_policy::EffectivePolicy;
-use berth_wasm::{PluginHost, Reloader, Runtime};
+use berth_wasm::{PluginHost, Runtime};
 use serde_json::json;
 
 use super::args::{Args, Workload, config};
@@ -158,8 +159,16 @@ pub(super) fn reload_latency(flag: Option<&Path>, rounds: usize, format: Format)
             "config": {"label": "net-fast", "presence": true}}}}]}"#,
     )?;
     let host = Arc::new(PluginHost::new(Runtime::new()?, &dir));
-    let (reloader, _scheduler) =
-        Reloader::start(host.clone(), &policy, Default::default(), DEBOUNCE)?;
+    let options = ReloadOptions {
+        debounce: DEBOUNCE,
+        ..ReloadOptions::default()
+    };
+    let (reloader, _scheduler) = Reloader::start(
+        host.clone(),
+        PolicyInput::File(policy),
+        Default::default(),
+        options,
+    )?;
     let plugin = host.plugins().into_iter().next().context("plugin loaded")?;
     let mut latencies = Vec::with_capacity(rounds);
     for k in 0..rounds {

@@ -1,5 +1,6 @@
-//! Hot reload: watch the plugins directory and the policy file, rebuild off the scheduling
-//! path, and hand new versions over between cycles.
+//! Hot reload, in one place: watch the policy (a file, or text handed over from a ConfigMap)
+//! and the plugins directory, rebuild off the scheduling path, and hand new versions over
+//! between cycles. berth-wasm swaps a changed module inside its plugin; this decides when.
 //!
 //! A changed module is swapped inside its plugin (the next pod's prepare sees it); a changed
 //! policy becomes a whole new scheduler that the scheduling loop takes between two cycles
@@ -19,10 +20,44 @@ use berth_engine::scheduler::{CycleConfig, Scheduler};
 use berth_policy::{EffectivePolicy, PolicyError};
 use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
 
-use crate::error::WatchError;
-use crate::factory::PluginHost;
-use crate::plugin::Reloaded;
-use crate::runtime::{ContentHash, content_hash, error_hash};
+use berth_wasm::{PluginHost, Reloaded};
+use sha2::{Digest, Sha256};
+
+/// Why reloading could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The file watcher could not be created or could not watch a directory.
+    #[error("cannot watch {}: {source}", path.display())]
+    Notify {
+        /// The directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: notify::Error,
+    },
+    /// The policy is invalid.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The policy names a plugin that cannot be loaded.
+    #[error(transparent)]
+    Registry(#[from] berth_engine::registry::RegistryError),
+}
+
+/// The digest of a policy's text, to skip reloads of unchanged versions.
+type ContentHash = [u8; 32];
+
+fn content_hash(bytes: &[u8]) -> ContentHash {
+    Sha256::digest(bytes).into()
+}
+
+/// The digest standing for a policy that could not be read, from the error's text: the same
+/// error found again is the same "version", and it never equals a readable policy's digest.
+fn error_hash(error: &str) -> ContentHash {
+    let mut digest = Sha256::new();
+    digest.update(b"unreadable\0");
+    digest.update(error.as_bytes());
+    digest.finalize().into()
+}
 
 /// What reloading has done so far; the metrics of hot reload.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,37 +87,71 @@ pub type PolicyCheck = Box<dyn Fn(&EffectivePolicy) -> Result<(), String> + Send
 pub type PolicyParser =
     Arc<dyn Fn(&str, &str) -> Result<EffectivePolicy, PolicyError> + Send + Sync>;
 
-/// Where the policy's text comes from.
-enum PolicyInput {
-    /// A file, read at every rescan (its directory is watched).
+/// Where a policy comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyInput {
+    /// A file, read at start and at every rescan (its directory is watched).
     File(PathBuf),
-    /// Text handed over by the caller ([`Reloader::offer`], e.g. from a watched ConfigMap),
-    /// or why there is none now; `name` names it in messages.
+    /// Text the caller hands over: `text` first, then each version through
+    /// [`Reloader::offer`] (a watched ConfigMap's); `name` names it in messages.
+    Offered {
+        /// The policy's name in messages.
+        name: String,
+        /// Its first version.
+        text: String,
+    },
+}
+
+/// How to read and accept a policy.
+pub struct ReloadOptions {
+    /// How long the files must be quiet before a rescan (editors and ConfigMap volumes
+    /// write in several steps).
+    pub debounce: Duration,
+    /// A check a reloaded policy must pass beyond parsing and building.
+    pub check: Option<PolicyCheck>,
+    /// Turns the text into a policy.
+    pub parse: PolicyParser,
+}
+
+impl Default for ReloadOptions {
+    /// A Policy file's parser, no check, 300 ms of quiet.
+    fn default() -> Self {
+        ReloadOptions {
+            debounce: Duration::from_millis(300),
+            check: None,
+            parse: Arc::new(berth_policy::parse),
+        }
+    }
+}
+
+/// The policy's source as the rescans read it.
+enum Source {
+    File(PathBuf),
     Offered {
         name: String,
         latest: Mutex<Result<String, String>>,
     },
 }
 
-impl PolicyInput {
+impl Source {
     /// The policy's name in messages.
     fn name(&self) -> String {
         match self {
-            PolicyInput::File(path) => path.display().to_string(),
-            PolicyInput::Offered { name, .. } => name.clone(),
+            Source::File(path) => path.display().to_string(),
+            Source::Offered { name, .. } => name.clone(),
         }
     }
 
     /// The name in messages and the text now (or why there is none).
     fn read(&self) -> (String, Result<String, String>) {
         match self {
-            PolicyInput::File(path) => {
+            Source::File(path) => {
                 let file = path.display().to_string();
                 let read = read_policy(path)
                     .map_err(|e| format!("{file}: cannot read the policy file: {e}"));
                 (file, read)
             }
-            PolicyInput::Offered { name, latest } => (name.clone(), lock(latest).clone()),
+            Source::Offered { name, latest } => (name.clone(), lock(latest).clone()),
         }
     }
 }
@@ -91,7 +160,7 @@ struct Shared {
     host: Arc<PluginHost>,
     check: Option<PolicyCheck>,
     parse: PolicyParser,
-    input: PolicyInput,
+    input: Source,
     config: CycleConfig,
     /// Hash of the policy text running now.
     policy_hash: Mutex<ContentHash>,
@@ -172,86 +241,53 @@ fn watch(
 }
 
 impl Reloader {
-    /// Loads the policy and its plugins, returns the first scheduler, and starts watching.
-    /// `debounce` is how long the files must be quiet before a rescan.
+    /// Reads the policy from `input` once and builds its first scheduler with the plugins of
+    /// `host`, then watches: the plugins directory, and the policy file's directory for a
+    /// file (an offered policy changes through [`Reloader::offer`]).
     pub fn start(
         host: Arc<PluginHost>,
-        policy_path: &Path,
+        input: PolicyInput,
         config: CycleConfig,
-        debounce: Duration,
+        options: ReloadOptions,
     ) -> Result<(Reloader, Scheduler), WatchError> {
-        Self::start_checked(host, policy_path, config, debounce, None)
-    }
-
-    /// [`Reloader::start`] where each reloaded policy must also pass `check` (the first
-    /// policy is the caller's to check).
-    pub fn start_checked(
-        host: Arc<PluginHost>,
-        policy_path: &Path,
-        config: CycleConfig,
-        debounce: Duration,
-        check: Option<PolicyCheck>,
-    ) -> Result<(Reloader, Scheduler), WatchError> {
-        let parse: PolicyParser = Arc::new(berth_policy::parse);
-        Self::start_parsed(host, policy_path, config, debounce, check, parse)
-    }
-
-    /// [`Reloader::start_checked`] with the policy file read by `parse`.
-    pub fn start_parsed(
-        host: Arc<PluginHost>,
-        policy_path: &Path,
-        config: CycleConfig,
-        debounce: Duration,
-        check: Option<PolicyCheck>,
-        parse: PolicyParser,
-    ) -> Result<(Reloader, Scheduler), WatchError> {
-        let text = read_policy(policy_path).map_err(|source| PolicyError::Read {
-            file: policy_path.display().to_string(),
-            source,
-        })?;
-        let input = PolicyInput::File(policy_path.to_path_buf());
-        let (shared, scheduler) = Shared::first(host.clone(), input, &text, config, check, parse)?;
-        let policy_dir = match policy_path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
+        let ReloadOptions {
+            debounce,
+            check,
+            parse,
+        } = options;
+        let (source, text, mut dirs) = match input {
+            PolicyInput::File(path) => {
+                let text = read_policy(&path).map_err(|source| PolicyError::Read {
+                    file: path.display().to_string(),
+                    source,
+                })?;
+                let policy_dir = match path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                let mut dirs = Vec::new();
+                if !same_dir(&policy_dir, host.dir()) {
+                    dirs.push((policy_dir, RecursiveMode::NonRecursive));
+                }
+                (Source::File(path), text, dirs)
+            }
+            PolicyInput::Offered { name, text } => {
+                let source = Source::Offered {
+                    name,
+                    latest: Mutex::new(Ok(text.clone())),
+                };
+                (source, text, Vec::new())
+            }
         };
-        let mut dirs = vec![(host.dir().to_path_buf(), RecursiveMode::Recursive)];
-        if !same_dir(&policy_dir, host.dir()) {
-            dirs.push((policy_dir, RecursiveMode::NonRecursive));
+        let (shared, scheduler) = Shared::first(host.clone(), source, &text, config, check, parse)?;
+        // Without a plugins directory there are no modules to watch (a policy naming one
+        // fails to load, saying which).
+        if host.dir().is_dir() {
+            dirs.insert(0, (host.dir().to_path_buf(), RecursiveMode::Recursive));
         }
-        let watcher = watch(&dirs, debounce, shared.clone())?;
-        Ok((
-            Reloader {
-                shared,
-                _watcher: Some(watcher),
-            },
-            scheduler,
-        ))
-    }
-
-    /// Like [`Reloader::start_parsed`] for a policy whose text the caller hands over (first
-    /// `text`, then each version through [`Reloader::offer`]) rather than a file: only the
-    /// plugins directory is watched. `name` names the policy in messages.
-    pub fn start_offered(
-        host: Arc<PluginHost>,
-        name: &str,
-        text: &str,
-        config: CycleConfig,
-        debounce: Duration,
-        check: Option<PolicyCheck>,
-        parse: PolicyParser,
-    ) -> Result<(Reloader, Scheduler), WatchError> {
-        let input = PolicyInput::Offered {
-            name: name.to_string(),
-            latest: Mutex::new(Ok(text.to_string())),
-        };
-        let (shared, scheduler) = Shared::first(host.clone(), input, text, config, check, parse)?;
-        let dirs = vec![(host.dir().to_path_buf(), RecursiveMode::Recursive)];
-        // Without a plugins directory an offered policy has no files to watch (a policy naming
-        // a module then fails to load, saying which).
-        let watcher = match host.dir().is_dir() {
-            true => Some(watch(&dirs, debounce, shared.clone())?),
-            false => None,
+        let watcher = match dirs.is_empty() {
+            true => None,
+            false => Some(watch(&dirs, debounce, shared.clone())?),
         };
         Ok((
             Reloader {
@@ -267,7 +303,7 @@ impl Reloader {
     /// running policy, one that does not (or none) leaves it running and is reported.
     /// Ignored for a policy read from a file.
     pub fn offer(&self, text: Result<String, String>) {
-        if let PolicyInput::Offered { latest, .. } = &self.shared.input {
+        if let Source::Offered { latest, .. } = &self.shared.input {
             *lock(latest) = text;
             self.shared.rescan();
         }
@@ -312,7 +348,7 @@ impl Shared {
     /// The state of a reloader whose first policy is `text`, and that policy's scheduler.
     fn first(
         host: Arc<PluginHost>,
-        input: PolicyInput,
+        input: Source,
         text: &str,
         config: CycleConfig,
         check: Option<PolicyCheck>,

@@ -1,21 +1,22 @@
 //! Hot reload: modules replaced while pods are being scheduled, and the file watcher picking
 //! up module and policy changes (rename-on-save, partial writes, broken files, deletes).
 
+#[path = "../../berth-wasm/tests/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use berth_daemon::reload::{PolicyInput, ReloadOptions, Reloader};
 use berth_engine::CycleConfig;
 use berth_engine::model::Node;
 use berth_engine::testkit::{cluster, node, pod};
-use berth_wasm::Reloader;
 use common::{Plugins, fixture, schedule, wait_for};
 
 /// The `modes` fixture requiring label `key` instead of `gpu`.
 fn requiring(key: &str) -> Vec<u8> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/modes.wat");
+    let path = std::path::Path::new(common::FIXTURES).join("modes.wat");
     let text = std::fs::read_to_string(path).expect("fixture");
     let text = text
         .replace("\"gpu\"", &format!("\"{key}\""))
@@ -126,9 +127,12 @@ fn watcher_reloads_modules_and_the_policy() {
     };
     let (reloader, mut sched) = Reloader::start(
         plugins.host.clone(),
-        &policy_path,
+        PolicyInput::File(policy_path.to_path_buf()),
         config,
-        Duration::from_millis(50),
+        ReloadOptions {
+            debounce: Duration::from_millis(50),
+            ..ReloadOptions::default()
+        },
     )
     .expect("reloader");
     let mut cl = cluster(labelled_nodes(6), vec![]);
@@ -236,9 +240,12 @@ fn a_configmap_volume_update_reloads_the_module_and_the_policy() {
     };
     let (reloader, mut sched) = Reloader::start(
         plugins.host.clone(),
-        &dir.join("policy.json"),
+        PolicyInput::File(dir.join("policy.json").to_path_buf()),
         config,
-        Duration::from_millis(50),
+        ReloadOptions {
+            debounce: Duration::from_millis(50),
+            ..ReloadOptions::default()
+        },
     )
     .expect("reloader");
     let mut cl = cluster(labelled_nodes(6), vec![]);
@@ -291,9 +298,12 @@ fn rejected_versions_are_counted_once() {
     std::fs::write(&policy_path, POLICY).expect("policy");
     let (reloader, _sched) = Reloader::start(
         plugins.host.clone(),
-        &policy_path,
+        PolicyInput::File(policy_path.to_path_buf()),
         CycleConfig::default(),
-        Duration::from_secs(3600),
+        ReloadOptions {
+            debounce: Duration::from_secs(3600),
+            ..ReloadOptions::default()
+        },
     )
     .expect("reloader");
     let module = plugins.dir.path().join("modes.wasm");
@@ -352,19 +362,22 @@ fn a_policy_failing_the_callers_check_is_rejected() {
     let plugins = Plugins::new(&[("modes", fixture("modes"))]);
     let policy_path = plugins.dir.path().join("policy.json");
     std::fs::write(&policy_path, POLICY).expect("policy");
-    let check: berth_wasm::PolicyCheck = Box::new(|policy| {
+    let check: berth_daemon::reload::PolicyCheck = Box::new(|policy| {
         if policy.priorities.is_empty() {
             Err("no priorities: not for this caller".into())
         } else {
             Ok(())
         }
     });
-    let (reloader, _sched) = Reloader::start_checked(
+    let (reloader, _sched) = Reloader::start(
         plugins.host.clone(),
-        &policy_path,
+        PolicyInput::File(policy_path.to_path_buf()),
         CycleConfig::default(),
-        Duration::from_secs(3600),
-        Some(check),
+        ReloadOptions {
+            debounce: Duration::from_secs(3600),
+            check: Some(check),
+            ..ReloadOptions::default()
+        },
     )
     .expect("reloader");
     let no_priorities = br#"{"predicates": [{"name": "PodFitsResources"}], "priorities": []}"#;
@@ -396,7 +409,7 @@ fn the_policy_file_is_read_by_the_given_parser() {
     let path = plugins.dir.path().join("labels.txt");
     std::fs::write(&path, "gpu").expect("file");
     // A toy format: the label keys a node must have, one policy entry for all of them.
-    let parser: berth_wasm::PolicyParser = Arc::new(|text: &str, source: &str| {
+    let parser: berth_daemon::reload::PolicyParser = Arc::new(|text: &str, source: &str| {
         let labels: Vec<&str> = text.split_whitespace().collect();
         if labels.is_empty() {
             return berth_policy::parse("", source);
@@ -405,13 +418,15 @@ fn the_policy_file_is_read_by_the_given_parser() {
             {"labelsPresence": {"labels": labels, "presence": true}}}], "priorities": []});
         berth_policy::parse(&policy.to_string(), source)
     });
-    let (reloader, mut sched) = Reloader::start_parsed(
+    let (reloader, mut sched) = Reloader::start(
         plugins.host.clone(),
-        &path,
+        PolicyInput::File(path.to_path_buf()),
         CycleConfig::default(),
-        Duration::from_millis(50),
-        None,
-        parser,
+        ReloadOptions {
+            debounce: Duration::from_millis(50),
+            check: None,
+            parse: parser,
+        },
     )
     .expect("reloader");
     let labels = |r: &Reloader| match &r.policy().predicates.last().expect("entry").kind {
@@ -449,14 +464,18 @@ fn the_policy_file_is_read_by_the_given_parser() {
 #[test]
 fn an_offered_policy_reloads_as_a_file_does() {
     let plugins = Plugins::new(&[("modes", fixture("modes"))]);
-    let (reloader, _sched) = Reloader::start_offered(
+    let (reloader, _sched) = Reloader::start(
         plugins.host.clone(),
-        "ConfigMap kube-system/scheduler-policy",
-        POLICY,
+        PolicyInput::Offered {
+            name: "ConfigMap kube-system/scheduler-policy".to_string(),
+            text: POLICY.to_string(),
+        },
         CycleConfig::default(),
-        Duration::from_secs(3600),
-        None,
-        Arc::new(berth_policy::parse),
+        ReloadOptions {
+            debounce: Duration::from_secs(3600),
+            check: None,
+            parse: Arc::new(berth_policy::parse),
+        },
     )
     .expect("reloader");
     reloader.offer(Ok(POLICY.to_string()));

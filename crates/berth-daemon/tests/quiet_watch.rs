@@ -1,11 +1,12 @@
 //! The file watch of hot reload costs nothing while the files are quiet. In a test binary of
 //! its own: it counts the wake-ups of every reload thread in the process.
 
+#[path = "../../berth-wasm/tests/common/mod.rs"]
 mod common;
 
 use std::time::Duration;
 
-use berth_wasm::Reloader;
+use berth_daemon::reload::{PolicyInput, ReloadOptions, Reloader};
 use common::{Plugins, fixture, wait_for};
 
 const POLICY: &str = r#"{"predicates": [{"name": "GpuFit", "argument": {"wasm": {"module": "modes.wasm"}}}],
@@ -44,9 +45,12 @@ fn a_quiet_watch_never_wakes() {
     let debounce = Duration::from_millis(20);
     let (reloader, _sched) = Reloader::start(
         plugins.host.clone(),
-        &policy_path,
+        PolicyInput::File(policy_path.to_path_buf()),
         Default::default(),
-        debounce,
+        ReloadOptions {
+            debounce,
+            ..ReloadOptions::default()
+        },
     )
     .expect("reloader");
     // Settled: the reload thread has blocked and the epoch ticker's linger after the
