@@ -51,6 +51,28 @@ pub enum Workload {
     /// scheduler_perf's SchedulingInTreePVs: every pod mounts its own claim, bound to an AWS
     /// EBS PersistentVolume (1,000 init pods, 2,000 measured).
     Volumes,
+    /// Deployments and StatefulSets of 5-100 identical replicas with a Service each, some with
+    /// required anti-affinity or a hard zone spread, under the OpenShift policy (`--arrival`
+    /// orders their pods).
+    Deployments,
+}
+
+/// The order the `deployments` workload's pending pods arrive in.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Arrival {
+    /// Workload by workload, as rollouts create them.
+    Grouped,
+    /// Round-robin over the workloads.
+    Interleaved,
+}
+
+impl Arrival {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Arrival::Grouped => "grouped",
+            Arrival::Interleaved => "interleaved",
+        }
+    }
 }
 
 impl Workload {
@@ -70,6 +92,7 @@ impl Workload {
             Workload::PreferredTopologySpreading => "preferred-topology-spreading",
             Workload::Mixed => "mixed",
             Workload::Volumes => "volumes",
+            Workload::Deployments => "deployments",
         }
     }
 
@@ -90,7 +113,8 @@ impl Workload {
             | Workload::AntiAffinity
             | Workload::NodeLabel
             | Workload::Preemption
-            | Workload::Extender => None,
+            | Workload::Extender
+            | Workload::Deployments => None,
         }
     }
 }
@@ -129,6 +153,9 @@ pub struct Args {
     /// for equal pods (equivalence classes); decisions are the same, only the time differs.
     #[arg(long)]
     pub(super) no_equivalence_classes: bool,
+    /// With `--workload deployments`: the order the pending pods arrive in.
+    #[arg(long, value_enum, default_value_t = Arrival::Grouped)]
+    pub(super) arrival: Arrival,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub(super) output: Format,

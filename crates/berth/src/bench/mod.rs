@@ -5,10 +5,11 @@
 //! Timings cover only the scheduling cycles and assignments, not building the cluster.
 //!
 //! Layers, each using only those below it: this dispatcher; the workloads with their own
-//! loops (`wasm`, `preemption`, `extender`); `measure`, the basic timing loop; `workload`,
+//! loops (`wasm`, `preemption`, `extender`, `deployments`); `measure`, the basic timing loop; `workload`,
 //! the synthetic cluster; `args`.
 
 mod args;
+mod deployments;
 mod extender;
 mod measure;
 mod perf;
@@ -57,6 +58,9 @@ pub fn run(args: &Args) -> Result<()> {
     let result = match plan {
         Some(plan) => perf::measure(args, &plan, &mut scheduler)?,
         None if args.workload == Workload::Preemption => preemption::measure(args, &mut scheduler)?,
+        None if args.workload == Workload::Deployments => {
+            deployments::measure(args, &mut scheduler)?
+        }
         None => measure::measure(args, &mut scheduler)?,
     };
     print_result(&result, args.output);

@@ -108,7 +108,8 @@ pub(super) fn plan(workload: Workload) -> Option<Plan> {
         | Workload::AntiAffinity
         | Workload::NodeLabel
         | Workload::Preemption
-        | Workload::Extender => return None,
+        | Workload::Extender
+        | Workload::Deployments => return None,
     };
     Some(Plan {
         zones,
