@@ -96,7 +96,7 @@ pub fn run(args: &Args) -> Result<()> {
     );
     let policy = match &policy_source {
         Some(source) => source.load()?,
-        None => berth_policy::parse(bundled::POLICY, bundled::POLICY_NAME)?,
+        None => bundled::policy()?,
     };
     let (objects, source) = read_cluster(args.cluster.as_deref())?;
     let snapshot =
