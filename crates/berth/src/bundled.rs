@@ -44,10 +44,19 @@ mod tests {
     #[test]
     fn the_built_in_policy_drops_exactly_its_two_v122_notes() {
         let parsed = berth_policy::parse(POLICY, POLICY_NAME).unwrap();
-        assert_eq!(parsed.warnings.len(), BUNDLED_POLICY_NOTES.len(), "{:?}", parsed.warnings);
+        assert_eq!(
+            parsed.warnings.len(),
+            BUNDLED_POLICY_NOTES.len(),
+            "{:?}",
+            parsed.warnings
+        );
         for note in BUNDLED_POLICY_NOTES {
             assert_eq!(
-                parsed.warnings.iter().filter(|w| w.starts_with(note)).count(),
+                parsed
+                    .warnings
+                    .iter()
+                    .filter(|w| w.starts_with(note))
+                    .count(),
                 1,
                 "{note:?} in {:?}",
                 parsed.warnings

@@ -244,7 +244,9 @@ fn default_simulation_runs_and_is_deterministic() {
     let own_stderr = String::from_utf8_lossy(&own.stderr);
     assert!(own.status.success(), "{own_stderr}");
     assert!(
-        own_stderr.contains("\"CheckNodeMemoryPressure\" is no longer registered by kube-scheduler v1.22"),
+        own_stderr.contains(
+            "\"CheckNodeMemoryPressure\" is no longer registered by kube-scheduler v1.22"
+        ),
         "{own_stderr}"
     );
     let text = String::from_utf8_lossy(&a.stdout);
