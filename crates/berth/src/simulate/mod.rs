@@ -146,8 +146,9 @@ pub fn run(args: &Args) -> Result<()> {
     let mut pending = snapshot.pending;
     let mut applied = None;
     if !args.apply.is_empty() {
-        let (whatif, pods) = whatif::WhatIf::load(&args.apply, &objects, &mut cluster)?;
+        let (mut whatif, pods) = whatif::WhatIf::load(&args.apply, &objects, &mut cluster)?;
         pending.extend(pods);
+        whatif.know(cluster.pods().map(|(_, p)| &p.pod).chain(&pending));
         applied = Some(whatif);
     }
     if let Some(name) = &args.scheduler_name {
@@ -264,8 +265,8 @@ pub fn run(args: &Args) -> Result<()> {
     }
     if let Some(w) = &applied {
         match args.output {
-            Format::Table => printer.print(&w.table()),
-            Format::Json => printer.print(&format!("{}\n", w.json())),
+            Format::Table => printer.print(&w.table(&cluster)),
+            Format::Json => printer.print(&format!("{}\n", w.json(&cluster))),
         }
     }
     printer.finish()
