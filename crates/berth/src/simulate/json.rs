@@ -94,5 +94,9 @@ fn explain(e: &Explanation, chosen: Option<&str>, rules: &RuleKinds) -> Value {
             v
         })
         .collect();
-    json!({"nodes": nodes, "notEvaluated": e.not_evaluated})
+    let mut explain = json!({"nodes": nodes, "notEvaluated": e.not_evaluated});
+    if e.not_evaluated > 0 {
+        explain["notEvaluatedBecause"] = json!(super::table::NotEvaluated::of(e).key());
+    }
+    explain
 }

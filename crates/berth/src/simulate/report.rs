@@ -245,7 +245,8 @@ impl Report {
             })
             .collect();
         json!({"rows": rows, "rejections": rejections, "scored": scored, "totals": totals,
-               "scores": scores, "winner": winner, "tie": tie, "notEvaluated": e.not_evaluated})
+               "scores": scores, "winner": winner, "tie": tie, "notEvaluated": e.not_evaluated,
+               "notEvaluatedBecause": super::table::NotEvaluated::of(e).key()})
     }
 
     /// The column of the filter or extender that rejected a node, added on first sight.

@@ -97,9 +97,12 @@ impl WhatIf {
     /// (a victim is gone from the cluster once the summary is written).
     pub(super) fn know<'p>(&mut self, pods: impl Iterator<Item = &'p model::Pod>) {
         for pod in pods {
-            let owner = pod.meta.owners.iter().find(|o| o.controller).map(|o| {
-                format!("{} {}/{}", o.kind, pod.meta.namespace, o.name)
-            });
+            let owner = pod
+                .meta
+                .owners
+                .iter()
+                .find(|o| o.controller)
+                .map(|o| format!("{} {}/{}", o.kind, pod.meta.namespace, o.name));
             let facts = PodFacts {
                 owner,
                 priority: pod.priority,
@@ -334,7 +337,8 @@ impl<'a> Summary<'a> {
         for key in &workload.pods {
             let p = &placements[key];
             if let (Some((node, victims)), Some(_)) = (&p.preempted, &p.node) {
-                s.preemptions.push((key.as_str(), node.as_str(), victims.as_slice()));
+                s.preemptions
+                    .push((key.as_str(), node.as_str(), victims.as_slice()));
             }
             match (&p.node, &p.message) {
                 (Some(node), _) => {
@@ -451,7 +455,11 @@ fn shortfall(workload: &Applied, failures: &[(usize, &str)], cluster: &Cluster) 
             .map(|&id| {
                 let node = cluster.node(id);
                 let allocatable = node.allocatable.get(name);
-                (allocatable - node.requested.get(name), allocatable, node.name())
+                (
+                    allocatable - node.requested.get(name),
+                    allocatable,
+                    node.name(),
+                )
             })
             .max_by_key(|(free, _, _)| *free);
         let Some((free, allocatable, node)) = most_free else {

@@ -72,8 +72,10 @@
         names.join(", ") + "): one was chosen at random, seeded (--seed " + data.seed + ")"));
     }
     if (x.notEvaluated > 0) {
-      podPane.appendChild(el("p", "note", plural(x.notEvaluated, "node") +
-        " not evaluated: enough feasible nodes were found first (--percentage-of-nodes-to-score)"));
+      podPane.appendChild(el("p", "note", plural(x.notEvaluated, "node") + " not evaluated: " +
+        (x.notEvaluatedBecause === "nominatedNode"
+          ? "the pod's nominated node was tried first and fits, so no other node was asked (as kube-scheduler does)"
+          : "enough feasible nodes were found first (--percentage-of-nodes-to-score)")));
     }
     const legend = el("p", "legend");
     [["p", "passed"], ["f", "rejected the node (hover for the reason)"],
