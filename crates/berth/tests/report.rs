@@ -97,6 +97,168 @@ fn drawn_pod(browser: &mut Browser, i: usize) -> Value {
     ))
 }
 
+/// The what-if case with a preemption (`tests/whatif/priorityclass-preemption`): the
+/// cluster and the manifest applied.
+fn preemption_case() -> (PathBuf, PathBuf) {
+    let dir = manifest_dir().join("tests/whatif/priorityclass-preemption");
+    (dir.join("cluster.yaml"), dir.join("urgent.yaml"))
+}
+
+/// Selects the pod whose button text starts with `key`, returning what the pane shows.
+fn pod_pane(browser: &mut Browser, key: &str) -> Value {
+    browser.eval(&format!(
+        r#"(() => {{
+            const b = [...document.querySelectorAll('#pods button')]
+                .find(b => b.textContent.startsWith({key:?} + ' '));
+            b.click();
+            const all = s => [...document.querySelectorAll(s)].map(e => e.textContent);
+            return {{
+                heading: document.querySelector('#pod h3').textContent,
+                facts: Object.fromEntries(all('#pod .facts dt').map((t, i) => [t, all('#pod .facts dd')[i]])),
+                rejected: all('#pod .rejected tr').slice(1),
+                preemption: document.querySelector('#pod .preemption')?.textContent ?? null,
+                chosen: all('#pod .preemption tr.chosen'),
+                hash: location.hash,
+            }};
+        }})()"#
+    ))
+}
+
+/// Everything `--explain` knows is on the page: the pod's facts, its rejections grouped per
+/// rule, its preemption in full (victims and why, candidates, why none), the `--apply`
+/// summary per manifest, a node's facts; and the page can be searched, filtered and linked
+/// to one pod.
+#[test]
+fn report_shows_facts_preemption_and_the_apply_summary() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut browser = Browser::launch();
+    let (cluster, manifest) = preemption_case();
+    let html = dir.path().join("report.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["simulate", "--output", "json", "--report"])
+        .arg(&html)
+        .arg("--cluster")
+        .arg(&cluster)
+        .arg("--apply")
+        .arg(&manifest)
+        .output()
+        .expect("run berth");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8");
+    let apply: Value =
+        serde_json::from_str(stdout.lines().last().expect("the apply line")).expect("JSON");
+    open_report(&mut browser, &html);
+    assert_no_problems(&mut browser, "loading the report");
+
+    // The pod that preempted: its facts, the victim and why, the chosen candidate.
+    let pushy = pod_pane(&mut browser, "default/pushy");
+    assert_eq!(pushy["heading"], json!("default/pushy"), "{pushy}");
+    assert_eq!(pushy["hash"], json!("#pod=default%2Fpushy"), "{pushy}");
+    assert_eq!(
+        pushy["facts"]["requests (as admitted)"],
+        json!("cpu 1500m"),
+        "{pushy}"
+    );
+    assert!(
+        pushy["facts"]["priority"]
+            .as_str()
+            .unwrap()
+            .starts_with("1000000 (PriorityClass urgent)"),
+        "{pushy}"
+    );
+    let preemption = pushy["preemption"].as_str().expect("a preemption box");
+    assert!(
+        preemption.contains("default/filler") && preemption.contains("is below the preemptor's"),
+        "{pushy}"
+    );
+    assert_eq!(pushy["chosen"].as_array().unwrap().len(), 1, "{pushy}");
+    // The pod that may not preempt says why, and its rejections are listed per rule.
+    let polite = pod_pane(&mut browser, "default/polite");
+    assert!(
+        polite["preemption"]
+            .as_str()
+            .unwrap()
+            .contains("not tried: "),
+        "{polite}"
+    );
+    assert_eq!(
+        polite["rejected"],
+        json!(["1GeneralPredicatesInsufficient cpun1"]),
+        "{polite}"
+    );
+
+    // The --apply summary: one block per manifest, with the preemption and the shortfall.
+    let applied = browser.eval(
+        r#"({hidden: document.getElementById('applied-section').hidden,
+             manifests: [...document.querySelectorAll('#applied .manifest')].map(m => m.textContent)})"#,
+    );
+    let manifests = applied["manifests"].as_array().unwrap();
+    assert_eq!(applied["hidden"], json!(false));
+    assert_eq!(manifests.len(), apply["apply"].as_array().unwrap().len());
+    let all = manifests
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect::<String>();
+    assert!(
+        all.contains("default/pushy preempts on n1: default/filler (priority 10)")
+            && all.contains("short: the pod needs 600m cpu"),
+        "{applied}"
+    );
+
+    // A node's facts, from the overview.
+    let node = browser.eval(
+        r#"(() => {
+            document.querySelector('#overview .orow.node .oname').click();
+            const p = document.getElementById('node-panel');
+            return {hidden: p.hidden, text: p.textContent};
+        })()"#,
+    );
+    assert_eq!(node["hidden"], json!(false), "{node}");
+    assert!(
+        node["text"].as_str().unwrap().contains("allocatablecpu 2"),
+        "{node}"
+    );
+
+    // Search and filter the pod list.
+    let shown = browser.eval(
+        r#"(() => {
+            const visible = () => [...document.querySelectorAll('#pods button')].filter(b => !b.hidden).length;
+            const search = document.getElementById('search');
+            search.value = 'POLITE';
+            search.dispatchEvent(new Event('input'));
+            const searched = visible();
+            search.value = '';
+            search.dispatchEvent(new Event('input'));
+            const status = document.getElementById('status');
+            status.value = 'unplaced';
+            status.dispatchEvent(new Event('change'));
+            const unplaced = visible();
+            status.value = 'preempted';
+            status.dispatchEvent(new Event('change'));
+            return [searched, unplaced, visible()];
+        })()"#,
+    );
+    assert_eq!(shown, json!([1, 1, 1]));
+
+    // A link to one pod opens the page on that pod.
+    browser.eval(
+        "history.replaceState(null, '', '#pod=default%2Fordinary'); window.before = 1; \
+         setTimeout(() => location.reload(), 0); true",
+    );
+    browser.wait_until("window.before === undefined && document.body?.dataset.rendered === 'true'");
+    assert_eq!(
+        browser.eval("document.querySelector('#pod h3').textContent"),
+        json!("default/ordinary")
+    );
+    browser.eval("location.hash = '#pod=default%2Fpushy'; true");
+    browser.wait_until("document.querySelector('#pod h3').textContent === 'default/pushy'");
+    assert_no_problems(&mut browser, "using the report");
+}
+
 /// The tooltip shown when the pointer goes over the first failed cell of the heatmap (in the
 /// row of `node`, if given).
 fn failure_tooltip(browser: &mut Browser, node: Option<&str>) -> Value {

@@ -2,6 +2,7 @@
 //! table (`table.rs`) or JSON lines (`json.rs`), and with `--report` as an HTML page
 //! (`report.rs`).
 
+mod facts;
 mod json;
 mod report;
 mod table;
@@ -184,7 +185,9 @@ pub fn run(args: &Args) -> Result<()> {
             cluster: source.clone(),
             seed: args.seed,
         };
-        report::Report::new(info, &cluster, &scheduler, &rules)
+        let mut r = report::Report::new(info, &cluster, &scheduler, &rules);
+        r.know_pods(&pending);
+        r
     });
     let mut printer = Printer::new();
     let mut summary = Vec::new();
@@ -247,7 +250,8 @@ pub fn run(args: &Args) -> Result<()> {
     )?;
     drop(extenders);
     if let (Some(r), Some(path)) = (report, &args.report) {
-        std::fs::write(path, r.finish(&cluster))
+        let applied = applied.as_ref().map(|w| w.json(&cluster));
+        std::fs::write(path, r.finish(&cluster, applied))
             .with_context(|| format!("cannot write the report {}", path.display()))?;
     }
     if args.output == Format::Table {

@@ -532,7 +532,7 @@ fn quantities(list: &[(String, i64)]) -> Value {
 
 /// A quantity as Kubernetes writes it: cpu in cores or millicores, bytes in the largest
 /// binary unit that divides them.
-fn quantity(name: &str, value: i64) -> String {
+pub(super) fn quantity(name: &str, value: i64) -> String {
     if name == CPU {
         return if value % 1000 == 0 {
             (value / 1000).to_string()
