@@ -595,11 +595,23 @@ fn big_cluster(nodes: usize, pods: usize) -> String {
 #[test]
 #[ignore = "measures render time; run with --ignored --nocapture"]
 fn render_time_1000_nodes_100_pods() {
+    render_time(1000, 100);
+}
+
+/// The same at 5,000 nodes x 200 pods, every node evaluated for every pod (a million
+/// heatmap rows in the file).
+#[test]
+#[ignore = "measures render time; run with --ignored --nocapture"]
+fn render_time_5000_nodes_200_pods() {
+    render_time(5000, 200);
+}
+
+fn render_time(nodes: usize, pods: usize) {
     // Kept under the target directory, to open by hand.
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-1000x100");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{nodes}x{pods}"));
     std::fs::create_dir_all(&dir).expect("report directory");
     let cluster = dir.join("cluster.json");
-    std::fs::write(&cluster, big_cluster(1000, 100)).expect("write the cluster");
+    std::fs::write(&cluster, big_cluster(nodes, pods)).expect("write the cluster");
     let (html, lines) = report(
         &dir,
         &cluster,
