@@ -259,6 +259,56 @@ fn report_shows_facts_preemption_and_the_apply_summary() {
     assert_no_problems(&mut browser, "using the report");
 }
 
+/// A big cluster draws only what is in view: a heatmap of more than 400 rows draws the rows
+/// on screen, more as it scrolls, and the node filter still finds any node; a zone of more
+/// than 200 nodes lists them when opened.
+#[test]
+fn big_reports_draw_what_is_in_view() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = dir.path().join("cluster.json");
+    std::fs::write(&cluster, big_cluster(900, 2)).expect("write the cluster");
+    let (html, lines) = report(
+        dir.path(),
+        &cluster,
+        None,
+        &["--percentage-of-nodes-to-score", "100"],
+    );
+    assert_eq!(lines[0]["explain"]["nodes"].as_array().unwrap().len(), 900);
+    let mut browser = Browser::launch();
+    open_report(&mut browser, &html);
+    let drawn = browser.eval(
+        r#"(async () => {
+            const names = () => [...document.querySelectorAll('#heatmap .hr .name')].map(n => n.textContent);
+            const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+            const atTop = names();
+            const wrap = document.querySelector('.heat-wrap');
+            wrap.scrollTop = wrap.scrollHeight;
+            wrap.dispatchEvent(new Event('scroll'));
+            await frame();
+            const atBottom = names();
+            const filter = document.getElementById('node-filter');
+            filter.value = 'node-0899';
+            filter.dispatchEvent(new Event('input'));
+            const filtered = names();
+            const zones = document.querySelectorAll('#overview .zone').length;
+            const before = document.querySelectorAll('#overview .orow.node').length;
+            const details = document.querySelector('#overview details');
+            details.open = true;
+            await new Promise(r => details.addEventListener('toggle', r, {once: true}));
+            return {top: atTop.length, bottomHasLast: atBottom.length > 0 && atTop[0] !== atBottom[0],
+                    filtered, zones, before, after: document.querySelectorAll('#overview .orow.node').length};
+        })()"#,
+    );
+    let top = drawn["top"].as_u64().unwrap();
+    assert!(top > 0 && top < 200, "{drawn}");
+    assert_eq!(drawn["bottomHasLast"], json!(true), "{drawn}");
+    assert_eq!(drawn["filtered"], json!(["node-0899"]), "{drawn}");
+    assert_eq!(drawn["zones"], json!(4), "{drawn}");
+    assert_eq!(drawn["before"], json!(0), "{drawn}");
+    assert_eq!(drawn["after"], json!(225), "{drawn}");
+    assert_no_problems(&mut browser, "scrolling and filtering a big report");
+}
+
 /// The tooltip shown when the pointer goes over the first failed cell of the heatmap (in the
 /// row of `node`, if given).
 fn failure_tooltip(browser: &mut Browser, node: Option<&str>) -> Value {
@@ -637,6 +687,14 @@ fn render_time(nodes: usize, pods: usize) {
         assert_no_problems(&mut browser, "the big report");
         let ms = browser.eval("performance.getEntriesByName('berth-rendered')[0].startTime");
         loads.push(ms.as_f64().expect("a mark"));
+        let marks = browser.eval(
+            "performance.getEntriesByType('mark').map(m => m.name + ' ' + m.startTime.toFixed(0)).join(', ')",
+        );
+        let _ = writeln!(
+            report,
+            "marks (ms from navigation start): {}",
+            marks.as_str().unwrap_or("")
+        );
         let each = browser.eval(
             r#"(() => {
                 const buttons = document.querySelectorAll('#pods button');

@@ -4,6 +4,8 @@
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("berth-data").textContent);
+  // Marks for the render-time measurement (performance.getEntriesByType("mark")).
+  performance.mark("berth-parsed");
   const nodes = data.nodes;
   const filters = data.filters;
   const tooltip = document.getElementById("tooltip");
@@ -38,6 +40,11 @@
 
   // Tied nodes named in a pod's words before "and N more".
   const TIE_NAMES = 8;
+  // Heatmaps of more rows than this draw only the rows in view; a row's height in pixels
+  // (the stylesheet's .hr), and the rows drawn beyond the view on each side.
+  const WINDOW_ROWS = 400;
+  const ROW_HEIGHT = 18;
+  const WINDOW_MARGIN = 20;
 
   // One pod's heatmap and its words.
   let current = -1;
@@ -215,12 +222,7 @@
     main.appendChild(tools);
     const map = heatmap(x);
     main.appendChild(map);
-    filter.addEventListener("input", function () {
-      const q = filter.value.toLowerCase();
-      map.querySelectorAll(".hr").forEach(function (row) {
-        row.hidden = q !== "" && nodeName(x.rows[Number(row.dataset.r)]).toLowerCase().indexOf(q) < 0;
-      });
-    });
+    filter.addEventListener("input", function () { map.filterRows(filter.value.toLowerCase()); });
   }
 
   function heatmap(x) {
@@ -268,7 +270,7 @@
     heat.appendChild(head);
 
     const failClass = new Array(filters.length);
-    for (const r of order) {
+    function makeRow(r) {
       const row = el("div", "hr");
       row.dataset.r = r;
       if (r === x.winner) row.classList.add("win");
@@ -300,11 +302,52 @@
       }
       row.appendChild(el("span", "c t", k < 0 ? "" : x.totals[k]));
       row.appendChild(el("span", "c t", k < 0 || winnerTotal === null ? "" : x.totals[k] - winnerTotal));
-      heat.appendChild(row);
+      return row;
     }
     view = { x: x, fails: fails, scoredAt: scoredAt, winnerTotal: winnerTotal };
     const wrap = el("div", "heat-wrap");
     wrap.appendChild(heat);
+    const body = el("div", "hbody");
+    heat.appendChild(body);
+    // Up to WINDOW_ROWS rows are all drawn; past that only those in view (and a margin),
+    // absolutely placed in a body as tall as every row, redrawn as the box scrolls.
+    let shown = order;
+    let first = -1;
+    function drawWindow() {
+      const top = Math.max(0, wrap.scrollTop - body.offsetTop);
+      const from = Math.max(0, Math.floor(top / ROW_HEIGHT) - WINDOW_MARGIN);
+      if (from === first) return;
+      first = from;
+      const to = Math.min(shown.length, from + Math.ceil(wrap.clientHeight / ROW_HEIGHT) + 2 * WINDOW_MARGIN);
+      body.textContent = "";
+      for (let i = from; i < to; i++) {
+        const row = makeRow(shown[i]);
+        row.style.top = i * ROW_HEIGHT + "px";
+        body.appendChild(row);
+      }
+    }
+    function draw(rows) {
+      shown = rows;
+      body.textContent = "";
+      first = -1;
+      if (order.length <= WINDOW_ROWS) {
+        body.classList.remove("windowed");
+        body.style.height = "";
+        for (const r of rows) body.appendChild(makeRow(r));
+      } else {
+        body.classList.add("windowed");
+        body.style.height = rows.length * ROW_HEIGHT + "px";
+        drawWindow();
+      }
+    }
+    if (order.length > WINDOW_ROWS) wrap.addEventListener("scroll", drawWindow);
+    draw(order);
+    // The node filter: rows whose node name contains the text.
+    wrap.filterRows = function (q) {
+      draw(q === "" ? order : order.filter(function (r) {
+        return nodeName(x.rows[r]).toLowerCase().indexOf(q) >= 0;
+      }));
+    };
     return wrap;
   }
 
@@ -487,6 +530,8 @@
   if (data.applied) drawApplied(data.applied);
 
   // The cluster overview: nodes by zone, each with a bar per resource before and after.
+  // Zones of more nodes than this list them when opened.
+  const ZONE_NODES_DRAWN = 200;
   const RESOURCES = [
     ["cpu", "cpu", function (v) { return (v / 1000).toFixed(v % 1000 === 0 ? 0 : 2); }],
     ["memory", "memory", bytes],
@@ -528,6 +573,7 @@
   const zoneNames = Array.from(byZone.keys()).sort(function (a, b) {
     return (a === "") - (b === "") || (a < b ? -1 : a > b ? 1 : 0);
   });
+  performance.mark("berth-list");
   const overview = document.getElementById("overview");
   for (const z of zoneNames) {
     const members = byZone.get(z);
@@ -550,22 +596,37 @@
       sums.appendChild(bar(limited ? cap : null, before, after, r[2]));
     });
     section.appendChild(sums);
-    for (const i of members) {
-      const row = el("div", "orow node");
-      const name = el("span", "oname", nodes[i]);
-      name.title = nodes[i];
-      name.dataset.node = i;
-      row.appendChild(name);
-      RESOURCES.forEach(function (r) {
-        const res = data.resources[r[0]];
-        row.appendChild(bar(res.capacity[i], res.before[i], res.after[i], r[2]));
+    const drawNodes = function (into) {
+      for (const i of members) {
+        const row = el("div", "orow node");
+        const name = el("span", "oname", nodes[i]);
+        name.title = nodes[i];
+        name.dataset.node = i;
+        row.appendChild(name);
+        RESOURCES.forEach(function (r) {
+          const res = data.resources[r[0]];
+          row.appendChild(bar(res.capacity[i], res.before[i], res.after[i], r[2]));
+        });
+        into.appendChild(row);
+      }
+    };
+    if (members.length <= ZONE_NODES_DRAWN) {
+      drawNodes(section);
+    } else {
+      // A large zone lists its nodes when opened.
+      const more = el("details", "zone-nodes");
+      more.appendChild(el("summary", null, "the zone's " + plural(members.length, "node")));
+      more.addEventListener("toggle", function () {
+        if (more.open && more.children.length === 1) drawNodes(more);
       });
-      section.appendChild(row);
+      section.appendChild(more);
     }
     overview.appendChild(section);
   }
 
+  performance.mark("berth-overview");
   if (!fromHash() && data.pods.length > 0) select(0);
+  performance.mark("berth-pod");
   // Rendered once the first frame (style, layout, paint) is done.
   requestAnimationFrame(function () {
     setTimeout(function () {
