@@ -249,6 +249,9 @@ pub fn run(args: &Args) -> Result<()> {
         },
     )?;
     drop(extenders);
+    if let Some(w) = applied.as_mut() {
+        w.suggest(&mut cluster, &mut scheduler)?;
+    }
     if let (Some(r), Some(path)) = (report, &args.report) {
         let applied = applied.as_ref().map(|w| w.json(&cluster));
         std::fs::write(path, r.finish(&cluster, applied))

@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use berth_engine::Cluster;
 use berth_engine::model;
 use berth_engine::resources::{CPU, MEMORY};
 use berth_engine::simulation::Outcome;
+use berth_engine::{Cluster, Scheduler};
 use berth_kube::ClusterObjects;
 use berth_kube::manifests::{self, Applied};
 use serde_json::{Value, json};
@@ -39,6 +39,12 @@ pub(super) struct WhatIf {
     pods: HashMap<String, PodFacts>,
     /// Created claims naming a StorageClass the cluster file does not have: claim, class.
     missing_classes: HashMap<String, String>,
+    /// The applied pods as created and admitted, by key (to try them on added nodes).
+    created: HashMap<String, model::Pod>,
+    /// Per manifest (by index) with unschedulable pods: the nodes whose addition fits them.
+    suggestions: HashMap<usize, String>,
+    /// ReplicaSets of the cluster file owned by a Deployment: `ns/rs` -> `Deployment ns/name`.
+    deployments: HashMap<String, String>,
 }
 
 impl WhatIf {
@@ -82,12 +88,38 @@ impl WhatIf {
             .iter()
             .map(|p| (p.key(), Placement::default()))
             .collect();
+        let created = expansion
+            .pods
+            .iter()
+            .map(|p| (p.key(), p.clone()))
+            .collect();
+        let deployments = objects
+            .replica_sets
+            .iter()
+            .filter_map(|rs| {
+                let namespace = rs.metadata.namespace.as_deref().unwrap_or("default");
+                let owner = rs
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .find(|o| o.controller == Some(true) && o.kind == "Deployment")?;
+                let name = rs.metadata.name.as_deref()?;
+                Some((
+                    format!("{namespace}/{name}"),
+                    format!("Deployment {namespace}/{}", owner.name),
+                ))
+            })
+            .collect();
         Ok((
             WhatIf {
                 workloads: expansion.workloads,
                 placements,
                 pods: HashMap::new(),
                 missing_classes,
+                created,
+                suggestions: HashMap::new(),
+                deployments,
             },
             expansion.pods,
         ))
@@ -97,12 +129,13 @@ impl WhatIf {
     /// (a victim is gone from the cluster once the summary is written).
     pub(super) fn know<'p>(&mut self, pods: impl Iterator<Item = &'p model::Pod>) {
         for pod in pods {
-            let owner = pod
-                .meta
-                .owners
-                .iter()
-                .find(|o| o.controller)
-                .map(|o| format!("{} {}/{}", o.kind, pod.meta.namespace, o.name));
+            let owner = pod.meta.owners.iter().find(|o| o.controller).map(|o| {
+                let controller = format!("{}/{}", pod.meta.namespace, o.name);
+                match self.deployments.get(&controller) {
+                    Some(deployment) if o.kind == "ReplicaSet" => deployment.clone(),
+                    _ => format!("{} {controller}", o.kind),
+                }
+            });
             let facts = PodFacts {
                 owner,
                 priority: pod.priority,
@@ -127,12 +160,71 @@ impl WhatIf {
     fn summaries<'a>(&'a self, cluster: &Cluster) -> Vec<Summary<'a>> {
         self.workloads
             .iter()
-            .map(|w| {
+            .enumerate()
+            .map(|(i, w)| {
                 let mut s = Summary::of(w, &self.placements, cluster);
                 s.hints = self.hints(w);
+                s.suggestion = self.suggestions.get(&i).cloned();
                 s
             })
             .collect()
+    }
+
+    /// For each manifest with unschedulable pods (but a DaemonSet, whose pods are pinned to
+    /// their nodes): the fewest copies of one existing node that would fit them all, found by
+    /// adding empty copies of each kind of node (same labels but the hostname, taints and
+    /// allocatable) and scheduling the pods again with every rule of the policy; then every
+    /// copy and pod placed on it is removed, leaving `cluster` as the run left it. Not done
+    /// with extenders, whose answers about nodes that do not exist would mean nothing.
+    pub(super) fn suggest(
+        &mut self,
+        cluster: &mut Cluster,
+        scheduler: &mut Scheduler,
+    ) -> Result<()> {
+        if !scheduler.extenders().is_empty() {
+            return Ok(());
+        }
+        let templates = node_shapes(cluster);
+        for (i, w) in self.workloads.iter().enumerate() {
+            if w.kind == "DaemonSet" {
+                continue;
+            }
+            let failed: Vec<&model::Pod> = w
+                .pods
+                .iter()
+                .filter(|k| {
+                    let p = &self.placements[*k];
+                    p.node.is_none() && p.message.is_some()
+                })
+                .filter_map(|k| self.created.get(k))
+                .filter(|p| p.scheduling_gates.is_empty())
+                .collect();
+            if failed.is_empty() || failed.len() > MAX_PODS_TRIED {
+                continue;
+            }
+            let mut best: Option<(usize, &str)> = None;
+            for template in &templates {
+                if let Some(n) = copies_needed(cluster, scheduler, template, &failed)?
+                    && best.is_none_or(|(m, _)| n < m)
+                {
+                    best = Some((n, template.meta.name.as_str()));
+                }
+            }
+            if let Some((n, like)) = best {
+                let nodes = if n == 1 { "one node" } else { "nodes" };
+                let count = if n == 1 {
+                    String::new()
+                } else {
+                    format!("{n} ")
+                };
+                let all = if failed.len() == 1 { "it" } else { "them all" };
+                self.suggestions.insert(
+                    i,
+                    format!("adding {count}{nodes} like {like} would fit {all}"),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// What the user may have got wrong that the FitError does not say: a claim naming a
@@ -208,6 +300,9 @@ impl WhatIf {
             if let Some(short) = &s.shortfall {
                 out.push_str(&wrap(&format!("short: {short}"), "  ", "    "));
             }
+            if let Some(fix) = &s.suggestion {
+                out.push_str(&wrap(&format!("fits with: {fix}"), "  ", "    "));
+            }
             for hint in &s.hints {
                 out.push_str(&wrap(&format!("hint: {hint}"), "  ", "    "));
             }
@@ -273,7 +368,7 @@ impl WhatIf {
                     "notScheduled": s.not_scheduled, "fits": s.fits(),
                     "summary": s.verdict, "note": w.note, "pods": pods,
                     "unschedulableReasons": failures, "preemptions": preemptions,
-                    "shortfall": s.shortfall, "hints": s.hints,
+                    "shortfall": s.shortfall, "suggestion": s.suggestion, "hints": s.hints,
                     "requests": {
                         "containers": quantities(&w.requests.containers),
                         "sidecars": quantities(&w.requests.sidecars),
@@ -310,6 +405,8 @@ struct Summary<'a> {
     shortfall: Option<String>,
     /// What the manifest may have got wrong (a missing StorageClass).
     hints: Vec<String>,
+    /// The nodes whose addition would fit its unschedulable pods.
+    suggestion: Option<String>,
     /// The one-line answer.
     verdict: String,
 }
@@ -331,6 +428,7 @@ impl<'a> Summary<'a> {
             preemptions: Vec::new(),
             shortfall: None,
             hints: Vec::new(),
+            suggestion: None,
             verdict: String::new(),
         };
         let mut messages: BTreeMap<&str, usize> = BTreeMap::new();
@@ -482,6 +580,82 @@ fn shortfall(workload: &Applied, failures: &[(usize, &str)], cluster: &Cluster) 
         ));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// Copies of one node tried per kind of node, and unschedulable pods of one manifest tried on
+/// them, at most (what-if runs are small; past these the answer is left out).
+const MAX_COPIES: usize = 20;
+const MAX_PODS_TRIED: usize = 200;
+/// Kinds of node tried, at most, in the cluster's order.
+const MAX_SHAPES: usize = 16;
+const HOSTNAME: &str = "kubernetes.io/hostname";
+
+/// One schedulable node of each kind (labels but the hostname, taints, allocatable).
+fn node_shapes(cluster: &Cluster) -> Vec<model::Node> {
+    let mut seen = std::collections::HashSet::new();
+    let mut shapes = Vec::new();
+    for &id in cluster.node_order() {
+        let node = &cluster.node(id).node;
+        if node.unschedulable {
+            continue;
+        }
+        let mut labels = node.meta.labels.clone();
+        labels.remove(HOSTNAME);
+        let key = format!("{labels:?}|{:?}|{:?}", node.taints, node.allocatable);
+        if seen.insert(key) {
+            shapes.push((**node).clone());
+            if shapes.len() == MAX_SHAPES {
+                break;
+            }
+        }
+    }
+    shapes
+}
+
+/// How many empty copies of `template` fit `pods` (scheduled in order with the policy's
+/// rules, a copy added each time no node takes the next pod), or None when a fresh copy does
+/// not take a pod or more than [`MAX_COPIES`] are needed. The copies and the pods placed are
+/// removed again.
+fn copies_needed(
+    cluster: &mut Cluster,
+    scheduler: &mut Scheduler,
+    template: &model::Node,
+    pods: &[&model::Pod],
+) -> Result<Option<usize>> {
+    let mut copies: Vec<String> = Vec::new();
+    let mut placed: Vec<(String, String)> = Vec::new();
+    let mut fits = true;
+    'pods: for pod in pods {
+        let mut fresh = false;
+        loop {
+            let info = cluster.compile_pod((*pod).clone());
+            if let Some(node) = scheduler.schedule(cluster, &info, false).node {
+                placed.push((pod.meta.namespace.clone(), pod.meta.name.clone()));
+                cluster.insert_pod(info, Some(node))?;
+                continue 'pods;
+            }
+            if fresh || copies.len() == MAX_COPIES {
+                fits = false;
+                break 'pods;
+            }
+            let mut copy = template.clone();
+            let name = format!("{}-like-{}", template.meta.name, copies.len() + 1);
+            copy.meta.name.clone_from(&name);
+            copy.meta.uid = format!("berth-what-if-{name}");
+            copy.meta.labels.insert(HOSTNAME.to_owned(), name.clone());
+            cluster.upsert_node(copy)?;
+            copies.push(name);
+            fresh = true;
+        }
+    }
+    let answer = (fits && !copies.is_empty()).then_some(copies.len());
+    for (namespace, name) in placed {
+        cluster.remove_pod(&namespace, &name);
+    }
+    for name in copies {
+        cluster.remove_node(&name);
+    }
+    Ok(answer)
 }
 
 /// What a manifest's pods are called in a verdict.

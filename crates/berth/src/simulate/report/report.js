@@ -505,6 +505,7 @@
         }).join(", "));
       });
       if (m.shortfall) add("short: " + m.shortfall);
+      if (m.suggestion) add("fits with: " + m.suggestion);
       m.hints.forEach(function (h) { add("hint: " + h, "hint"); });
       if (m.note) add(m.note);
       add("requests per pod: " + resourceText(m.requests.effective));
