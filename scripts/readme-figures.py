@@ -111,7 +111,7 @@ def num(x, unit=""):
 
 
 def us(x):
-    """A latency in µs, in ms from 1 ms up, as the README writes them."""
+    """A latency in µs, in ms from 1 ms up, as docs/performance.md writes them."""
     if x is None:
         return "—"
     return f"{x / 1000:.1f} ms" if x >= 1000 else f"{x:.0f} µs"

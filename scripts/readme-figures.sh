@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Re-measures the README's performance figures in one sitting, on one machine: builds
+# Re-measures docs/performance.md's figures in one sitting, on one machine: builds
 # `berth` in release once, prints the machine and the commit, runs every `berth bench`
-# figure of the README's Performance section in interleaved rounds (equivalence classes on
+# figure of docs/performance.md in interleaved rounds (equivalence classes on
 # and off, alternating which goes first), and prints markdown tables of medians and ranges.
-# With WITH_TESTS=1 it also runs the ignored measurement tests whose figures the README
+# With WITH_TESTS=1 it also runs the ignored measurement tests whose figures docs/performance.md
 # gives (idle cost, end-to-end throughput, the binding ceiling, the report's render time).
 #
 # Environment:
@@ -63,7 +63,7 @@ RESULTS="$LOG.jsonl"
 # Everything from here on goes to the terminal and to the log.
 exec > >(tee -a "$LOG") 2>&1
 
-# The bench runs: label | arguments (full size, the README's commands) | arguments (QUICK).
+# The bench runs: label | arguments (full size, docs/performance.md's commands) | arguments (QUICK).
 # Every workload `berth bench --help` lists must appear here or in NOT_BENCHED.
 RUNS=(
   "basic|--workload basic|--workload basic --nodes 200 --running 200 --pods 500"
@@ -211,7 +211,7 @@ if [[ $WITH_TESTS == 1 ]]; then
     export BERTH_IDLE_ROUNDS=1 BERTH_IDLE_SECONDS=5
     export BERTH_CEILING_NODES=100 BERTH_CEILING_PODS=300 BERTH_CEILING_ROUNDS=1
   fi
-  run_step "WASM plugins vs built-ins (README, WASM plugins): $ROUNDS rounds"
+  run_step "WASM plugins vs built-ins (docs/performance.md, WASM plugins): $ROUNDS rounds"
   for ((round = 1; round <= ROUNDS; round++)); do
     if [[ $QUICK == 1 ]]; then
       "$berth" bench --workload node-label --compare-wasm --plugins plugins/dist --nodes 200 --pods 300 || failures+=("node-label --compare-wasm")
@@ -227,7 +227,7 @@ if [[ $WITH_TESTS == 1 ]]; then
       throughput) cmd=(cargo test --release -p berth --test e2e -- --ignored --nocapture throughput) ;;
       throughput-qps50) cmd=(env BERTH_BENCH_QPS=50 cargo test --release -p berth --test e2e -- --ignored --nocapture throughput) ;;
       ceiling) cmd=(cargo test --release -p berth --test ceiling -- --ignored --nocapture) ;;
-      # A debug build, as the README's command (the page's time is the browser's).
+      # A debug build, as the documented command (the page's time is the browser's).
       render) cmd=(cargo test -p berth --test report -- --ignored --nocapture render_time) ;;
     esac
     if [[ $QUICK == 1 && ($t == throughput || $t == throughput-qps50 || $t == render) ]]; then

@@ -56,7 +56,7 @@ async fn sample() {
     run_and_check(0..12, 0..4, Duration::from_secs(15 * 60)).await;
 }
 
-#[ignore = "long run (tens of minutes); its figures are in the README"]
+#[ignore = "long run (tens of minutes); its figures are in docs/fidelity.md"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long() {
     run_and_check(1000..1100, 1000..1060, Duration::from_secs(3 * 60 * 60)).await;
@@ -84,7 +84,7 @@ async fn sample_v136() {
     run_and_check_v136(0..30, Duration::from_secs(15 * 60)).await;
 }
 
-#[ignore = "long run (tens of minutes); its figures are in the README"]
+#[ignore = "long run (tens of minutes); its figures are in docs/fidelity.md"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_v136() {
     run_and_check_v136(1000..1300, Duration::from_secs(45 * 60)).await;

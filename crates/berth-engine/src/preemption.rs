@@ -215,7 +215,10 @@ impl Rejection {
     fn describe(&self, node: &str, pod: &str) -> String {
         match self {
             Rejection::NoVictims => {
-                format!("No victims found on node {node} for preemptor pod {pod}")
+                format!(
+                    "No victims found on node {node} for preemptor pod {pod}: no pod there has \
+                     a lower priority than it"
+                )
             }
             Rejection::FailsWithoutThem(reasons) => {
                 format!("does not fit even without its lower-priority pods: {reasons}")

@@ -583,7 +583,7 @@ fn duplicates_name_both_locations() {
     assert_eq!(objects.pods.len(), 2);
 }
 
-/// The README's snapshot command as kubectl (v1.32) printed it against a real kube-apiserver
+/// The snapshot command of the README and docs/simulate.md as kubectl (v1.32) printed it against a real kube-apiserver
 /// (v1.36, berth-testcluster with two kwok nodes): one `v1 List` of every kind Berth reads,
 /// with the server's fields (managedFields, uids, status) left in. Every object is read, none
 /// skipped, and the snapshot tells the running pod from the pending ones.

@@ -5,7 +5,7 @@
 /// scheduling cycle (each cycle allocates a few hundred KiB of per-node tables); mimalloc
 /// keeps it. Its v2 line, because v3 holds freed memory for a second before returning it:
 /// 50,000 pods, a 1.4 s run that outgrows its tables, peaked at 156 MiB with v3 against
-/// 126-141 MiB with v2 (README, "Equivalence classes").
+/// 126-141 MiB with v2 (docs/performance.md, "Equivalence classes").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -236,6 +236,19 @@ fn default_simulation_runs_and_is_deterministic() {
     let b = berth(&["simulate", "--output", "json", "--seed", "7"]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_eq!(a.stdout, b.stdout);
+    // A newcomer's first run warns about nothing: the bundled policy's notes on v1.22 are
+    // for authors of policies, and the bundled cluster has nothing to warn about.
+    assert_eq!(String::from_utf8_lossy(&a.stderr), "");
+    // The same file given as the user's own policy keeps them.
+    let own = berth(&["simulate", "--policy", "../../policies/openshift.json"]);
+    let own_stderr = String::from_utf8_lossy(&own.stderr);
+    assert!(own.status.success(), "{own_stderr}");
+    assert!(
+        own_stderr.contains(
+            "\"CheckNodeMemoryPressure\" is no longer registered by kube-scheduler v1.22"
+        ),
+        "{own_stderr}"
+    );
     let text = String::from_utf8_lossy(&a.stdout);
     assert!(text.lines().count() >= 5);
     for line in text.lines() {
@@ -460,7 +473,7 @@ fn check_of_a_cluster_file_names_what_berth_ignores_or_refuses() {
 
 /// Every `berth bench` workload runs once at a small size (a sample, never timed): each
 /// pending pod is placed, the run's own placement checks pass, and the result names the
-/// machine. Figures come from release builds at full size (README, Performance).
+/// machine. Figures come from release builds at full size (docs/performance.md).
 #[test]
 fn every_bench_workload_runs_a_small_sample() {
     let workloads = [

@@ -97,6 +97,218 @@ fn drawn_pod(browser: &mut Browser, i: usize) -> Value {
     ))
 }
 
+/// The what-if case with a preemption (`tests/whatif/priorityclass-preemption`): the
+/// cluster and the manifest applied.
+fn preemption_case() -> (PathBuf, PathBuf) {
+    let dir = manifest_dir().join("tests/whatif/priorityclass-preemption");
+    (dir.join("cluster.yaml"), dir.join("urgent.yaml"))
+}
+
+/// Selects the pod whose button text starts with `key`, returning what the pane shows.
+fn pod_pane(browser: &mut Browser, key: &str) -> Value {
+    browser.eval(&format!(
+        r#"(() => {{
+            const b = [...document.querySelectorAll('#pods button')]
+                .find(b => b.textContent.startsWith({key:?} + ' '));
+            b.click();
+            const all = s => [...document.querySelectorAll(s)].map(e => e.textContent);
+            return {{
+                heading: document.querySelector('#pod h3').textContent,
+                facts: Object.fromEntries(all('#pod .facts dt').map((t, i) => [t, all('#pod .facts dd')[i]])),
+                rejected: all('#pod .rejected tr').slice(1),
+                preemption: document.querySelector('#pod .preemption')?.textContent ?? null,
+                chosen: all('#pod .preemption tr.chosen'),
+                hash: location.hash,
+            }};
+        }})()"#
+    ))
+}
+
+/// Everything `--explain` knows is on the page: the pod's facts, its rejections grouped per
+/// rule, its preemption in full (victims and why, candidates, why none), the `--apply`
+/// summary per manifest, a node's facts; and the page can be searched, filtered and linked
+/// to one pod.
+#[test]
+fn report_shows_facts_preemption_and_the_apply_summary() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut browser = Browser::launch();
+    let (cluster, manifest) = preemption_case();
+    let html = dir.path().join("report.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["simulate", "--output", "json", "--report"])
+        .arg(&html)
+        .arg("--cluster")
+        .arg(&cluster)
+        .arg("--apply")
+        .arg(&manifest)
+        .output()
+        .expect("run berth");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8");
+    let apply: Value =
+        serde_json::from_str(stdout.lines().last().expect("the apply line")).expect("JSON");
+    open_report(&mut browser, &html);
+    assert_no_problems(&mut browser, "loading the report");
+
+    // The pod that preempted: its facts, the victim and why, the chosen candidate.
+    let pushy = pod_pane(&mut browser, "default/pushy");
+    assert_eq!(pushy["heading"], json!("default/pushy"), "{pushy}");
+    assert_eq!(pushy["hash"], json!("#pod=default%2Fpushy"), "{pushy}");
+    assert_eq!(
+        pushy["facts"]["requests (as admitted)"],
+        json!("cpu 1500m"),
+        "{pushy}"
+    );
+    assert!(
+        pushy["facts"]["priority"]
+            .as_str()
+            .unwrap()
+            .starts_with("1000000 (PriorityClass urgent)"),
+        "{pushy}"
+    );
+    let preemption = pushy["preemption"].as_str().expect("a preemption box");
+    assert!(
+        preemption.contains("default/filler") && preemption.contains("is below the preemptor's"),
+        "{pushy}"
+    );
+    assert_eq!(pushy["chosen"].as_array().unwrap().len(), 1, "{pushy}");
+    // The pod that may not preempt says why, and its rejections are listed per rule.
+    let polite = pod_pane(&mut browser, "default/polite");
+    assert!(
+        polite["preemption"]
+            .as_str()
+            .unwrap()
+            .contains("not tried: "),
+        "{polite}"
+    );
+    assert_eq!(
+        polite["rejected"],
+        json!(["1GeneralPredicatesInsufficient cpun1"]),
+        "{polite}"
+    );
+
+    // The --apply summary: one block per manifest, with the preemption and the shortfall.
+    let applied = browser.eval(
+        r#"({hidden: document.getElementById('applied-section').hidden,
+             manifests: [...document.querySelectorAll('#applied .manifest')].map(m => m.textContent)})"#,
+    );
+    let manifests = applied["manifests"].as_array().unwrap();
+    assert_eq!(applied["hidden"], json!(false));
+    assert_eq!(manifests.len(), apply["apply"].as_array().unwrap().len());
+    let all = manifests
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect::<String>();
+    assert!(
+        all.contains("default/pushy preempts on n1: default/filler (priority 10)")
+            && all.contains("short: the pod needs 600m cpu"),
+        "{applied}"
+    );
+
+    // A node's facts, from the overview.
+    let node = browser.eval(
+        r#"(() => {
+            document.querySelector('#overview .orow.node .oname').click();
+            const p = document.getElementById('node-panel');
+            return {hidden: p.hidden, text: p.textContent};
+        })()"#,
+    );
+    assert_eq!(node["hidden"], json!(false), "{node}");
+    assert!(
+        node["text"].as_str().unwrap().contains("allocatablecpu 2"),
+        "{node}"
+    );
+
+    // Search and filter the pod list.
+    let shown = browser.eval(
+        r#"(() => {
+            const visible = () => [...document.querySelectorAll('#pods button')].filter(b => !b.hidden).length;
+            const search = document.getElementById('search');
+            search.value = 'POLITE';
+            search.dispatchEvent(new Event('input'));
+            const searched = visible();
+            search.value = '';
+            search.dispatchEvent(new Event('input'));
+            const status = document.getElementById('status');
+            status.value = 'unplaced';
+            status.dispatchEvent(new Event('change'));
+            const unplaced = visible();
+            status.value = 'preempted';
+            status.dispatchEvent(new Event('change'));
+            return [searched, unplaced, visible()];
+        })()"#,
+    );
+    assert_eq!(shown, json!([1, 1, 1]));
+
+    // A link to one pod opens the page on that pod.
+    browser.eval(
+        "history.replaceState(null, '', '#pod=default%2Fordinary'); window.before = 1; \
+         setTimeout(() => location.reload(), 0); true",
+    );
+    browser.wait_until("window.before === undefined && document.body?.dataset.rendered === 'true'");
+    assert_eq!(
+        browser.eval("document.querySelector('#pod h3').textContent"),
+        json!("default/ordinary")
+    );
+    browser.eval("location.hash = '#pod=default%2Fpushy'; true");
+    browser.wait_until("document.querySelector('#pod h3').textContent === 'default/pushy'");
+    assert_no_problems(&mut browser, "using the report");
+}
+
+/// A big cluster draws only what is in view: a heatmap of more than 400 rows draws the rows
+/// on screen, more as it scrolls, and the node filter still finds any node; a zone of more
+/// than 200 nodes lists them when opened.
+#[test]
+fn big_reports_draw_what_is_in_view() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = dir.path().join("cluster.json");
+    std::fs::write(&cluster, big_cluster(900, 2)).expect("write the cluster");
+    let (html, lines) = report(
+        dir.path(),
+        &cluster,
+        None,
+        &["--percentage-of-nodes-to-score", "100"],
+    );
+    assert_eq!(lines[0]["explain"]["nodes"].as_array().unwrap().len(), 900);
+    let mut browser = Browser::launch();
+    open_report(&mut browser, &html);
+    let drawn = browser.eval(
+        r#"(async () => {
+            const names = () => [...document.querySelectorAll('#heatmap .hr .name')].map(n => n.textContent);
+            const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+            const atTop = names();
+            const wrap = document.querySelector('.heat-wrap');
+            wrap.scrollTop = wrap.scrollHeight;
+            wrap.dispatchEvent(new Event('scroll'));
+            await frame();
+            const atBottom = names();
+            const filter = document.getElementById('node-filter');
+            filter.value = 'node-0899';
+            filter.dispatchEvent(new Event('input'));
+            const filtered = names();
+            const zones = document.querySelectorAll('#overview .zone').length;
+            const before = document.querySelectorAll('#overview .orow.node').length;
+            const details = document.querySelector('#overview details');
+            details.open = true;
+            await new Promise(r => details.addEventListener('toggle', r, {once: true}));
+            return {top: atTop.length, bottomHasLast: atBottom.length > 0 && atTop[0] !== atBottom[0],
+                    filtered, zones, before, after: document.querySelectorAll('#overview .orow.node').length};
+        })()"#,
+    );
+    let top = drawn["top"].as_u64().unwrap();
+    assert!(top > 0 && top < 200, "{drawn}");
+    assert_eq!(drawn["bottomHasLast"], json!(true), "{drawn}");
+    assert_eq!(drawn["filtered"], json!(["node-0899"]), "{drawn}");
+    assert_eq!(drawn["zones"], json!(4), "{drawn}");
+    assert_eq!(drawn["before"], json!(0), "{drawn}");
+    assert_eq!(drawn["after"], json!(225), "{drawn}");
+    assert_no_problems(&mut browser, "scrolling and filtering a big report");
+}
+
 /// The tooltip shown when the pointer goes over the first failed cell of the heatmap (in the
 /// row of `node`, if given).
 fn failure_tooltip(browser: &mut Browser, node: Option<&str>) -> Value {
@@ -433,11 +645,23 @@ fn big_cluster(nodes: usize, pods: usize) -> String {
 #[test]
 #[ignore = "measures render time; run with --ignored --nocapture"]
 fn render_time_1000_nodes_100_pods() {
+    render_time(1000, 100);
+}
+
+/// The same at 5,000 nodes x 200 pods, every node evaluated for every pod (a million
+/// heatmap rows in the file).
+#[test]
+#[ignore = "measures render time; run with --ignored --nocapture"]
+fn render_time_5000_nodes_200_pods() {
+    render_time(5000, 200);
+}
+
+fn render_time(nodes: usize, pods: usize) {
     // Kept under the target directory, to open by hand.
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-1000x100");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{nodes}x{pods}"));
     std::fs::create_dir_all(&dir).expect("report directory");
     let cluster = dir.join("cluster.json");
-    std::fs::write(&cluster, big_cluster(1000, 100)).expect("write the cluster");
+    std::fs::write(&cluster, big_cluster(nodes, pods)).expect("write the cluster");
     let (html, lines) = report(
         &dir,
         &cluster,
@@ -463,6 +687,14 @@ fn render_time_1000_nodes_100_pods() {
         assert_no_problems(&mut browser, "the big report");
         let ms = browser.eval("performance.getEntriesByName('berth-rendered')[0].startTime");
         loads.push(ms.as_f64().expect("a mark"));
+        let marks = browser.eval(
+            "performance.getEntriesByType('mark').map(m => m.name + ' ' + m.startTime.toFixed(0)).join(', ')",
+        );
+        let _ = writeln!(
+            report,
+            "marks (ms from navigation start): {}",
+            marks.as_str().unwrap_or("")
+        );
         let each = browser.eval(
             r#"(() => {
                 const buttons = document.querySelectorAll('#pods button');

@@ -135,15 +135,15 @@ fn readme_example_is_the_examples_folder() {
     }
 }
 
-/// The README shows the examples case's table as it is.
+/// docs/simulate.md shows the examples case's table as it is.
 #[test]
-fn readme_shows_the_examples_output() {
+fn docs_show_the_examples_output() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = fs::read_to_string(root.join("../../README.md")).expect("README");
+    let doc = fs::read_to_string(root.join("../../docs/simulate.md")).expect("docs/simulate.md");
     let table = fs::read_to_string(root.join("tests/whatif/examples/table.txt")).expect("table");
     assert!(
-        readme.contains(&format!("```\n{table}```\n")),
-        "README's --apply example differs from tests/whatif/examples/table.txt"
+        doc.contains(&format!("```\n{table}```\n")),
+        "docs/simulate.md's --apply example differs from tests/whatif/examples/table.txt"
     );
 }
 

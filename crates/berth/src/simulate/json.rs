@@ -29,7 +29,9 @@ pub(super) fn line(o: &Outcome, rules: &RuleKinds, details: bool) -> Value {
     v
 }
 
-fn preemption(p: &PreemptionReport) -> Value {
+/// What a preemption attempt found: its victims with why, every candidate with its victims
+/// and why it lost, the nodes that could not be freed with why.
+pub(super) fn preemption(p: &PreemptionReport) -> Value {
     let victims: Vec<Value> = p
         .victims
         .iter()
@@ -94,5 +96,9 @@ fn explain(e: &Explanation, chosen: Option<&str>, rules: &RuleKinds) -> Value {
             v
         })
         .collect();
-    json!({"nodes": nodes, "notEvaluated": e.not_evaluated})
+    let mut explain = json!({"nodes": nodes, "notEvaluated": e.not_evaluated});
+    if e.not_evaluated > 0 {
+        explain["notEvaluatedBecause"] = json!(super::table::NotEvaluated::of(e).key());
+    }
+    explain
 }

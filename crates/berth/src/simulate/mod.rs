@@ -2,6 +2,7 @@
 //! table (`table.rs`) or JSON lines (`json.rs`), and with `--report` as an HTML page
 //! (`report.rs`).
 
+mod facts;
 mod json;
 mod report;
 mod table;
@@ -96,7 +97,7 @@ pub fn run(args: &Args) -> Result<()> {
     );
     let policy = match &policy_source {
         Some(source) => source.load()?,
-        None => berth_policy::parse(bundled::POLICY, bundled::POLICY_NAME)?,
+        None => bundled::policy()?,
     };
     let (objects, source) = read_cluster(args.cluster.as_deref())?;
     let snapshot =
@@ -146,8 +147,9 @@ pub fn run(args: &Args) -> Result<()> {
     let mut pending = snapshot.pending;
     let mut applied = None;
     if !args.apply.is_empty() {
-        let (whatif, pods) = whatif::WhatIf::load(&args.apply, &objects, &mut cluster)?;
+        let (mut whatif, pods) = whatif::WhatIf::load(&args.apply, &objects, &mut cluster)?;
         pending.extend(pods);
+        whatif.know(cluster.pods().map(|(_, p)| &p.pod).chain(&pending));
         applied = Some(whatif);
     }
     if let Some(name) = &args.scheduler_name {
@@ -183,7 +185,9 @@ pub fn run(args: &Args) -> Result<()> {
             cluster: source.clone(),
             seed: args.seed,
         };
-        report::Report::new(info, &cluster, &scheduler, &rules)
+        let mut r = report::Report::new(info, &cluster, &scheduler, &rules);
+        r.know_pods(&pending);
+        r
     });
     let mut printer = Printer::new();
     let mut summary = Vec::new();
@@ -245,8 +249,12 @@ pub fn run(args: &Args) -> Result<()> {
         },
     )?;
     drop(extenders);
+    if let Some(w) = applied.as_mut() {
+        w.suggest(&mut cluster, &mut scheduler)?;
+    }
     if let (Some(r), Some(path)) = (report, &args.report) {
-        std::fs::write(path, r.finish(&cluster))
+        let applied = applied.as_ref().map(|w| w.json(&cluster));
+        std::fs::write(path, r.finish(&cluster, applied))
             .with_context(|| format!("cannot write the report {}", path.display()))?;
     }
     if args.output == Format::Table {
@@ -264,8 +272,8 @@ pub fn run(args: &Args) -> Result<()> {
     }
     if let Some(w) = &applied {
         match args.output {
-            Format::Table => printer.print(&w.table()),
-            Format::Json => printer.print(&format!("{}\n", w.json())),
+            Format::Table => printer.print(&w.table(&cluster)),
+            Format::Json => printer.print(&format!("{}\n", w.json(&cluster))),
         }
     }
     printer.finish()

@@ -17,12 +17,13 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 use berth_engine::explain::RejectedBy;
+use berth_engine::model;
 use berth_engine::simulation::Outcome;
 use berth_engine::{Cluster, Explanation, Scheduler};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::RuleKinds;
+use super::{RuleKinds, facts};
 
 /// The page's script, style and markup around the data.
 const SCRIPT: &str = include_str!("report/report.js");
@@ -116,6 +117,10 @@ pub(super) struct Report {
     pods: Vec<Value>,
     scheduled: usize,
     unschedulable: usize,
+    /// Each node's facts (allocatable, labels, taints, conditions), indexed like `nodes`.
+    node_facts: Vec<Value>,
+    /// The pending pods' facts, by key, until their outcome takes them.
+    pod_facts: HashMap<String, Value>,
 }
 
 impl Report {
@@ -145,6 +150,11 @@ impl Report {
             .map(|(i, n)| (n.clone(), i))
             .collect();
         let before = Allocations::of(cluster, &nodes);
+        let node_facts = cluster
+            .node_order()
+            .iter()
+            .map(|id| facts::node(cluster.node(*id)))
+            .collect();
         Report {
             info,
             nodes,
@@ -164,6 +174,16 @@ impl Report {
             pods: Vec::new(),
             scheduled: 0,
             unschedulable: 0,
+            node_facts,
+            pod_facts: HashMap::new(),
+        }
+    }
+
+    /// Notes the pending pods' facts (requests as admitted, priority, labels, tolerations,
+    /// affinity, spread) before they are scheduled.
+    pub(super) fn know_pods(&mut self, pods: &[model::Pod]) {
+        for pod in pods {
+            self.pod_facts.insert(pod.key(), facts::pod(pod));
         }
     }
 
@@ -181,6 +201,15 @@ impl Report {
         if let Some(nominated) = &o.nominated_node {
             v["nominated"] = json!(nominated);
             v["victims"] = json!(o.victims);
+        }
+        if let Some(f) = self.pod_facts.remove(&o.pod) {
+            v["facts"] = f;
+        }
+        if !o.gates.is_empty() {
+            v["gates"] = json!(o.gates);
+        }
+        if let Some(p) = &o.preemption {
+            v["preemption"] = super::json::preemption(p);
         }
         if let Some(e) = &o.decision.explanation {
             v["explain"] = self.explain(e, o.node.as_deref(), rules);
@@ -245,7 +274,8 @@ impl Report {
             })
             .collect();
         json!({"rows": rows, "rejections": rejections, "scored": scored, "totals": totals,
-               "scores": scores, "winner": winner, "tie": tie, "notEvaluated": e.not_evaluated})
+               "scores": scores, "winner": winner, "tie": tie, "notEvaluated": e.not_evaluated,
+               "notEvaluatedBecause": super::table::NotEvaluated::of(e).key()})
     }
 
     /// The column of the filter or extender that rejected a node, added on first sight.
@@ -275,8 +305,9 @@ impl Report {
         self.strings.len() - 1
     }
 
-    /// The page, with the cluster as it is after the run for the overview's "after" bars.
-    pub(super) fn finish(self, cluster: &Cluster) -> String {
+    /// The page, with the cluster as it is after the run for the overview's "after" bars,
+    /// and the `--apply` summary per manifest (as `--output json` prints it), if any.
+    pub(super) fn finish(self, cluster: &Cluster, applied: Option<Value>) -> String {
         let after = Allocations::of(cluster, &self.nodes);
         let resource = |b: &Allocation, a: &Allocation| json!({"capacity": b.capacity, "before": b.used, "after": a.used});
         let data = json!({
@@ -296,6 +327,8 @@ impl Report {
             "filters": self.filters.iter().map(|(n, k)| json!([n, k])).collect::<Vec<_>>(),
             "strings": self.strings,
             "pods": self.pods,
+            "nodeFacts": self.node_facts,
+            "applied": applied.map(|a| a["apply"].clone()),
         });
         page(&data.to_string())
     }

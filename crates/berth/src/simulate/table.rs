@@ -48,18 +48,54 @@ pub(super) fn explained(o: &Outcome, rules: &RuleKinds, seed: u64) -> String {
         out.push_str(&scores(e, o.node.as_deref(), seed));
         out.push_str(&rejected(e, rules));
         if e.not_evaluated > 0 {
+            let why = match NotEvaluated::of(e) {
+                NotEvaluated::NominatedNode => {
+                    "the pod's nominated node was tried first and fits, so no other node was \
+                     asked (as kube-scheduler does)"
+                }
+                NotEvaluated::Sampling => {
+                    "enough feasible nodes were found first (--percentage-of-nodes-to-score)"
+                }
+            };
             out.push_str(&wrap(
-                &format!(
-                    "{} node(s) not evaluated: enough feasible nodes were found first \
-                     (--percentage-of-nodes-to-score)",
-                    e.not_evaluated
-                ),
+                &format!("{} node(s) not evaluated: {why}", e.not_evaluated),
                 INDENT,
                 INDENT,
             ));
         }
     }
     out
+}
+
+/// Why a cycle left nodes unvisited.
+pub(super) enum NotEvaluated {
+    /// The pod's nominated node (after a preemption, or `status.nominatedNodeName`) was
+    /// tried alone first and fits, so the cycle asked no other node (upstream's
+    /// evaluateNominatedNode).
+    NominatedNode,
+    /// Enough feasible nodes were found (`--percentage-of-nodes-to-score`).
+    Sampling,
+}
+
+impl NotEvaluated {
+    /// Sampling never stops before 100 feasible nodes (or all of them, in a smaller
+    /// cluster), so a cycle that visited one feasible node and left others is the
+    /// nominated-node shortcut.
+    pub(super) fn of(e: &Explanation) -> Self {
+        if e.not_evaluated > 0 && e.nodes.len() == 1 && e.nodes[0].feasible() {
+            NotEvaluated::NominatedNode
+        } else {
+            NotEvaluated::Sampling
+        }
+    }
+
+    /// As the JSON and the report name it.
+    pub(super) fn key(&self) -> &'static str {
+        match self {
+            NotEvaluated::NominatedNode => "nominatedNode",
+            NotEvaluated::Sampling => "percentageOfNodesToScore",
+        }
+    }
 }
 
 /// The FitError or extender error, and the preemption, in one sentence.
@@ -110,6 +146,11 @@ fn scores(e: &Explanation, chosen: Option<&str>, seed: u64) -> String {
     if scored.is_empty() {
         let feasible = e.nodes.iter().filter(|n| n.feasible()).count();
         return match (chosen, feasible) {
+            (Some(node), 1) if matches!(NotEvaluated::of(e), NotEvaluated::NominatedNode) => wrap(
+                &format!("{node} is the pod's nominated node and fits: chosen without scoring"),
+                INDENT,
+                INDENT,
+            ),
             (Some(node), 1) => wrap(
                 &format!("{node} is the only feasible node: chosen without scoring"),
                 INDENT,

@@ -4,6 +4,8 @@
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("berth-data").textContent);
+  // Marks for the render-time measurement (performance.getEntriesByType("mark")).
+  performance.mark("berth-parsed");
   const nodes = data.nodes;
   const filters = data.filters;
   const tooltip = document.getElementById("tooltip");
@@ -38,6 +40,11 @@
 
   // Tied nodes named in a pod's words before "and N more".
   const TIE_NAMES = 8;
+  // Heatmaps of more rows than this draw only the rows in view; a row's height in pixels
+  // (the stylesheet's .hr), and the rows drawn beyond the view on each side.
+  const WINDOW_ROWS = 400;
+  const ROW_HEIGHT = 18;
+  const WINDOW_MARGIN = 20;
 
   // One pod's heatmap and its words.
   let current = -1;
@@ -53,27 +60,147 @@
     drawPod(data.pods[i]);
   }
 
+  // A link to one pod: the URL fragment #pod=<namespace>/<name>.
+  function podHash(key) {
+    return "#pod=" + encodeURIComponent(key);
+  }
+
+  // A definition list of facts: [label, text or list of texts], empty ones left out.
+  function factList(rows) {
+    const dl = el("dl", "facts");
+    rows.forEach(function (r) {
+      const v = r[1];
+      if (v === undefined || v === null || v === "" || (Array.isArray(v) && v.length === 0)) return;
+      dl.appendChild(el("dt", null, r[0]));
+      dl.appendChild(el("dd", null, Array.isArray(v) ? v.join(", ") : v));
+    });
+    return dl;
+  }
+
+  function resourceText(map) {
+    const names = Object.keys(map || {});
+    return names.length === 0 ? "none" : names.map(function (k) { return k + " " + map[k]; }).join(", ");
+  }
+
+  function table(head, rows) {
+    const t = el("table", "list");
+    const tr = el("tr");
+    head.forEach(function (h) { tr.appendChild(el("th", null, h)); });
+    t.appendChild(tr);
+    rows.forEach(function (r) {
+      const row = el("tr", r.cls || null);
+      r.cells.forEach(function (c, i) { row.appendChild(el("td", r.num && r.num[i] ? "n" : null, c)); });
+      t.appendChild(row);
+    });
+    return t;
+  }
+
+  // Rejected nodes grouped by the rule and reason, as the terminal's --explain shows them.
+  const NAMES_PER_GROUP = 4;
+  function rejectedGroups(x) {
+    const groups = new Map();
+    for (let k = 0; k < x.rejections.length; k += 3) {
+      const key = x.rejections[k + 1] + "\u0000" + x.rejections[k + 2];
+      if (!groups.has(key)) groups.set(key, { column: x.rejections[k + 1], reason: x.rejections[k + 2], rows: [] });
+      groups.get(key).rows.push(x.rejections[k]);
+    }
+    const list = Array.from(groups.values()).sort(function (a, b) { return b.rows.length - a.rows.length || a.column - b.column; });
+    if (list.length === 0) return null;
+    const evaluated = x.rows.length;
+    const rejected = new Set(list.flatMap(function (g) { return g.rows; })).size;
+    const box = el("div", "rejected");
+    box.appendChild(el("h4", null, "rejected " + rejected + " of " + evaluated + " evaluated node(s)"));
+    box.appendChild(table(["nodes", "rule", "reason", "which"], list.map(function (g) {
+      const f = filters[g.column];
+      const names = g.rows.slice(0, NAMES_PER_GROUP).map(function (r) { return nodeName(x.rows[r]); });
+      if (g.rows.length > NAMES_PER_GROUP) names.push("and " + (g.rows.length - NAMES_PER_GROUP) + " more");
+      return { cells: [g.rows.length, (f[1] === "predicate" ? "" : f[1] + " ") + f[0], data.strings[g.reason], names.join(", ")], num: [true] };
+    })));
+    return box;
+  }
+
+  // A preemption attempt in full: victims with why, candidates with why they lost, nodes
+  // that could not be freed with why, and why nothing was tried.
+  function preemptionBox(pr) {
+    const box = el("div", "preemption");
+    box.appendChild(el("h4", null, "preemption"));
+    if (pr.notEligible) box.appendChild(el("p", null, "not tried: " + pr.notEligible));
+    if (pr.victims.length > 0) {
+      box.appendChild(table(["victim", "why"], pr.victims.map(function (v) { return { cells: [v.pod, v.why] }; })));
+    }
+    if (pr.candidates.length > 0) {
+      box.appendChild(table(["candidate", "victims", "PDB violations", "outcome"], pr.candidates.map(function (c) {
+        return { cells: [c.node, c.victims.join(", "), c.pdbViolations, c.chosen ? "chosen" : "lost: " + c.lostOn],
+                 cls: c.chosen ? "chosen" : "lost", num: [false, false, true] };
+      })));
+    }
+    if (pr.rejected.length > 0) {
+      box.appendChild(table(["not a candidate", "why"], pr.rejected.map(function (r) { return { cells: [r.node, r.why] }; })));
+    }
+    if (pr.unresolvableNodes > 0) {
+      box.appendChild(el("p", "note", plural(pr.unresolvableNodes, "node") + " not tried: removing pods cannot help there"));
+    }
+    if (pr.candidates.length === 0 && !pr.notEligible) {
+      box.appendChild(el("p", "note", "no node can be freed for the pod"));
+    }
+    if (pr.extenders.length > 0) box.appendChild(el("p", "note", "candidates decided with extenders: " + pr.extenders.join(", ")));
+    return box;
+  }
+
   function drawPod(p) {
     podPane.textContent = "";
     view = null;
     podPane.appendChild(el("h3", null, p.pod));
-    podPane.appendChild(el("p", "outcome", p.node === null ? "unschedulable" : "\u2192 " + p.node));
+    const outcome = el("p", "outcome", p.node === null ? "unschedulable" : "\u2192 " + p.node);
+    const link = el("a", "link", "link to this pod");
+    link.href = podHash(p.pod);
+    outcome.appendChild(link);
+    podPane.appendChild(outcome);
     if (p.message) podPane.appendChild(el("p", "fiterror", p.message));
     if (p.nominated !== undefined) {
       podPane.appendChild(el("p", null, "preempted " + p.victims.join(", ") + " on " + p.nominated));
     }
+    // The heatmap on the left; the pod's facts, its rejections grouped and its preemption
+    // beside it.
+    const body = el("div", "pod-body");
+    const main = el("div", "pod-main");
+    const side = el("div", "pod-side");
+    body.appendChild(main);
+    body.appendChild(side);
+    podPane.appendChild(body);
+    const f = p.facts;
+    if (f) {
+      side.appendChild(factList([
+        ["requests (as admitted)", resourceText(f.requests)],
+        ["priority", f.priority + (f.priorityClass ? " (PriorityClass " + f.priorityClass + ")" : "") +
+          (f.preemptionPolicy === "Never" ? ", preemptionPolicy Never" : "")],
+        ["labels", f.labels],
+        ["node selector", f.nodeSelector],
+        ["tolerations", f.tolerations],
+        ["affinity", f.affinity],
+        ["topology spread", f.spread],
+        ["scheduling gates", p.gates],
+      ]));
+    }
     const x = p.explain;
+    if (x) {
+      const groups = rejectedGroups(x);
+      if (groups) side.appendChild(groups);
+    }
+    if (p.preemption) side.appendChild(preemptionBox(p.preemption));
     if (!x) return;
     if (x.tie.length > 1) {
       // The first few names; every tied row is marked in the heatmap.
       const names = x.tie.slice(0, TIE_NAMES).map(function (r) { return nodeName(x.rows[r]); });
       if (x.tie.length > TIE_NAMES) names.push("and " + (x.tie.length - TIE_NAMES) + " more, marked =");
-      podPane.appendChild(el("p", "tie", plural(x.tie.length, "node") + " share the best total (" +
+      main.appendChild(el("p", "tie", plural(x.tie.length, "node") + " share the best total (" +
         names.join(", ") + "): one was chosen at random, seeded (--seed " + data.seed + ")"));
     }
     if (x.notEvaluated > 0) {
-      podPane.appendChild(el("p", "note", plural(x.notEvaluated, "node") +
-        " not evaluated: enough feasible nodes were found first (--percentage-of-nodes-to-score)"));
+      main.appendChild(el("p", "note", plural(x.notEvaluated, "node") + " not evaluated: " +
+        (x.notEvaluatedBecause === "nominatedNode"
+          ? "the pod's nominated node was tried first and fits, so no other node was asked (as kube-scheduler does)"
+          : "enough feasible nodes were found first (--percentage-of-nodes-to-score)")));
     }
     const legend = el("p", "legend");
     [["p", "passed"], ["f", "rejected the node (hover for the reason)"],
@@ -84,8 +211,18 @@
         s.appendChild(document.createTextNode(l[1]));
         legend.appendChild(s);
       });
-    podPane.appendChild(legend);
-    podPane.appendChild(heatmap(x));
+    main.appendChild(legend);
+    const tools = el("div", "heat-tools");
+    const filter = el("input");
+    filter.type = "search";
+    filter.id = "node-filter";
+    filter.placeholder = "filter nodes by name";
+    filter.setAttribute("aria-label", "filter the heatmap's nodes by name");
+    tools.appendChild(filter);
+    main.appendChild(tools);
+    const map = heatmap(x);
+    main.appendChild(map);
+    filter.addEventListener("input", function () { map.filterRows(filter.value.toLowerCase()); });
   }
 
   function heatmap(x) {
@@ -133,12 +270,15 @@
     heat.appendChild(head);
 
     const failClass = new Array(filters.length);
-    for (const r of order) {
+    function makeRow(r) {
       const row = el("div", "hr");
       row.dataset.r = r;
       if (r === x.winner) row.classList.add("win");
       else if (tie.has(r)) row.classList.add("tie");
-      row.appendChild(el("span", "name", nodeName(x.rows[r])));
+      const name = el("span", "name", nodeName(x.rows[r]));
+      name.title = nodeName(x.rows[r]);
+      name.dataset.node = x.rows[r];
+      row.appendChild(name);
       const f = fails[r];
       if (f === null) {
         for (let c = 0; c < filters.length; c++) row.appendChild(el("span", "c p"));
@@ -162,11 +302,52 @@
       }
       row.appendChild(el("span", "c t", k < 0 ? "" : x.totals[k]));
       row.appendChild(el("span", "c t", k < 0 || winnerTotal === null ? "" : x.totals[k] - winnerTotal));
-      heat.appendChild(row);
+      return row;
     }
     view = { x: x, fails: fails, scoredAt: scoredAt, winnerTotal: winnerTotal };
     const wrap = el("div", "heat-wrap");
     wrap.appendChild(heat);
+    const body = el("div", "hbody");
+    heat.appendChild(body);
+    // Up to WINDOW_ROWS rows are all drawn; past that only those in view (and a margin),
+    // absolutely placed in a body as tall as every row, redrawn as the box scrolls.
+    let shown = order;
+    let first = -1;
+    function drawWindow() {
+      const top = Math.max(0, wrap.scrollTop - body.offsetTop);
+      const from = Math.max(0, Math.floor(top / ROW_HEIGHT) - WINDOW_MARGIN);
+      if (from === first) return;
+      first = from;
+      const to = Math.min(shown.length, from + Math.ceil(wrap.clientHeight / ROW_HEIGHT) + 2 * WINDOW_MARGIN);
+      body.textContent = "";
+      for (let i = from; i < to; i++) {
+        const row = makeRow(shown[i]);
+        row.style.top = i * ROW_HEIGHT + "px";
+        body.appendChild(row);
+      }
+    }
+    function draw(rows) {
+      shown = rows;
+      body.textContent = "";
+      first = -1;
+      if (order.length <= WINDOW_ROWS) {
+        body.classList.remove("windowed");
+        body.style.height = "";
+        for (const r of rows) body.appendChild(makeRow(r));
+      } else {
+        body.classList.add("windowed");
+        body.style.height = rows.length * ROW_HEIGHT + "px";
+        drawWindow();
+      }
+    }
+    if (order.length > WINDOW_ROWS) wrap.addEventListener("scroll", drawWindow);
+    draw(order);
+    // The node filter: rows whose node name contains the text.
+    wrap.filterRows = function (q) {
+      draw(q === "" ? order : order.filter(function (r) {
+        return nodeName(x.rows[r]).toLowerCase().indexOf(q) >= 0;
+      }));
+    };
     return wrap;
   }
 
@@ -223,19 +404,135 @@
   });
   podPane.addEventListener("mouseleave", function () { tooltip.hidden = true; });
 
-  // The pod list.
+  // A node's facts, in a panel: allocatable, requested before and after, labels, taints,
+  // conditions.
+  const nodePanel = document.getElementById("node-panel");
+  function showNode(i) {
+    const facts = data.nodeFacts[i];
+    if (!facts) return;
+    nodePanel.textContent = "";
+    const close = el("button", null, "close");
+    close.type = "button";
+    close.addEventListener("click", function () { nodePanel.hidden = true; });
+    nodePanel.appendChild(close);
+    nodePanel.appendChild(el("h3", null, "node " + nodes[i]));
+    const used = RESOURCES.map(function (r) {
+      const res = data.resources[r[0]];
+      const change = res.before[i] === res.after[i] ? r[2](res.after[i]) : r[2](res.before[i]) + " \u2192 " + r[2](res.after[i]);
+      return r[1] + " " + change + (res.capacity[i] === null ? " (no limit)" : " of " + r[2](res.capacity[i]));
+    });
+    nodePanel.appendChild(factList([
+      ["zone", data.zones[i]],
+      ["allocatable", resourceText(facts.allocatable)],
+      ["requested (before \u2192 after)", used],
+      ["conditions", facts.conditions],
+      ["taints", facts.taints.length === 0 ? "none" : facts.taints],
+      ["labels", facts.labels],
+    ]));
+    nodePanel.hidden = false;
+  }
+  document.body.addEventListener("click", function (e) {
+    const t = e.target.closest("[data-node]");
+    if (t && t.dataset.node !== "") showNode(Number(t.dataset.node));
+  });
+
+  // The pod list, its search and its filter; each pod has a link (#pod=namespace/name).
   const list = document.getElementById("pods");
+  const byKey = new Map();
+  const haystacks = [];
   data.pods.forEach(function (p, i) {
     const b = el("button", p.node === null ? "unplaced" : "placed",
       p.pod + " \u2192 " + (p.node === null ? "unschedulable" : p.node));
     b.type = "button";
-    b.addEventListener("click", function () { select(i); });
+    if (p.nominated !== undefined) b.classList.add("preempted");
+    b.addEventListener("click", function () {
+      select(i);
+      history.replaceState(null, "", podHash(p.pod));
+    });
     podButtons.push(b);
+    byKey.set(p.pod, i);
+    haystacks.push([p.pod, p.node || "", p.message || ""].join("\n").toLowerCase());
     list.appendChild(b);
   });
   if (data.pods.length === 0) podPane.appendChild(el("p", "note", "no pending pods"));
+  const search = document.getElementById("search");
+  const status = document.getElementById("status");
+  const shownNote = document.getElementById("shown");
+  function filterPods() {
+    const q = search.value.toLowerCase();
+    const want = status.value;
+    let shown = 0;
+    podButtons.forEach(function (b, i) {
+      const show = (q === "" || haystacks[i].indexOf(q) >= 0) &&
+        (want === "all" || b.classList.contains(want));
+      b.hidden = !show;
+      if (show) shown++;
+    });
+    shownNote.textContent = shown === podButtons.length ? "" : shown + " of " + podButtons.length + " pods shown";
+  }
+  search.addEventListener("input", filterPods);
+  status.addEventListener("change", filterPods);
+  function fromHash() {
+    const m = /^#pod=(.*)$/.exec(location.hash);
+    if (!m) return false;
+    const i = byKey.get(decodeURIComponent(m[1]));
+    if (i === undefined) return false;
+    select(i);
+    podButtons[i].scrollIntoView({ block: "nearest" });
+    return true;
+  }
+  window.addEventListener("hashchange", fromHash);
+
+  // The --apply summary: per manifest, the verdict and what it rests on.
+  function drawApplied(manifests) {
+    const box = document.getElementById("applied");
+    manifests.forEach(function (m) {
+      const div = el("div", "manifest");
+      div.appendChild(el("p", "verdict", m.kind.toLowerCase() + " " + m.namespace + "/" + m.name + ": " + m.summary));
+      const lines = el("ul");
+      const add = function (text, cls) { lines.appendChild(el("li", cls || null, text)); };
+      const placed = new Map();
+      m.pods.forEach(function (p) { if (p.node !== null) placed.set(p.node, (placed.get(p.node) || 0) + 1); });
+      if (placed.size > 0) {
+        add("placed: " + Array.from(placed.entries()).map(function (e) { return e[0] + " x" + e[1]; }).join(", "));
+      }
+      if (m.unschedulableReasons.length > 1) {
+        m.unschedulableReasons.forEach(function (r) { add(r.pods + " x " + r.message); });
+      }
+      m.preemptions.forEach(function (pr) {
+        add(pr.pod + " preempts on " + pr.node + ": " + pr.victims.map(function (v) {
+          return v.pod + " (priority " + v.priority + (v.owner ? ", " + v.owner : "") + ")";
+        }).join(", "));
+      });
+      if (m.shortfall) add("short: " + m.shortfall);
+      if (m.suggestion) add("fits with: " + m.suggestion);
+      m.hints.forEach(function (h) { add("hint: " + h, "hint"); });
+      if (m.note) add(m.note);
+      add("requests per pod: " + resourceText(m.requests.effective));
+      m.admission.forEach(function (a) { add("admission: " + a); });
+      if (m.claims.length > 0) add("claims created: " + m.claims.join(", "));
+      div.appendChild(lines);
+      const pods = el("p", "note");
+      m.pods.forEach(function (p, k) {
+        if (k > 0) pods.appendChild(document.createTextNode(", "));
+        if (byKey.has(p.pod)) {
+          const a = el("a", null, p.pod);
+          a.href = podHash(p.pod);
+          pods.appendChild(a);
+        } else {
+          pods.appendChild(document.createTextNode(p.pod));
+        }
+      });
+      div.appendChild(pods);
+      box.appendChild(div);
+    });
+    document.getElementById("applied-section").hidden = false;
+  }
+  if (data.applied) drawApplied(data.applied);
 
   // The cluster overview: nodes by zone, each with a bar per resource before and after.
+  // Zones of more nodes than this list them when opened.
+  const ZONE_NODES_DRAWN = 200;
   const RESOURCES = [
     ["cpu", "cpu", function (v) { return (v / 1000).toFixed(v % 1000 === 0 ? 0 : 2); }],
     ["memory", "memory", bytes],
@@ -277,6 +574,7 @@
   const zoneNames = Array.from(byZone.keys()).sort(function (a, b) {
     return (a === "") - (b === "") || (a < b ? -1 : a > b ? 1 : 0);
   });
+  performance.mark("berth-list");
   const overview = document.getElementById("overview");
   for (const z of zoneNames) {
     const members = byZone.get(z);
@@ -299,19 +597,37 @@
       sums.appendChild(bar(limited ? cap : null, before, after, r[2]));
     });
     section.appendChild(sums);
-    for (const i of members) {
-      const row = el("div", "orow node");
-      row.appendChild(el("span", "oname", nodes[i]));
-      RESOURCES.forEach(function (r) {
-        const res = data.resources[r[0]];
-        row.appendChild(bar(res.capacity[i], res.before[i], res.after[i], r[2]));
+    const drawNodes = function (into) {
+      for (const i of members) {
+        const row = el("div", "orow node");
+        const name = el("span", "oname", nodes[i]);
+        name.title = nodes[i];
+        name.dataset.node = i;
+        row.appendChild(name);
+        RESOURCES.forEach(function (r) {
+          const res = data.resources[r[0]];
+          row.appendChild(bar(res.capacity[i], res.before[i], res.after[i], r[2]));
+        });
+        into.appendChild(row);
+      }
+    };
+    if (members.length <= ZONE_NODES_DRAWN) {
+      drawNodes(section);
+    } else {
+      // A large zone lists its nodes when opened.
+      const more = el("details", "zone-nodes");
+      more.appendChild(el("summary", null, "the zone's " + plural(members.length, "node")));
+      more.addEventListener("toggle", function () {
+        if (more.open && more.children.length === 1) drawNodes(more);
       });
-      section.appendChild(row);
+      section.appendChild(more);
     }
     overview.appendChild(section);
   }
 
-  if (data.pods.length > 0) select(0);
+  performance.mark("berth-overview");
+  if (!fromHash() && data.pods.length > 0) select(0);
+  performance.mark("berth-pod");
   // Rendered once the first frame (style, layout, paint) is done.
   requestAnimationFrame(function () {
     setTimeout(function () {
