@@ -249,8 +249,11 @@ async fn demo(args: Args) -> Result<()> {
         .arg("--kubeconfig")
         .arg(&berth_kubeconfig)
         .args(["--scheduler-name", "berth", "--leader-elect=false"])
+        // Plain HTTP on loopback, for curl; no HTTPS port, so demos and their tests never
+        // contend for 10259.
         .arg("--metrics-addr")
         .arg(format!("127.0.0.1:{metrics}"))
+        .arg("--secure-port=0")
         .stdout(log.try_clone()?)
         .stderr(log)
         .spawn()
