@@ -2053,8 +2053,9 @@ async fn the_secure_port_authenticates_and_authorizes_as_kube_scheduler_does() {
             .spawn()
             .context("starting kube-scheduler")?;
         let _judge = Process { child: judge, log };
-        eventually("kube-scheduler's secure port", Duration::from_secs(60), || async {
-            https_get(judge_port, None, "/healthz").await.map(Some)
+        // Ready, not just listening: its /readyz answers 500 until its informers have synced.
+        eventually("kube-scheduler ready", Duration::from_secs(60), || async {
+            Ok((https_get(judge_port, None, "/readyz").await? == 200).then_some(()))
         })
         .await?;
         let cases: [(Option<&str>, &str, u16); 9] = [
