@@ -85,6 +85,8 @@ RUNS=(
   "scheduling-basic-50000p|--workload scheduling-basic --pods 50000|--workload scheduling-basic --nodes 200 --pods 2000"
   "preemption|--workload preemption|--workload preemption --nodes 200 --pods 50"
   "extender-1000n|--workload extender --nodes 1000|--workload extender --nodes 100 --running 100 --pods 200"
+  "deployments-grouped|--workload deployments --arrival grouped|--workload deployments --arrival grouped --nodes 200 --running 100 --pods 500"
+  "deployments-interleaved|--workload deployments --arrival interleaved|--workload deployments --arrival interleaved --nodes 200 --running 100 --pods 500"
 )
 # Workloads the Performance section does not measure with a plain run: node-label is the
 # WASM section's (`--compare-wasm`, run below with WITH_TESTS=1, which builds the plugins).
