@@ -11,10 +11,10 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cluster::{Cluster, NodeId, PodId};
+use crate::diagnosis::Candidate;
 use crate::framework::MAX_NODE_SCORE;
 use crate::model;
 use crate::podinfo::PodInfo;
-use crate::preemption::Candidate;
 
 /// The highest score an extender gives (upstream's MaxExtenderPriority); its scores are
 /// scaled by `MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY` into the engine's range.

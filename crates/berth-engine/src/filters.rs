@@ -1,6 +1,6 @@
 //! A pod's prepared filters, asked about real or hypothetical nodes.
 //!
-//! Besides the fused pass of the cycle (in `scheduler.rs`), filters are run on copies of one
+//! Besides the fused pass of the cycle (in `scheduler/feasible.rs`), filters are run on copies of one
 //! node with pods added or removed: with the node's nominated pods (upstream's
 //! `RunFilterPluginsWithNominatedPods`) and, in preemption, without the victims. Such a copy
 //! ([`NodeCopy`]) is one `NodeInfo` clone, which carries the node's own aggregates
@@ -9,11 +9,13 @@
 //! AddPod/RemovePod: inter-pod affinity and topology spread counts). The cluster itself is
 //! never changed or cloned.
 
+use std::time::{Duration, Instant};
+
 use crate::cluster::{NodeInfo, PodId};
-use crate::framework::{CountChanges, FailureKind, NodeCheck, Reason};
+use crate::framework::{CountChanges, CycleContext, FailureKind, FilterPrep, NodeCheck, Reason};
 use crate::nominator::NominatedPod;
 use crate::podinfo::PodInfo;
-use crate::scheduler::NamedFilter;
+use crate::profile::NamedFilter;
 
 /// The checks of one pod, each with the index of the filter that produced it.
 pub(crate) struct PreparedFilters<'a> {
@@ -21,6 +23,17 @@ pub(crate) struct PreparedFilters<'a> {
     pub owners: Vec<usize>,
     pub filters: &'a [NamedFilter],
     pub check_all: bool,
+}
+
+/// A filter that rejected the pod everywhere while it was prepared.
+#[derive(Debug)]
+pub(crate) struct RejectedAll {
+    /// Its index into the profile's filters.
+    pub filter: usize,
+    /// Its reasons, given to every node.
+    pub reasons: Vec<Reason>,
+    /// Their kind (the most severe).
+    pub kind: FailureKind,
 }
 
 /// A node's verdict with its reasons, as upstream's merged filter status.
@@ -70,7 +83,48 @@ impl View<'_> {
     }
 }
 
-impl PreparedFilters<'_> {
+impl<'a> PreparedFilters<'a> {
+    /// Prepares every filter for `pod` (upstream's PreFilter), passing each one's time to
+    /// `timed`; a filter that rejects the pod everywhere ends preparation.
+    pub fn prepare(
+        filters: &'a [NamedFilter],
+        check_all: bool,
+        ctx: CycleContext<'a>,
+        mut timed: impl FnMut(usize, Duration),
+    ) -> Result<Self, RejectedAll> {
+        let mut prepared = PreparedFilters {
+            checks: Vec::new(),
+            owners: Vec::new(),
+            filters,
+            check_all,
+        };
+        for (index, f) in filters.iter().enumerate() {
+            let started = Instant::now();
+            let prep = f.rule.prepare(ctx);
+            timed(index, started.elapsed());
+            match prep {
+                FilterPrep::Skip => {}
+                FilterPrep::Check(c) => {
+                    prepared.checks.push(c);
+                    prepared.owners.push(index);
+                }
+                FilterPrep::RejectAll(reasons) => {
+                    let kind = reasons
+                        .iter()
+                        .map(|r| f.rule.failure_kind(r))
+                        .max()
+                        .unwrap_or(FailureKind::Unschedulable);
+                    return Err(RejectedAll {
+                        filter: index,
+                        reasons,
+                        kind,
+                    });
+                }
+            }
+        }
+        Ok(prepared)
+    }
+
     /// A copy of `node` with no pods changed yet.
     pub fn copy_of(&self, node: &NodeInfo) -> NodeCopy {
         NodeCopy {

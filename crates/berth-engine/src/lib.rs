@@ -8,6 +8,7 @@ mod classes;
 #[cfg(test)]
 mod classes_tests;
 pub mod cluster;
+pub mod diagnosis;
 pub mod explain;
 pub mod extender;
 pub mod features;
@@ -15,12 +16,15 @@ mod filters;
 pub mod framework;
 pub mod health;
 pub mod labels;
+#[cfg(test)]
+mod layers_tests;
 pub mod model;
 pub mod nominator;
 pub mod podinfo;
 #[cfg(test)]
 mod podinfo_requests_tests;
 pub mod preemption;
+pub mod profile;
 pub mod registry;
 pub mod resources;
 pub mod rules;
@@ -29,12 +33,13 @@ pub mod simulation;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod types;
-mod victim_cache;
 
 pub use cluster::{Cluster, ClusterError, ClusterSizes, Compaction, NodeId, NodeInfo, PodId};
+pub use diagnosis::FitError;
+pub use explain::Explanation;
 pub use extender::{Extender, ExtenderError};
 pub use features::FeatureGates;
 pub use framework::{CycleContext, FailureKind, FilterRule, Reason, Reservation, Reuse, ScoreRule};
 pub use nominator::Nominator;
 pub use podinfo::PodInfo;
-pub use scheduler::{CycleConfig, Decision, Explanation, FitError, Scheduler};
+pub use scheduler::{CycleConfig, Decision, Scheduler};

@@ -8,8 +8,10 @@ use berth_policy::{
 };
 
 use crate::features::FeatureGates;
+use crate::framework::{FilterRule, ScoreRule};
+use crate::profile::{NamedFilter, WeightedScore};
 use crate::rules::*;
-use crate::scheduler::{CycleConfig, NamedFilter, Scheduler, WeightedScore};
+use crate::scheduler::{CycleConfig, Scheduler};
 
 /// A policy entry the engine cannot turn into a rule.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -38,9 +40,9 @@ pub enum RegistryError {
 /// loading modules is the caller's business (berth-wasm implements this).
 pub trait PluginFactory {
     /// The filter of predicate `name`.
-    fn filter(&self, name: &str, spec: &WasmPlugin) -> Result<Arc<dyn crate::FilterRule>, String>;
+    fn filter(&self, name: &str, spec: &WasmPlugin) -> Result<Arc<dyn FilterRule>, String>;
     /// The score rule of priority `name`.
-    fn score(&self, name: &str, spec: &WasmPlugin) -> Result<Arc<dyn crate::ScoreRule>, String>;
+    fn score(&self, name: &str, spec: &WasmPlugin) -> Result<Arc<dyn ScoreRule>, String>;
 }
 
 /// The factory of [`scheduler_for`]: it loads no plugin.
@@ -49,10 +51,10 @@ struct NoPlugins;
 const NO_PLUGINS: &str = "this entry names a WASM plugin, but plugins are not enabled here";
 
 impl PluginFactory for NoPlugins {
-    fn filter(&self, _: &str, _: &WasmPlugin) -> Result<Arc<dyn crate::FilterRule>, String> {
+    fn filter(&self, _: &str, _: &WasmPlugin) -> Result<Arc<dyn FilterRule>, String> {
         Err(NO_PLUGINS.to_string())
     }
-    fn score(&self, _: &str, _: &WasmPlugin) -> Result<Arc<dyn crate::ScoreRule>, String> {
+    fn score(&self, _: &str, _: &WasmPlugin) -> Result<Arc<dyn ScoreRule>, String> {
         Err(NO_PLUGINS.to_string())
     }
 }
@@ -363,7 +365,7 @@ fn filter_for(
     ignored_resources: &[String],
     check_all: bool,
     plugins: &dyn PluginFactory,
-) -> Result<Arc<dyn crate::FilterRule>, RegistryError> {
+) -> Result<Arc<dyn FilterRule>, RegistryError> {
     use PredicateKind as P;
     let name = group.names[0];
     Ok(match group.first() {
@@ -479,7 +481,7 @@ fn score_for(
     hard_pod_affinity_weight: i32,
     gates: FeatureGates,
     plugins: &dyn PluginFactory,
-) -> Result<Option<Arc<dyn crate::ScoreRule>>, RegistryError> {
+) -> Result<Option<Arc<dyn ScoreRule>>, RegistryError> {
     use PriorityKind as P;
     let name = group.names[0];
     let system_defaulted_spread = gates.default_pod_topology_spread

@@ -13,8 +13,10 @@ use rustc_hash::FxHashMap;
 
 use crate::classes::class_of;
 use crate::cluster::NodeId;
+use crate::diagnosis::Candidate;
 use crate::model;
-use crate::preemption::{Candidate, Rejection};
+
+use super::dry_run::Rejection;
 
 /// How many classes of equal pods keep their answers; the least recently used one goes
 /// when another arrives.

@@ -1,0 +1,522 @@
+//! The scheduling cycle, in upstream's phases (schedule_one.go): prepare the filters, try
+//! the nominated node, find feasible nodes (`feasible.rs`: in parallel, with feasible-node
+//! sampling and the answers kept for equal pods), let the extenders filter
+//! (`extenders.rs`), prioritise (`prioritise.rs`: normalise, weigh, add the extenders'
+//! scores) and select (`select.rs`: a seeded uniform tie-break); a pod that fits nowhere
+//! gets its FitError (`diagnose.rs`), and preemption ([`crate::preemption`]) is the
+//! post-filter step its caller runs.
+
+mod diagnose;
+mod extenders;
+mod feasible;
+mod prioritise;
+mod select;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::classes::Classes;
+use crate::cluster::{Cluster, NodeId};
+use crate::diagnosis::{FitError, NO_NODES_AVAILABLE};
+use crate::explain::{Explanation, explain_nodes};
+use crate::extender::{self, Extender, ExtenderError};
+use crate::features::FeatureGates;
+use crate::filters::{PreparedFilters, RejectedAll};
+use crate::framework::{CycleContext, NodeScore, Reservation, ScorePrep};
+use crate::health::Trackers;
+use crate::nominator::Nominator;
+use crate::podinfo::PodInfo;
+use crate::preemption::{DisruptionBudgets, Preemption, PreemptionExplanation, PreemptionOutcome};
+use crate::profile::{NamedFilter, Profile, WeightedScore};
+
+use diagnose::{Visited, rejected_everywhere, unscored};
+use feasible::Walk;
+
+/// Upstream's floor on the number of feasible nodes to look for.
+const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// Upstream's floor on the adaptive percentage of nodes to score.
+const MIN_FEASIBLE_NODES_PERCENTAGE: usize = 5;
+
+/// Settings of the cycle that do not come from the Policy file.
+#[derive(Debug, Clone, Copy)]
+pub struct CycleConfig {
+    /// kube-scheduler's feature gates (v1.22's defaults unless set).
+    pub feature_gates: FeatureGates,
+    /// Evaluate every filter on a node even after one failed.
+    pub always_check_all_predicates: bool,
+    /// Percentage of nodes to find feasible before scoring: 0 = upstream's adaptive default,
+    /// 100 = every node.
+    pub percentage_of_nodes_to_score: u32,
+    /// Seed of the tie-breaking generator.
+    pub seed: u64,
+    /// Keep each node's answers for classes of equal pods (see [`crate::classes`]; on by
+    /// default). Decisions are the same either way; off, every cycle asks every node it
+    /// visits, as upstream does.
+    pub equivalence_classes: bool,
+}
+
+impl Default for CycleConfig {
+    fn default() -> Self {
+        CycleConfig {
+            feature_gates: FeatureGates::default(),
+            always_check_all_predicates: false,
+            percentage_of_nodes_to_score: 0,
+            seed: 0,
+            equivalence_classes: true,
+        }
+    }
+}
+
+/// The outcome of one scheduling cycle.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    /// The chosen node, or None when the pod fits nowhere.
+    pub node: Option<NodeId>,
+    /// Why it fits nowhere.
+    pub fit_error: Option<FitError>,
+    /// The details, when asked for.
+    pub explanation: Option<Explanation>,
+    /// A non-ignorable extender failed, which fails the cycle (no node, no FitError).
+    pub extender_error: Option<ExtenderError>,
+    /// Extender failures that did not fail the cycle: ignorable filters skipped, and
+    /// prioritize calls (whose errors upstream always ignores).
+    pub extender_warnings: Vec<ExtenderError>,
+}
+
+impl Decision {
+    fn unplaced(fit_error: FitError, explanation: Option<Explanation>) -> Self {
+        Decision {
+            node: None,
+            fit_error: Some(fit_error),
+            explanation,
+            extender_error: None,
+            extender_warnings: Vec::new(),
+        }
+    }
+
+    fn placed(node: NodeId, explanation: Option<Explanation>) -> Self {
+        Decision {
+            node: Some(node),
+            fit_error: None,
+            explanation,
+            extender_error: None,
+            extender_warnings: Vec::new(),
+        }
+    }
+
+    fn extender_failed(error: ExtenderError, warnings: Vec<ExtenderError>) -> Self {
+        Decision {
+            node: None,
+            fit_error: None,
+            explanation: None,
+            extender_error: Some(error),
+            extender_warnings: warnings,
+        }
+    }
+
+    fn with_warnings(mut self, warnings: Vec<ExtenderError>) -> Self {
+        self.extender_warnings = warnings;
+        self
+    }
+
+    /// Why the pod was not placed (the FitError or the extender's error), as upstream's
+    /// Event and PodScheduled condition say it; None when it was placed.
+    pub fn failure_message(&self) -> Option<String> {
+        if self.node.is_some() {
+            return None;
+        }
+        match (&self.extender_error, &self.fit_error) {
+            (Some(e), _) => Some(e.to_string()),
+            (None, Some(e)) => Some(e.to_string()),
+            (None, None) => Some(NO_NODES_AVAILABLE.to_string()),
+        }
+    }
+}
+
+/// Where in a cycle a rule's time was spent (upstream's extension point names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtensionPoint {
+    /// A filter's per-pod preparation.
+    PreFilter,
+    /// A score rule's per-pod preparation.
+    PreScore,
+}
+
+impl ExtensionPoint {
+    /// Upstream's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtensionPoint::PreFilter => "PreFilter",
+            ExtensionPoint::PreScore => "PreScore",
+        }
+    }
+}
+
+/// How long one rule's preparation took in the last cycle. Per-node work is not timed: a
+/// clock read per node and rule would cost more than most rules; preparation is where rules
+/// (and WASM plugins, which run all nodes in batches there) do their per-pod work.
+#[derive(Debug, Clone, Copy)]
+struct RuleTiming {
+    /// Index into the filters or the scores.
+    index: usize,
+    point: ExtensionPoint,
+    elapsed: Duration,
+}
+
+/// A configured scheduler: the profile of a policy and the cycle's state between pods.
+pub struct Scheduler {
+    profile: Profile,
+    config: CycleConfig,
+    next_start: usize,
+    rng: ChaCha8Rng,
+    timings: Vec<RuleTiming>,
+    /// Preemption's generator and its dry-run answers, reused across equal pods.
+    preemption: Preemption,
+    /// The history trackers the policy's protections read (see [`crate::health`]).
+    trackers: Trackers,
+    /// Answers kept for classes of equal pods (see [`crate::classes`]).
+    classes: Classes,
+}
+
+impl Scheduler {
+    /// A scheduler over these rules (filters in evaluation order, scores with weights).
+    pub fn new(filters: Vec<NamedFilter>, scores: Vec<WeightedScore>, config: CycleConfig) -> Self {
+        Scheduler {
+            profile: Profile {
+                filters,
+                scores,
+                extenders: Vec::new(),
+                check_all: config.always_check_all_predicates,
+            },
+            config,
+            next_start: 0,
+            rng: ChaCha8Rng::seed_from_u64(config.seed),
+            timings: Vec::new(),
+            preemption: Preemption::new(config.seed),
+            trackers: Trackers::default(),
+            classes: Classes::new(config.equivalence_classes),
+        }
+    }
+
+    /// Node answers reused from an earlier pod of the same class, and node answers asked of
+    /// the rules (while a class kept answers), since this scheduler began.
+    pub fn class_counts(&self) -> (u64, u64) {
+        self.classes.counts()
+    }
+
+    /// Records the trackers the policy's protections need; whoever feeds the cluster runs them.
+    pub fn with_trackers(mut self, trackers: Trackers) -> Self {
+        self.trackers = trackers;
+        self
+    }
+
+    /// The trackers the policy's protections need.
+    pub fn trackers(&self) -> Trackers {
+        self.trackers
+    }
+
+    /// Calls these extenders (in call order) after the scheduler's own filters, and for
+    /// scores beside its own.
+    pub fn with_extenders(mut self, extenders: Vec<Arc<dyn Extender>>) -> Self {
+        self.profile.extenders = extenders;
+        self
+    }
+
+    /// The extenders, in call order.
+    pub fn extenders(&self) -> &[Arc<dyn Extender>] {
+        &self.profile.extenders
+    }
+
+    /// The filters, in evaluation order.
+    pub fn filters(&self) -> &[NamedFilter] {
+        &self.profile.filters
+    }
+
+    /// The score rules with their weights.
+    pub fn scores(&self) -> &[WeightedScore] {
+        &self.profile.scores
+    }
+
+    /// Drops every kept dry-run answer, so the next preemption dry-runs every node.
+    #[cfg(test)]
+    pub(crate) fn forget_dry_runs(&mut self) {
+        self.preemption.forget_dry_runs();
+    }
+
+    /// Preemption dry runs answered from earlier equal pods' answers, and dry runs run,
+    /// since this scheduler began.
+    pub fn dry_run_counts(&self) -> (u64, u64) {
+        self.preemption.dry_run_counts()
+    }
+
+    /// Each rule's preparation time in the last cycle: (its plugin, as
+    /// [`NamedFilter::plugin`] and [`WeightedScore::plugin`] name it, extension point,
+    /// duration). A cycle that ended early (a filter rejecting the pod everywhere) times only
+    /// the rules it prepared.
+    pub fn last_cycle_timings(&self) -> impl Iterator<Item = (&str, ExtensionPoint, Duration)> {
+        self.timings.iter().map(|t| {
+            let plugin = match t.point {
+                ExtensionPoint::PreFilter => self.profile.filters[t.index].plugin(),
+                ExtensionPoint::PreScore => self.profile.scores[t.index].plugin(),
+            };
+            (plugin, t.point, t.elapsed)
+        })
+    }
+
+    /// Reserve: each filter records the side effects of placing `pod` on `node` (volume
+    /// bindings for CheckVolumeBinding), before the caller assigns the pod. Only the policy's
+    /// filters run, so a policy without CheckVolumeBinding binds no volumes, as upstream.
+    pub fn reserve(&self, cluster: &mut Cluster, pod: &PodInfo, node: NodeId) -> Reservation {
+        let mut reservation = Reservation::default();
+        for f in &self.profile.filters {
+            f.rule.reserve(cluster, pod, node, &mut reservation);
+        }
+        reservation
+    }
+
+    /// Unreserve: undoes [`Scheduler::reserve`] (the binding failed), filters in reverse.
+    pub fn unreserve(&self, cluster: &mut Cluster, reservation: &Reservation) {
+        for f in self.profile.filters.iter().rev() {
+            f.rule.unreserve(cluster, reservation);
+        }
+    }
+
+    /// How many feasible nodes to find before scoring (upstream's numFeasibleNodesToFind).
+    pub fn feasible_nodes_to_find(&self, all: usize) -> usize {
+        let pct = self.config.percentage_of_nodes_to_score as usize;
+        if all < MIN_FEASIBLE_NODES_TO_FIND || pct >= 100 {
+            return all;
+        }
+        let adaptive = if pct == 0 {
+            (50usize.saturating_sub(all / 125)).max(MIN_FEASIBLE_NODES_PERCENTAGE)
+        } else {
+            pct
+        };
+        (all * adaptive / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
+    }
+
+    /// Runs one scheduling cycle for `pod` with no pod nominated anywhere. The cluster is
+    /// only read; the caller assigns the pod to the chosen node.
+    pub fn schedule(&mut self, cluster: &Cluster, pod: &PodInfo, explain: bool) -> Decision {
+        self.schedule_with(cluster, &Nominator::new(), pod, explain)
+    }
+
+    /// Runs one scheduling cycle for `pod`, with the nominated pods of `nominator` counted on
+    /// their nodes as upstream does (see [`crate::filters`]). A pod whose
+    /// `status.nominatedNodeName` names a node that passes the filters goes there without
+    /// scoring (v1.22's PreferNominatedNode).
+    pub fn schedule_with(
+        &mut self,
+        cluster: &Cluster,
+        nominator: &Nominator,
+        pod: &PodInfo,
+        explain: bool,
+    ) -> Decision {
+        let all = cluster.node_count();
+        if all == 0 {
+            return Decision::unplaced(FitError::no_nodes(), explain.then(Explanation::default));
+        }
+        let ctx = CycleContext {
+            cluster,
+            pod,
+            nominated: !nominator.is_empty(),
+        };
+        let prepared = match Self::prepare_filters(&self.profile, &mut self.timings, ctx) {
+            Ok(p) => p,
+            Err(rejected) => {
+                let (fit, explanation) =
+                    rejected_everywhere(cluster, &self.profile.filters, &rejected, explain);
+                return Decision::unplaced(fit, explanation);
+            }
+        };
+        let nominated = (!nominator.is_empty()).then_some(nominator);
+        if let Some(id) = pod
+            .pod
+            .nominated_node_name
+            .as_deref()
+            .and_then(|n| cluster.node_by_name(n))
+        {
+            // Upstream evaluates the nominated node as a list of one node, which leaves its
+            // next start index at 0.
+            self.next_start = 0;
+            let extenders = &self.profile.extenders;
+            if let Some(d) =
+                nominated_node(extenders, cluster, &prepared, nominated, pod, id, explain)
+            {
+                return d;
+            }
+        }
+        let preps = Self::prepare_scores(&self.profile.scores, &mut self.timings, ctx);
+        let scorers: Vec<&dyn NodeScore> = preps
+            .iter()
+            .filter_map(|p| match p {
+                ScorePrep::PerNode(s) => Some(s.as_ref()),
+                ScorePrep::Constant(_) => None,
+            })
+            .collect();
+        let walk = Walk {
+            start: self.next_start % all,
+            want: self.feasible_nodes_to_find(all),
+        };
+        let found = feasible::find(
+            cluster,
+            &mut self.classes,
+            walk,
+            &prepared,
+            &preps,
+            &scorers,
+            nominated,
+            pod,
+        );
+        self.next_start = (walk.start + found.visited) % all;
+        let extenders = &self.profile.extenders;
+        let mut warnings = Vec::new();
+        let filtered =
+            match extenders::filter(extenders, cluster, pod, &found.feasible, &mut warnings) {
+                Ok(filtered) => filtered,
+                Err(error) => return Decision::extender_failed(error, warnings),
+            };
+        let visited = Visited {
+            cluster,
+            filters: &self.profile.filters,
+            prepared: &prepared,
+            nominated,
+            pod,
+            start: walk.start,
+            count: found.visited,
+            extender_rejections: filtered
+                .as_ref()
+                .filter(|_| explain)
+                .map(|f| extenders::rejections(extenders, cluster, f))
+                .unwrap_or_default(),
+        };
+        let (chosen, raw_columns) =
+            extenders::kept(found.feasible, found.columns, filtered.as_ref());
+        if chosen.is_empty() {
+            let fit = visited.fit_error(filtered.as_ref());
+            let explanation = explain.then(|| visited.explanation(&[], unscored, 0));
+            return Decision::unplaced(fit, explanation).with_warnings(warnings);
+        }
+        let not_evaluated = all - found.visited;
+        if chosen.len() == 1 {
+            let explanation = explain.then(|| visited.explanation(&[], unscored, not_evaluated));
+            return Decision::placed(chosen[0], explanation).with_warnings(warnings);
+        }
+        let scores = &self.profile.scores;
+        let prioritised = prioritise::prioritise(
+            scores,
+            extenders,
+            cluster,
+            pod,
+            &preps,
+            &scorers,
+            &chosen,
+            raw_columns,
+            explain,
+            &mut warnings,
+        );
+        let best = select::select_best(&mut self.rng, &prioritised.totals);
+        let explanation = explain.then(|| {
+            let mut e = visited.explanation(&chosen, |r| prioritised.row(r), not_evaluated);
+            e.score_rules = prioritised.score_rules(scores);
+            e
+        });
+        Decision::placed(chosen[best], explanation).with_warnings(warnings)
+    }
+
+    /// The PostFilter for a pod that fit nowhere (`fit` is that cycle's error): preemption
+    /// finds the node to free and its victims, reading the cluster only.
+    pub fn preempt(
+        &mut self,
+        cluster: &Cluster,
+        nominator: &Nominator,
+        budgets: &DisruptionBudgets,
+        pod: &PodInfo,
+        fit: &FitError,
+    ) -> (PreemptionOutcome, PreemptionExplanation) {
+        self.preemption
+            .run(&self.profile, cluster, nominator, budgets, pod, fit)
+    }
+
+    /// PreFilter: prepares every filter for the pod, timing each (the cycle's timings start
+    /// over here).
+    fn prepare_filters<'a>(
+        profile: &'a Profile,
+        timings: &mut Vec<RuleTiming>,
+        ctx: CycleContext<'a>,
+    ) -> Result<PreparedFilters<'a>, RejectedAll> {
+        timings.clear();
+        PreparedFilters::prepare(
+            &profile.filters,
+            profile.check_all,
+            ctx,
+            |index, elapsed| {
+                timings.push(RuleTiming {
+                    index,
+                    point: ExtensionPoint::PreFilter,
+                    elapsed,
+                })
+            },
+        )
+    }
+
+    /// PreScore: prepares every score rule for the pod, timing each.
+    fn prepare_scores<'a>(
+        scores: &'a [WeightedScore],
+        timings: &mut Vec<RuleTiming>,
+        ctx: CycleContext<'a>,
+    ) -> Vec<ScorePrep<'a>> {
+        scores
+            .iter()
+            .enumerate()
+            .map(|(index, s)| {
+                let started = Instant::now();
+                let prep = s.rule.prepare(ctx);
+                timings.push(RuleTiming {
+                    index,
+                    point: ExtensionPoint::PreScore,
+                    elapsed: started.elapsed(),
+                });
+                prep
+            })
+            .collect()
+    }
+}
+
+/// The decision for a pod whose nominated node `id` passes the filters and the extenders,
+/// made without scoring (or the extenders' failure); None when the node does not take it.
+fn nominated_node(
+    extenders: &[Arc<dyn Extender>],
+    cluster: &Cluster,
+    prepared: &PreparedFilters<'_>,
+    nominated: Option<&Nominator>,
+    pod: &PodInfo,
+    id: NodeId,
+    explain: bool,
+) -> Option<Decision> {
+    let node = cluster.node(id);
+    let fits = match nominated {
+        Some(n) => prepared
+            .status_with_nominated(node, n.for_node(id), pod)
+            .passes(),
+        None => prepared.passes(node),
+    };
+    // The extenders filter the one-node list too.
+    let mut warnings = Vec::new();
+    let fits = fits
+        && match extender::filter(extenders, cluster, pod, vec![id], &mut warnings) {
+            Ok(filtered) => !filtered.feasible.is_empty(),
+            Err(error) => return Some(Decision::extender_failed(error, warnings)),
+        };
+    fits.then(|| {
+        let all = cluster.node_count();
+        let explanation =
+            explain.then(|| explain_nodes(cluster, &[id], |_| Vec::new(), &[], unscored, all - 1));
+        Decision::placed(id, explanation).with_warnings(warnings)
+    })
+}
