@@ -646,13 +646,24 @@ mod tests {
 
         /// A loop under `policy` that has synced nothing and does not lead.
         fn idle_with(policy: &str) -> Self {
-            let policy = berth_policy::parse(policy, "test.json").unwrap();
-            let scheduler =
-                berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap();
+            Self::profiles(&[("berth", policy)])
+        }
+
+        /// A synced loop, not leading, serving each (scheduler name, policy) as a profile.
+        fn profiles(profiles: &[(&str, &str)]) -> Self {
+            let profiles = profiles
+                .iter()
+                .map(|(name, text)| {
+                    let policy = berth_policy::parse(text, "test.json").unwrap();
+                    let scheduler =
+                        berth_engine::registry::scheduler_for(&policy, CycleConfig::default())
+                            .unwrap();
+                    (name.to_string(), scheduler)
+                })
+                .collect();
             let calls = Recorder::default();
-            let lp = SchedulingLoop::new(
-                "berth",
-                scheduler,
+            let lp = SchedulingLoop::with_profiles(
+                profiles,
                 calls.clone(),
                 QueueConfig::default(),
                 Metrics::new("berth").with_lease("berth-lease"),
@@ -765,30 +776,10 @@ mod tests {
     /// touched.
     #[test]
     fn profiles_share_one_cache_and_queue_and_each_runs_its_policy() {
-        let parse = |text: &str| {
-            let policy = berth_policy::parse(text, "test.json").unwrap();
-            berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap()
-        };
         let most = r#"{"kind": "Policy", "apiVersion": "v1",
             "predicates": [{"name": "GeneralPredicates"}],
             "priorities": [{"name": "MostRequestedPriority", "weight": 1}]}"#;
-        let calls = Recorder::default();
-        let lp = SchedulingLoop::with_profiles(
-            vec![
-                ("berth".to_string(), parse(POLICY)),
-                ("default-scheduler".to_string(), parse(most)),
-            ],
-            calls.clone(),
-            QueueConfig::default(),
-            Metrics::new("berth"),
-            Arc::new(Health::default()),
-        );
-        let mut f = Fixture {
-            lp,
-            calls,
-            now: Instant::now(),
-        };
-        f.sync();
+        let mut f = Fixture::profiles(&[("berth", POLICY), ("default-scheduler", most)]);
         f.lp.handle(Input::Leader(true), f.now);
         f.node(node("n1", 1));
         f.node(node("n2", 2));
