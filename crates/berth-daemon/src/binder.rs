@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
-use berth_engine::model;
-use berth_engine::rules::volume_binding::VolumeBindings;
+use berth_engine::{ApiWrite, model};
 use k8s_openapi::api::core::v1::{
     Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -92,74 +91,69 @@ pub async fn bind(
     .map_err(classify)
 }
 
-/// The annotation a claim left to provisioning gets: the node to create its volume for.
-pub const SELECTED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
-
-/// Writes the volume bindings a placement assumed, before the pod is bound, as upstream's
-/// volume binder does: a chosen volume gets the claim in its `claimRef` (the PV controller
-/// completes the binding), a claim left to provisioning gets the selected node. Each write
-/// replaces the object at the version read, so a concurrent change fails (409) rather than
-/// being overwritten; the pod is then retried like any rejected binding.
-pub async fn bind_volumes(
-    client: &Client,
-    volumes: &VolumeBindings,
-    node: &str,
-) -> Result<(), BindError> {
+/// Makes the API writes a placement's Reserve asked for, before the pod is bound, as
+/// upstream's volume binder does for volumes: a volume gets the claim in its `claimRef` (the
+/// PV controller completes the binding), a claim gets an annotation (the selected node of a
+/// claim left to provisioning). Each write replaces the object at the version read, so a
+/// concurrent change fails (409) rather than being overwritten; the pod is then retried like
+/// any rejected binding.
+pub async fn pre_bind(client: &Client, writes: &[ApiWrite]) -> Result<(), BindError> {
     // A missing volume or claim is no reason to drop the pod, as a 404 on the pod is.
     let volume_error = |e: kube::Error| match classify(e) {
         BindError::PodGone(m) => BindError::Other(format!("volume binding: {m}")),
         other => other,
     };
-    let split = |claim: &str| {
-        claim
-            .split_once('/')
-            .map(|(ns, name)| (ns.to_string(), name.to_string()))
-            .unwrap_or_else(|| (String::new(), claim.to_string()))
-    };
-    for (claim, volume) in &volumes.bound {
-        let (namespace, name) = split(claim);
-        let api: Api<PersistentVolume> = Api::all(client.clone());
-        let mut pv = api.get(volume).await.map_err(volume_error)?;
-        let spec = pv.spec.get_or_insert_default();
-        if let Some(taken) = &spec.claim_ref {
-            if taken.namespace.as_deref() == Some(&namespace)
-                && taken.name.as_deref() == Some(&name)
-            {
-                continue;
+    for write in writes {
+        match write {
+            ApiWrite::ClaimVolume {
+                volume,
+                namespace,
+                claim,
+            } => {
+                let api: Api<PersistentVolume> = Api::all(client.clone());
+                let mut pv = api.get(volume).await.map_err(volume_error)?;
+                let spec = pv.spec.get_or_insert_default();
+                if let Some(taken) = &spec.claim_ref {
+                    if taken.namespace.as_deref() == Some(namespace)
+                        && taken.name.as_deref() == Some(claim)
+                    {
+                        continue;
+                    }
+                    return Err(BindError::Conflict(format!(
+                        "persistentvolume {volume} is already claimed by {}/{}",
+                        taken.namespace.as_deref().unwrap_or(""),
+                        taken.name.as_deref().unwrap_or("")
+                    )));
+                }
+                spec.claim_ref = Some(ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("PersistentVolumeClaim".into()),
+                    namespace: Some(namespace.clone()),
+                    name: Some(claim.clone()),
+                    ..ObjectReference::default()
+                });
+                api.replace(volume, &PostParams::default(), &pv)
+                    .await
+                    .map_err(volume_error)?;
             }
-            return Err(BindError::Conflict(format!(
-                "persistentvolume {volume} is already claimed by {}/{}",
-                taken.namespace.as_deref().unwrap_or(""),
-                taken.name.as_deref().unwrap_or("")
-            )));
+            ApiWrite::AnnotateClaim {
+                namespace,
+                claim,
+                key,
+                value,
+            } => {
+                let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
+                let mut pvc = api.get(claim).await.map_err(volume_error)?;
+                let annotations = pvc.metadata.annotations.get_or_insert_default();
+                if annotations.get(key) == Some(value) {
+                    continue;
+                }
+                annotations.insert(key.clone(), value.clone());
+                api.replace(claim, &PostParams::default(), &pvc)
+                    .await
+                    .map_err(volume_error)?;
+            }
         }
-        spec.claim_ref = Some(ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("PersistentVolumeClaim".into()),
-            namespace: Some(namespace),
-            name: Some(name),
-            ..ObjectReference::default()
-        });
-        api.replace(volume, &PostParams::default(), &pv)
-            .await
-            .map_err(volume_error)?;
-    }
-    for claim in &volumes.provisioning {
-        let (namespace, name) = split(claim);
-        let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &namespace);
-        let mut pvc = api.get(&name).await.map_err(volume_error)?;
-        let annotations = pvc.metadata.annotations.get_or_insert_default();
-        if annotations
-            .get(SELECTED_NODE_ANNOTATION)
-            .map(String::as_str)
-            == Some(node)
-        {
-            continue;
-        }
-        annotations.insert(SELECTED_NODE_ANNOTATION.into(), node.into());
-        api.replace(&name, &PostParams::default(), &pvc)
-            .await
-            .map_err(volume_error)?;
     }
     Ok(())
 }
@@ -471,9 +465,9 @@ impl Binder {
 /// without one.
 pub trait Backend {
     /// Binds an assumed pod (with its queue history, for the metrics of a scheduled pod) to
-    /// a node, after writing its claims' volume bindings; the outcome comes back as
+    /// a node, after the API writes its Reserve asked for; the outcome comes back as
     /// [`Input::Bound`].
-    fn bind(&self, queued: &QueuedPod, node: &str, volumes: VolumeBindings);
+    fn bind(&self, queued: &QueuedPod, node: &str, writes: Vec<ApiWrite>);
     /// Reports that a pod fits no node.
     fn unschedulable(&self, pod: &model::Pod, message: &str, set_condition: bool);
     /// Carries out a preemption: nominates `preemptor` to `node` (first, so a replica
@@ -524,7 +518,7 @@ impl Backend for Binder {
         );
     }
 
-    fn bind(&self, queued: &QueuedPod, node: &str, volumes: VolumeBindings) {
+    fn bind(&self, queued: &QueuedPod, node: &str, writes: Vec<ApiWrite>) {
         let pod = &queued.pod;
         // Upstream counts the attempt that placed the pod too.
         let (attempts, queued_at) = (queued.attempts.saturating_add(1), queued.queued_at);
@@ -543,7 +537,7 @@ impl Backend for Binder {
                 let start = Instant::now();
                 let result = match this.still_leading() {
                     Err(e) => Err(e),
-                    Ok(()) => bind_volumes(&this.client, &volumes, &node).await,
+                    Ok(()) => pre_bind(&this.client, &writes).await,
                 };
                 let result = match (result.and_then(|()| this.still_leading()), extender) {
                     (Err(e), _) => Err(e),

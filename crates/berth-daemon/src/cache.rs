@@ -14,9 +14,8 @@ use std::time::Instant;
 use berth_engine::health::Trackers;
 use berth_engine::preemption::DisruptionBudgets;
 use berth_engine::resources::Resources;
-use berth_engine::rules::volume_binding::VolumeBindings;
+use berth_engine::{ApiWrite, Nominator, Reservation, Scheduler};
 use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
-use berth_engine::{Nominator, Reservation, Scheduler};
 use berth_extender::Documents;
 use berth_kube::PriorityResolver;
 use berth_kube::convert::{self, ConvertError};
@@ -411,15 +410,15 @@ impl Cache {
     /// Counts a pod on `node` at once, before its binding is sent, so the next cycle sees
     /// it, after the scheduler's Reserve stage (with CheckVolumeBinding, delayed-binding
     /// claims are assumed bound to the volumes chosen for them, or to provisioning on the
-    /// node, so no later pod takes the same volume). Returns the node's name and those volume
-    /// bindings, which must reach the API before the pod's.
+    /// node, so no later pod takes the same volume). Returns the node's name and the API
+    /// writes Reserve asked for, which must reach the API before the pod's binding.
     pub fn assume(
         &mut self,
         scheduler: &Scheduler,
         queued: QueuedPod,
         info: PodInfo,
         node: NodeId,
-    ) -> Result<(String, VolumeBindings), ClusterError> {
+    ) -> Result<(String, Vec<ApiWrite>), ClusterError> {
         let name = self.cluster.node(node).name().to_string();
         let key = queued.key();
         let reservation = scheduler.reserve(&mut self.cluster, &info, node);
@@ -427,7 +426,7 @@ impl Cache {
             scheduler.unreserve(&mut self.cluster, &reservation);
             return Err(e);
         }
-        let volumes = reservation.volumes.clone();
+        let writes = reservation.writes.clone();
         self.protections.assumed(&queued.pod, &name, (self.clock)());
         self.publish_protections();
         self.assumed.insert(
@@ -438,7 +437,7 @@ impl Cache {
                 reservation,
             },
         );
-        Ok((name, volumes))
+        Ok((name, writes))
     }
 
     /// Unreserve for a placement whose binding failed.

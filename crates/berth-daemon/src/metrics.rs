@@ -435,15 +435,16 @@ impl Metrics {
             .observe(seconds);
     }
 
-    /// Counts the nodes Berth's protections rejected in an attempt that placed no pod, from
-    /// its FitError counts (reason -> nodes).
-    pub fn protection_rejections<'a>(&self, reasons: impl IntoIterator<Item = (&'a str, usize)>) {
-        for (reason, nodes) in reasons {
-            if let Some(predicate) = berth_engine::rules::protection_of(reason) {
-                self.protection_rejections
-                    .get_or_create(&ProtectionLabels { predicate })
-                    .inc_by(nodes as u64);
-            }
+    /// Counts the nodes Berth's protections rejected in an attempt that placed no pod:
+    /// (protection, nodes), as its FitError attributes them.
+    pub fn protection_rejections(
+        &self,
+        rejections: impl IntoIterator<Item = (&'static str, usize)>,
+    ) {
+        for (predicate, nodes) in rejections {
+            self.protection_rejections
+                .get_or_create(&ProtectionLabels { predicate })
+                .inc_by(nodes as u64);
         }
     }
 
@@ -704,20 +705,10 @@ pub(crate) mod tests {
         m.rule("GpuModel", "PreFilter", 0.0003);
         m.extender_call("http://127.0.0.1:8888/x", "filter", false, 0.004);
         m.protection_rejections([
-            (
-                "node(s) had taint {dedicated: a}, that namespace b may not tolerate",
-                3,
-            ),
-            (
-                "node(s) had taint {dedicated: a}, that the pod didn't tolerate",
-                4,
-            ),
-            ("node(s) had no free pod IP addresses", 2),
+            ("CheckTolerationRestriction", 3),
+            ("CheckPodCIDRCapacity", 2),
         ]);
-        m.protection_rejections([(
-            "node(s) had taint {gpu: }, that namespace c may not tolerate",
-            1,
-        )]);
+        m.protection_rejections([("CheckTolerationRestriction", 1)]);
         let text = m.encode();
         for line in [
             r#"scheduler_schedule_attempts_total{result="scheduled",profile="berth"} 1"#,

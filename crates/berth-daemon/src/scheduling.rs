@@ -379,12 +379,12 @@ impl<B: Backend> SchedulingLoop<B> {
                 self.cache.clear_nomination(&key);
                 let profile = &self.profiles[p];
                 match self.cache.assume(&profile.scheduler, queued, info, node) {
-                    Ok((node_name, volumes)) => {
+                    Ok((node_name, writes)) => {
                         profile
                             .metrics
                             .phase(Phase::Assume, decided.elapsed().as_secs_f64());
                         debug!(pod = %key, node = %node_name, "assumed");
-                        self.backend.bind(&retry, &node_name, volumes);
+                        self.backend.bind(&retry, &node_name, writes);
                         profile
                             .metrics
                             .attempt(AttemptResult::Scheduled, start.elapsed().as_secs_f64());
@@ -400,17 +400,21 @@ impl<B: Backend> SchedulingLoop<B> {
             }
             (None, failure) => {
                 // Upstream's unschedulable plugins of this attempt.
+                let filters = self.profiles[p].scheduler.filters();
                 queued.unschedulable_plugins = decision
                     .fit_error
                     .iter()
-                    .flat_map(|fit| &fit.filters)
-                    .map(|&i| self.profiles[p].scheduler.filters()[i].plugin().to_string())
+                    .flat_map(|fit| &fit.diagnosis.filters)
+                    .map(|&i| filters[i].plugin().to_string())
                     .collect();
                 queued.unschedulable_plugins.sort_unstable();
                 queued.unschedulable_plugins.dedup();
                 if let Some(fit) = &decision.fit_error {
-                    self.metrics
-                        .protection_rejections(fit.reasons.iter().map(|(r, n)| (r.as_str(), *n)));
+                    let by_protection = fit.diagnosis.nodes_by_filter();
+                    self.metrics.protection_rejections(
+                        by_protection
+                            .filter_map(|(f, nodes)| Some((filters[f].protection?, nodes))),
+                    );
                     self.preempt(p, &queued, info, fit);
                 }
                 let message = failure.unwrap_or_default();
@@ -536,11 +540,10 @@ fn union_of_trackers(profiles: &[Profile]) -> berth_engine::health::Trackers {
 
 #[cfg(test)]
 mod tests {
-    use berth_engine::rules::volume_binding::VolumeBindings;
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    use berth_engine::CycleConfig;
+    use berth_engine::{ApiWrite, CycleConfig};
     use k8s_openapi::api::core::v1::{Node, Pod};
 
     use super::*;
@@ -555,7 +558,7 @@ mod tests {
     #[derive(Debug, Clone, PartialEq, Eq)]
     enum Call {
         Bind(String, String),
-        Volumes(String, Vec<(String, String)>, Vec<String>),
+        Writes(String, Vec<ApiWrite>),
         Unschedulable(String, String, bool),
         Preempt(String, String, Vec<String>),
         ClearNomination(String),
@@ -572,15 +575,11 @@ mod tests {
     }
 
     impl Backend for Recorder {
-        fn bind(&self, queued: &QueuedPod, node: &str, volumes: VolumeBindings) {
+        fn bind(&self, queued: &QueuedPod, node: &str, writes: Vec<ApiWrite>) {
             let pod = &queued.pod;
             let mut calls = self.0.borrow_mut();
-            if !volumes.bound.is_empty() || !volumes.provisioning.is_empty() {
-                calls.push(Call::Volumes(
-                    pod.meta.name.clone(),
-                    volumes.bound,
-                    volumes.provisioning,
-                ));
+            if !writes.is_empty() {
+                calls.push(Call::Writes(pod.meta.name.clone(), writes));
             }
             calls.push(Call::Bind(pod.meta.name.clone(), node.into()));
         }

@@ -5,14 +5,13 @@
 //! rule cannot reject this pod anywhere, `Constant` when a score is the same for every node.
 //! Built-in rules and WASM plugins implement the same traits.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::labels::Sym;
-use crate::model::{PersistentVolume, PersistentVolumeClaim};
 use crate::podinfo::PodInfo;
-use crate::rules::volume_binding::VolumeBindings;
 
 /// The largest score a rule gives a node.
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -229,17 +228,59 @@ pub enum FailureKind {
     UnschedulableAndUnresolvable,
 }
 
-/// What Reserve did for one placement: what the caller must write to the API before the
-/// pod is bound, and what Unreserve needs to take it back.
-#[derive(Debug, Clone, Default)]
+/// An API write to make before the pod is bound (upstream's PreBind), in the API's own
+/// terms, so whoever carries it out needs to know no rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiWrite {
+    /// Point the PersistentVolume `volume` at the claim (its `claimRef`); nothing to do if it
+    /// names that claim already, a conflict if it names another.
+    ClaimVolume {
+        /// The volume's name.
+        volume: String,
+        /// The claim's namespace.
+        namespace: String,
+        /// The claim's name.
+        claim: String,
+    },
+    /// Set an annotation on a PersistentVolumeClaim; nothing to do if it has that value.
+    AnnotateClaim {
+        /// The claim's namespace.
+        namespace: String,
+        /// The claim's name.
+        claim: String,
+        /// The annotation's key.
+        key: String,
+        /// Its value.
+        value: String,
+    },
+}
+
+/// What one filter's Reserve recorded for its own Unreserve: opaque to everyone else, as
+/// upstream's CycleState entries are.
+pub type ReserveState = Arc<dyn Any + Send + Sync>;
+
+/// What Reserve did for one placement: the API writes the caller must make before the pod
+/// is bound, and each filter's own state for Unreserve.
+#[derive(Clone, Default)]
 pub struct Reservation {
-    /// Volume bindings assumed for the pod's delayed-binding claims (CheckVolumeBinding).
-    pub volumes: VolumeBindings,
-    /// The volumes and claims as they were before Reserve changed them, restored by
-    /// Unreserve.
-    pub(crate) previous_volumes: Vec<PersistentVolume>,
-    /// See `previous_volumes`.
-    pub(crate) previous_claims: Vec<PersistentVolumeClaim>,
+    /// The writes, in order.
+    pub writes: Vec<ApiWrite>,
+    /// (the filter's policy entry name, its state), in Reserve's order. Keyed by name, not
+    /// position, so a scheduler reloaded between Reserve and Unreserve hands each state to
+    /// the filter of the same entry, if it still has one.
+    pub(crate) states: Vec<(String, ReserveState)>,
+}
+
+impl fmt::Debug for Reservation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reservation")
+            .field("writes", &self.writes)
+            .field(
+                "states",
+                &self.states.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// A filter (a policy predicate).
@@ -254,20 +295,23 @@ pub trait FilterRule: Send + Sync {
     }
 
     /// Reserve: records in the cluster the side effects of placing `pod` on `node` that
-    /// later cycles must see before the pod is bound (upstream's Reserve extension point).
-    /// Runs before the pod is assigned; the default does nothing.
+    /// later cycles must see before the pod is bound (upstream's Reserve extension point),
+    /// pushes to `writes` what the API must be told before the binding (upstream's PreBind),
+    /// and returns what its Unreserve needs. Runs before the pod is assigned; the default
+    /// does nothing.
     fn reserve(
         &self,
         _cluster: &mut Cluster,
         _pod: &PodInfo,
         _node: NodeId,
-        _into: &mut Reservation,
-    ) {
+        _writes: &mut Vec<ApiWrite>,
+    ) -> Option<ReserveState> {
+        None
     }
 
-    /// Unreserve: undoes what `reserve` recorded, when the placement fails later (a rejected
-    /// binding). The default does nothing.
-    fn unreserve(&self, _cluster: &mut Cluster, _reservation: &Reservation) {}
+    /// Unreserve: undoes what `reserve` recorded (`state` is what it returned), when the
+    /// placement fails later (a rejected binding). The default does nothing.
+    fn unreserve(&self, _cluster: &mut Cluster, _state: &ReserveState) {}
 }
 
 /// The per-node scoring of a score rule, after preparation.

@@ -39,7 +39,9 @@ pub use diagnosis::FitError;
 pub use explain::Explanation;
 pub use extender::{Extender, ExtenderError};
 pub use features::FeatureGates;
-pub use framework::{CycleContext, FailureKind, FilterRule, Reason, Reservation, Reuse, ScoreRule};
+pub use framework::{
+    ApiWrite, CycleContext, FailureKind, FilterRule, Reason, Reservation, Reuse, ScoreRule,
+};
 pub use nominator::Nominator;
 pub use podinfo::PodInfo;
 pub use scheduler::{CycleConfig, Decision, Scheduler};

@@ -14,6 +14,9 @@ pub struct NamedFilter {
     /// The kube-scheduler plugin the rule is, when it is exactly one (GeneralPredicates is
     /// four, Berth's own and WASM entries none).
     pub upstream: Option<&'static str>,
+    /// The Berth protection the entry is, by its predicate's name (`berth run` counts the
+    /// nodes each protection rejects); None for every other entry.
+    pub protection: Option<&'static str>,
     /// The rule.
     pub rule: Arc<dyn FilterRule>,
 }

@@ -90,11 +90,13 @@ pub fn scheduler_with_plugins(
         NamedFilter {
             name: dynamic_resources::NAME.to_owned(),
             upstream: Some(dynamic_resources::UPSTREAM_PLUGIN),
+            protection: None,
             rule: Arc::new(dynamic_resources::DynamicResources),
         },
         NamedFilter {
             name: unmodelled_fields::NAME.to_owned(),
             upstream: None,
+            protection: None,
             rule: Arc::new(unmodelled_fields::UnmodelledFields),
         },
     ]
@@ -112,6 +114,7 @@ pub fn scheduler_with_plugins(
                     [one] => Some(*one),
                     _ => None,
                 },
+                protection: protection(group.first()),
                 rule: filter_for(
                     &group,
                     &ignored,
@@ -126,6 +129,7 @@ pub fn scheduler_with_plugins(
         NamedFilter {
             name: read_write_once_pod::NAME.to_owned(),
             upstream: Some(read_write_once_pod::UPSTREAM_PLUGIN),
+            protection: None,
             rule: Arc::new(read_write_once_pod::ReadWriteOncePod),
         },
     );
@@ -178,6 +182,19 @@ impl<K> EntryGroup<'_, K> {
 
 /// The kube-scheduler framework plugins v1.22's legacy registry enables for a predicate, in
 /// its order; empty where it has none (Berth's own predicates, the v1.12-only ones and WASM
+/// The Berth protection a predicate is, by its name (the `predicate` label of `berth run`'s
+/// metric of nodes the protections rejected); None for every other predicate.
+fn protection(kind: &PredicateKind) -> Option<&'static str> {
+    use PredicateKind as P;
+    match kind {
+        P::CheckTolerationRestriction { .. } => Some("CheckTolerationRestriction"),
+        P::CheckPodCIDRCapacity { .. } => Some("CheckPodCIDRCapacity"),
+        P::CheckNodeCircuitBreaker(_) => Some("CheckNodeCircuitBreaker"),
+        P::CheckWorkloadQuarantine(_) => Some("CheckWorkloadQuarantine"),
+        _ => None,
+    }
+}
+
 /// plugins).
 pub fn upstream_filter_plugins(kind: &PredicateKind) -> &'static [&'static str] {
     use PredicateKind as P;

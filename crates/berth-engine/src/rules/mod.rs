@@ -41,19 +41,3 @@ pub mod volume_limits;
 pub mod volume_util;
 pub mod volume_zone;
 pub mod workload_quarantine;
-
-/// The Berth protection (by its predicate's name) that gave a failure reason, if one did:
-/// `berth run` counts their rejections in a metric.
-pub fn protection_of(reason: &str) -> Option<&'static str> {
-    if toleration_restriction::is_own_reason(reason) {
-        Some("CheckTolerationRestriction")
-    } else if pod_cidr::is_own_reason(reason) {
-        Some("CheckPodCIDRCapacity")
-    } else if circuit_breaker::is_own_reason(reason) {
-        Some("CheckNodeCircuitBreaker")
-    } else if workload_quarantine::is_own_reason(reason) {
-        Some("CheckWorkloadQuarantine")
-    } else {
-        None
-    }
-}

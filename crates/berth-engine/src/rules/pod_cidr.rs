@@ -63,11 +63,6 @@ pub fn invalid_reason(source: &Source) -> String {
     )
 }
 
-/// Whether `reason` is one of this rule's (for counting its rejections).
-pub fn is_own_reason(reason: &str) -> bool {
-    reason == REASON || reason.starts_with(MISSING_PREFIX) || reason.starts_with(INVALID_PREFIX)
-}
-
 /// The rule.
 pub struct CheckPodCidrCapacity {
     source: Source,
@@ -499,14 +494,6 @@ mod tests {
             "node(s) had an invalid pod IP capacity (allocatable a.io/ips: not a non-negative \
              integer)"
         );
-        for own in [
-            REASON.to_string(),
-            missing_reason(&Source::Label("x".into())),
-            invalid_reason(&Source::Resource("y".into())),
-        ] {
-            assert!(is_own_reason(&own), "{own}");
-        }
-        assert!(!is_own_reason("node(s) had untolerated taint {a: b}"));
         assert_eq!(
             rule.failure_kind(&REASON.into()),
             FailureKind::Unschedulable

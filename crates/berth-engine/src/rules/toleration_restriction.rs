@@ -41,15 +41,6 @@ pub fn reason(key: &str, value: &str, namespace: &str) -> String {
     format!("node(s) had taint {{{key}: {value}{THAT_NAMESPACE}{namespace}{MAY_NOT_TOLERATE}")
 }
 
-/// Whether `reason` is one of this rule's (for counting its rejections). Taint keys and
-/// values cannot hold `}`, so upstream's taint reason never looks like one.
-pub fn is_own_reason(reason: &str) -> bool {
-    reason.starts_with("node(s) had taint {")
-        && reason
-            .split_once(THAT_NAMESPACE)
-            .is_some_and(|(_, rest)| rest.contains(MAY_NOT_TOLERATE))
-}
-
 /// The reason when the namespace's whitelist annotation does not parse.
 pub fn invalid_whitelist_reason(key: &str, value: &str, namespace: &str, why: &str) -> String {
     format!(
@@ -415,9 +406,6 @@ mod tests {
                  nothing, as it does not parse: expected a JSON list)"
             ]
         );
-        assert!(is_own_reason(&got[0].1[0]));
-        assert!(is_own_reason(&reason("a", "b", "c")));
-        assert!(!is_own_reason(&crate::rules::taints::reason("a", "b")));
         let reason: Reason = got[0].1[0].clone().into();
         assert_eq!(
             rule.failure_kind(&reason),

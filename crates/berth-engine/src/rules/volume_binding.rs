@@ -45,10 +45,10 @@ use std::sync::Arc;
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{
-    CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, Reservation,
+    ApiWrite, CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, ReserveState,
 };
 use crate::labels::{Interner, LabelSelector, Operator, Sym};
-use crate::model::PersistentVolumeClaim;
+use crate::model::{PersistentVolume, PersistentVolumeClaim};
 use crate::podinfo::PodInfo;
 use crate::rules::volume_util::{
     BIND_COMPLETED_ANNOTATION, NodeMatcher, SELECTED_NODE_ANNOTATION, can_provision, claim_class,
@@ -87,15 +87,27 @@ impl FilterRule for CheckVolumeBinding {
         }
     }
 
-    fn reserve(&self, cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: &mut Reservation) {
-        assume_pod_volumes(cluster, pod, node, into);
+    fn reserve(
+        &self,
+        cluster: &mut Cluster,
+        pod: &PodInfo,
+        node: NodeId,
+        writes: &mut Vec<ApiWrite>,
+    ) -> Option<ReserveState> {
+        let mut previous = Previous::default();
+        assume_pod_volumes(cluster, pod, node, &mut previous, writes);
+        let changed = !previous.volumes.is_empty() || !previous.claims.is_empty();
+        changed.then(|| Arc::new(previous) as ReserveState)
     }
 
-    fn unreserve(&self, cluster: &mut Cluster, reservation: &Reservation) {
-        for pv in &reservation.previous_volumes {
+    fn unreserve(&self, cluster: &mut Cluster, state: &ReserveState) {
+        let Some(previous) = state.downcast_ref::<Previous>() else {
+            return;
+        };
+        for pv in &previous.volumes {
             cluster.upsert_persistent_volume(pv.clone());
         }
-        for claim in &reservation.previous_claims {
+        for claim in &previous.claims {
             cluster.upsert_persistent_volume_claim(claim.clone());
         }
     }
@@ -508,22 +520,27 @@ impl NodeCheck for Plan<'_> {
     }
 }
 
-/// What Reserve assumed for the pod's delayed-binding claims.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VolumeBindings {
-    /// (claim as `namespace/name`, volume name): claims bound to existing volumes.
-    pub bound: Vec<(String, String)>,
-    /// Claims (`namespace/name`) marked for provisioning on the node.
-    pub provisioning: Vec<String>,
+/// The volumes and claims as they were before Reserve changed them, restored by Unreserve.
+#[derive(Debug, Default)]
+struct Previous {
+    volumes: Vec<PersistentVolume>,
+    claims: Vec<PersistentVolumeClaim>,
 }
 
 /// Records in the cluster what upstream assumes when the pod is placed on `node`: each
 /// WaitForFirstConsumer claim matched to a volume is bound to it (the claim names the volume
 /// with binding completed, the volume points at the claim and is Bound), and each claim left
 /// to provisioning gets `volume.kubernetes.io/selected-node`, which keeps later pods sharing
-/// the claim on that node. The objects as they were go to `into` for Unreserve. Does nothing
+/// the claim on that node. The objects as they were go to `previous` for Unreserve, and the
+/// same changes, as the API must see them before the pod's binding, to `writes`. Does nothing
 /// if the node does not pass this rule for the pod.
-fn assume_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: &mut Reservation) {
+fn assume_pod_volumes(
+    cluster: &mut Cluster,
+    pod: &PodInfo,
+    node: NodeId,
+    previous: &mut Previous,
+    writes: &mut Vec<ApiWrite>,
+) {
     if !cluster.has_node(node) {
         return;
     }
@@ -558,7 +575,8 @@ fn assume_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: 
         if let Some(mut pv) = cluster.persistent_volume(&volume).cloned() {
             pv.claim_ref = Some(claim_key.clone());
             pv.phase = "Bound".into();
-            into.previous_volumes
+            previous
+                .volumes
                 .extend(cluster.upsert_persistent_volume(pv));
         }
         if let Some(mut claim) = cluster
@@ -570,12 +588,16 @@ fn assume_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: 
                 .meta
                 .annotations
                 .insert(BIND_COMPLETED_ANNOTATION.into(), "yes".into());
-            into.previous_claims
+            previous
+                .claims
                 .extend(cluster.upsert_persistent_volume_claim(claim));
         }
-        into.volumes
-            .bound
-            .push((format!("{}/{}", claim_key.0, claim_key.1), volume));
+        let (namespace, claim) = claim_key;
+        writes.push(ApiWrite::ClaimVolume {
+            volume,
+            namespace,
+            claim,
+        });
     }
     for claim_key in to_provision {
         if !done.insert(claim_key.clone()) {
@@ -589,12 +611,17 @@ fn assume_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: 
                 .meta
                 .annotations
                 .insert(SELECTED_NODE_ANNOTATION.into(), node_name.clone());
-            into.previous_claims
+            previous
+                .claims
                 .extend(cluster.upsert_persistent_volume_claim(claim));
         }
-        into.volumes
-            .provisioning
-            .push(format!("{}/{}", claim_key.0, claim_key.1));
+        let (namespace, claim) = claim_key;
+        writes.push(ApiWrite::AnnotateClaim {
+            namespace,
+            claim,
+            key: SELECTED_NODE_ANNOTATION.into(),
+            value: node_name.clone(),
+        });
     }
 }
 
@@ -602,7 +629,7 @@ fn assume_pod_volumes(cluster: &mut Cluster, pod: &PodInfo, node: NodeId, into: 
 mod tests {
     use super::*;
     use crate::labels::Operator::In;
-    use crate::model::{PersistentVolume, StorageClass, VolumeBindingMode::*};
+    use crate::model::{StorageClass, VolumeBindingMode::*};
     use crate::rules::volume_util::{BETA_STORAGE_CLASS_ANNOTATION, NO_PROVISIONER};
     use crate::testkit::*;
 
@@ -970,12 +997,42 @@ mod tests {
     }
 
     /// Which volume a claim gets, through [`bind_pod_volumes`].
-    fn chosen(cl: &mut Cluster, claims: &[&str], node: &str) -> VolumeBindings {
+    fn chosen(cl: &mut Cluster, claims: &[&str], node: &str) -> Chosen {
         let info = cl.compile_pod(pod_with(claims));
         let id = cl.node_by_name(node).expect("test node");
-        let mut reservation = Reservation::default();
-        CheckVolumeBinding.reserve(cl, &info, id, &mut reservation);
-        reservation.volumes
+        let mut writes = Vec::new();
+        CheckVolumeBinding.reserve(cl, &info, id, &mut writes);
+        let mut got = Chosen::default();
+        for w in writes {
+            match w {
+                ApiWrite::ClaimVolume {
+                    volume,
+                    namespace,
+                    claim,
+                } => got.bound.push((format!("{namespace}/{claim}"), volume)),
+                ApiWrite::AnnotateClaim {
+                    namespace,
+                    claim,
+                    key,
+                    value,
+                } => {
+                    assert_eq!(
+                        (key.as_str(), value.as_str()),
+                        (SELECTED_NODE_ANNOTATION, node)
+                    );
+                    got.provisioning.push(format!("{namespace}/{claim}"));
+                }
+            }
+        }
+        got
+    }
+
+    /// The writes Reserve asks for: (claim, volume) bindings, then the claims left to
+    /// provisioning on the node.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    struct Chosen {
+        bound: Vec<(String, String)>,
+        provisioning: Vec<String>,
     }
 
     fn bound(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -1366,10 +1423,11 @@ mod tests {
         };
         let volumes_before = volumes(&cl);
         let claims_before = claims(&cl);
-        let mut reservation = Reservation::default();
-        CheckVolumeBinding.reserve(&mut cl, &info, node1, &mut reservation);
+        let state = CheckVolumeBinding
+            .reserve(&mut cl, &info, node1, &mut Vec::new())
+            .expect("Reserve changed the claims");
         assert_ne!(claims(&cl), claims_before);
-        CheckVolumeBinding.unreserve(&mut cl, &reservation);
+        CheckVolumeBinding.unreserve(&mut cl, &state);
         assert_eq!(volumes(&cl), volumes_before);
         assert_eq!(claims(&cl), claims_before);
     }
@@ -1379,13 +1437,13 @@ mod tests {
         let mut cl = setup(&["pv-node1a"]);
         assert_eq!(
             chosen(&mut cl, &["unbound-pvc"], "node2"),
-            VolumeBindings::default()
+            Chosen::default()
         );
         assert_eq!(
             chosen(&mut cl, &["immediate-unbound-pvc"], "node1"),
-            VolumeBindings::default()
+            Chosen::default()
         );
-        assert_eq!(chosen(&mut cl, &[], "node1"), VolumeBindings::default());
+        assert_eq!(chosen(&mut cl, &[], "node1"), Chosen::default());
         assert!(
             cl.persistent_volume("pv-node1a")
                 .unwrap()

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId};
-use crate::diagnosis::FitError;
+use crate::diagnosis::{Diagnosis, FitError};
 use crate::explain::{Explanation, RejectedBy, Rejection, ScoreValue, explain_nodes};
 use crate::extender::Filtered;
 use crate::filters::{PreparedFilters, RejectedAll, Status};
@@ -39,24 +39,19 @@ impl Visited<'_> {
             .collect()
     }
 
-    /// The node's filter status, with its nominated pods as the cycle saw them.
+    /// The node's filter status, with its nominated pods as the cycle saw them, each reason
+    /// with its filter.
     fn status(&self, id: NodeId) -> Status {
-        let node = self.cluster.node(id);
-        match self.nominated {
-            Some(n) => self
-                .prepared
-                .status_with_nominated(node, n.for_node(id), self.pod),
-            None => self.prepared.status(node),
-        }
+        self.prepared.attributed_status(
+            self.cluster.node(id),
+            self.nominated.map(|n| n.for_node(id)),
+            self.pod,
+        )
     }
 
     /// Every reason the node failed, with the filter or extender that gave it.
     fn rejections(&self, id: NodeId) -> Vec<Rejection> {
-        let s = self.prepared.attributed_status(
-            self.cluster.node(id),
-            self.nominated.map(|n| n.for_node(id)),
-            self.pod,
-        );
+        let s = self.status(id);
         let mut r: Vec<Rejection> = s
             .reasons
             .iter()
@@ -76,16 +71,19 @@ impl Visited<'_> {
     /// and the extenders' (`filtered`).
     pub fn fit_error(&self, filtered: Option<&Filtered>) -> FitError {
         let mut counts = BTreeMap::new();
-        let mut unresolvable = Vec::new();
-        let mut filters = Vec::new();
+        let mut diagnosis = Diagnosis::default();
         for id in self.nodes() {
             let s = self.status(id);
-            filters.extend(s.rejected_by);
+            diagnosis.filters.extend(s.rejected_by);
+            for (r, filter) in s.reasons.iter().zip(&s.rules) {
+                let reason = r.as_str().to_string();
+                *diagnosis.by_filter.entry((*filter, reason)).or_insert(0) += 1;
+            }
             for r in s.reasons {
                 *counts.entry(r.as_str().to_string()).or_insert(0) += 1;
             }
             if s.kind == Some(FailureKind::UnschedulableAndUnresolvable) {
-                unresolvable.push(id);
+                diagnosis.unresolvable.push(id);
             }
         }
         // Upstream counts every message an extender gave, under the node it named; its
@@ -94,17 +92,16 @@ impl Visited<'_> {
             for (_, _, message) in &f.reasons {
                 *counts.entry(message.clone()).or_insert(0) += 1;
             }
-            unresolvable.extend(&f.unresolvable);
+            diagnosis.unresolvable.extend(&f.unresolvable);
         }
-        unresolvable.sort_unstable();
-        unresolvable.dedup();
-        filters.sort_unstable();
-        filters.dedup();
+        diagnosis.unresolvable.sort_unstable();
+        diagnosis.unresolvable.dedup();
+        diagnosis.filters.sort_unstable();
+        diagnosis.filters.dedup();
         FitError {
             num_all_nodes: self.cluster.node_count(),
             reasons: counts,
-            unresolvable,
-            filters,
+            diagnosis,
         }
     }
 
@@ -157,11 +154,19 @@ pub(super) fn rejected_everywhere(
             })
             .collect()
     };
+    let by_filter = rejected
+        .reasons
+        .iter()
+        .map(|r| ((rejected.filter, r.as_str().to_string()), all))
+        .collect();
     let fit = FitError {
         num_all_nodes: all,
         reasons: counts,
-        unresolvable,
-        filters: vec![rejected.filter],
+        diagnosis: Diagnosis {
+            by_filter,
+            filters: vec![rejected.filter],
+            unresolvable,
+        },
     };
     let explanation = explain.then(|| {
         explain_nodes(

@@ -268,21 +268,27 @@ impl Scheduler {
         })
     }
 
-    /// Reserve: each filter records the side effects of placing `pod` on `node` (volume
-    /// bindings for CheckVolumeBinding), before the caller assigns the pod. Only the policy's
-    /// filters run, so a policy without CheckVolumeBinding binds no volumes, as upstream.
+    /// Reserve: each filter records the side effects of placing `pod` on `node` and the API
+    /// writes to make before binding it, before the caller assigns the pod. Only the
+    /// policy's filters run, so a policy without CheckVolumeBinding binds no volumes, as
+    /// upstream.
     pub fn reserve(&self, cluster: &mut Cluster, pod: &PodInfo, node: NodeId) -> Reservation {
         let mut reservation = Reservation::default();
         for f in &self.profile.filters {
-            f.rule.reserve(cluster, pod, node, &mut reservation);
+            if let Some(state) = f.rule.reserve(cluster, pod, node, &mut reservation.writes) {
+                reservation.states.push((f.name.clone(), state));
+            }
         }
         reservation
     }
 
-    /// Unreserve: undoes [`Scheduler::reserve`] (the binding failed), filters in reverse.
+    /// Unreserve: undoes [`Scheduler::reserve`] (the binding failed), in reverse: each state
+    /// goes back to the filter of the entry that kept it.
     pub fn unreserve(&self, cluster: &mut Cluster, reservation: &Reservation) {
-        for f in self.profile.filters.iter().rev() {
-            f.rule.unreserve(cluster, reservation);
+        for (name, state) in reservation.states.iter().rev() {
+            if let Some(f) = self.profile.filters.iter().find(|f| f.name == *name) {
+                f.rule.unreserve(cluster, state);
+            }
         }
     }
 

@@ -213,6 +213,7 @@ fn one_feasible_node_is_chosen_without_scoring() {
         vec![NamedFilter {
             name: "PodFitsResources".into(),
             upstream: Some(resources_fit::UPSTREAM_PLUGIN),
+            protection: None,
             rule: Arc::new(resources_fit::PodFitsResources::new(vec![])),
         }],
         vec![WeightedScore {
@@ -384,7 +385,7 @@ fn fit_error_names_the_filters_that_rejected_nodes() {
     let mut s2 = scheduler(text, CycleConfig::default());
     let fit = s2.schedule(&c, &p, false).fit_error.expect("unschedulable");
     assert_eq!(
-        names(&fit.filters),
+        names(&fit.diagnosis.filters),
         // In evaluation order (fixed, whatever the file's order).
         [
             (
@@ -404,7 +405,7 @@ fn fit_error_names_the_filters_that_rejected_nodes() {
         .fit_error
         .expect("unschedulable");
     assert_eq!(
-        names(&fit.filters),
+        names(&fit.diagnosis.filters),
         [(
             "MatchNodeSelector".to_string(),
             Some(node_selector::UPSTREAM_PLUGIN)
@@ -612,6 +613,7 @@ fn failures_carry_upstream_kinds() {
     let d = scheduler(text, CycleConfig::default()).schedule(&c, &p, false);
     let fit = d.fit_error.expect("unschedulable");
     let unresolvable: Vec<&str> = fit
+        .diagnosis
         .unresolvable
         .iter()
         .map(|id| c.node(*id).name())
