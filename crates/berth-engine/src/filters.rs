@@ -42,8 +42,8 @@ pub(crate) struct Status {
     /// Reasons in policy order; empty when the node passes.
     pub reasons: Vec<Reason>,
     /// For each reason, the index (into the policy's filters) of the filter that gave it.
-    /// Filled only by the attributing method (FitErrors and explanations); empty otherwise,
-    /// so the nominated-node and preemption paths pay nothing for it.
+    /// Filled only by the attributing method; empty otherwise, so the paths that need no
+    /// attribution (or, as FitErrors, only where several filters failed) pay nothing for it.
     pub rules: Vec<usize>,
     /// The kind of the failure (None when the node passes).
     pub kind: Option<FailureKind>,
@@ -171,11 +171,16 @@ impl<'a> PreparedFilters<'a> {
         })
     }
 
-    /// The node's status (with `nominated`, as [`PreparedFilters::status_with_nominated`]
-    /// gives it) with each reason's filter in [`Status::rules`], evaluated as the policy
-    /// says: every filter when `alwaysCheckAllPredicates`, else up to the first failing one.
-    /// A failure is UnschedulableAndUnresolvable when any failing filter says so (upstream's
-    /// status merge).
+    /// The node's status, evaluated as the policy says: every filter when
+    /// `alwaysCheckAllPredicates`, else up to the first failing one. A failure is
+    /// UnschedulableAndUnresolvable when any failing filter says so (upstream's status merge).
+    pub fn status(&self, node: &NodeInfo) -> Status {
+        self.status_view(View::Real(node), false)
+    }
+
+    /// [`PreparedFilters::status`] (or, with `nominated`,
+    /// [`PreparedFilters::status_with_nominated`]) with each reason's filter in
+    /// [`Status::rules`].
     pub fn attributed_status(
         &self,
         node: &NodeInfo,

@@ -10,7 +10,7 @@ use crate::diagnosis::{Diagnosis, FitError};
 use crate::explain::{Explanation, RejectedBy, Rejection, ScoreValue, explain_nodes};
 use crate::extender::Filtered;
 use crate::filters::{PreparedFilters, RejectedAll, Status};
-use crate::framework::FailureKind;
+use crate::framework::{FailureKind, Reason};
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 use crate::profile::NamedFilter;
@@ -39,9 +39,19 @@ impl Visited<'_> {
             .collect()
     }
 
-    /// The node's filter status, with its nominated pods as the cycle saw them, each reason
-    /// with its filter.
+    /// The node's filter status, with its nominated pods as the cycle saw them.
     fn status(&self, id: NodeId) -> Status {
+        let node = self.cluster.node(id);
+        match self.nominated {
+            Some(n) => self
+                .prepared
+                .status_with_nominated(node, n.for_node(id), self.pod),
+            None => self.prepared.status(node),
+        }
+    }
+
+    /// [`Visited::status`] with each reason's filter.
+    fn attributed_status(&self, id: NodeId) -> Status {
         self.prepared.attributed_status(
             self.cluster.node(id),
             self.nominated.map(|n| n.for_node(id)),
@@ -51,7 +61,7 @@ impl Visited<'_> {
 
     /// Every reason the node failed, with the filter or extender that gave it.
     fn rejections(&self, id: NodeId) -> Vec<Rejection> {
-        let s = self.status(id);
+        let s = self.attributed_status(id);
         let mut r: Vec<Rejection> = s
             .reasons
             .iter()
@@ -70,27 +80,40 @@ impl Visited<'_> {
     /// The FitError of a cycle that found no node: every visited node's reasons, counted,
     /// and the extenders' (`filtered`).
     pub fn fit_error(&self, filtered: Option<&Filtered>) -> FitError {
-        let mut counts = BTreeMap::new();
+        // Counted under the reasons themselves (a copy or a reference count each) and
+        // turned into text once per distinct reason: every pod that fits nowhere comes here
+        // with every visited node.
+        let mut by_filter: FxHashMap<(usize, Reason), usize> = FxHashMap::default();
         let mut diagnosis = Diagnosis::default();
         for id in self.nodes() {
             let s = self.status(id);
+            if let [filter] = s.rejected_by[..] {
+                // One failing filter (always, unless alwaysCheckAllPredicates) gave them all.
+                for r in s.reasons {
+                    *by_filter.entry((filter, r)).or_insert(0) += 1;
+                }
+            } else {
+                let attributed = self.attributed_status(id);
+                for (r, filter) in attributed.reasons.into_iter().zip(attributed.rules) {
+                    *by_filter.entry((filter, r)).or_insert(0) += 1;
+                }
+            }
             diagnosis.filters.extend(s.rejected_by);
-            for (r, filter) in s.reasons.iter().zip(&s.rules) {
-                let reason = r.as_str().to_string();
-                *diagnosis.by_filter.entry((*filter, reason)).or_insert(0) += 1;
-            }
-            for r in s.reasons {
-                *counts.entry(r.as_str().to_string()).or_insert(0) += 1;
-            }
             if s.kind == Some(FailureKind::UnschedulableAndUnresolvable) {
                 diagnosis.unresolvable.push(id);
             }
+        }
+        let mut reasons = BTreeMap::new();
+        for ((filter, r), n) in by_filter {
+            let text = r.as_str().to_string();
+            *reasons.entry(text.clone()).or_insert(0) += n;
+            *diagnosis.by_filter.entry((filter, text)).or_insert(0) += n;
         }
         // Upstream counts every message an extender gave, under the node it named; its
         // FailedAndUnresolvableNodes are left out of preemption.
         if let Some(f) = filtered {
             for (_, _, message) in &f.reasons {
-                *counts.entry(message.clone()).or_insert(0) += 1;
+                *reasons.entry(message.clone()).or_insert(0) += 1;
             }
             diagnosis.unresolvable.extend(&f.unresolvable);
         }
@@ -100,7 +123,7 @@ impl Visited<'_> {
         diagnosis.filters.dedup();
         FitError {
             num_all_nodes: self.cluster.node_count(),
-            reasons: counts,
+            reasons,
             diagnosis,
         }
     }

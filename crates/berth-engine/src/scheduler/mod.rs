@@ -27,7 +27,7 @@ use crate::explain::{Explanation, explain_nodes};
 use crate::extender::{self, Extender, ExtenderError};
 use crate::features::FeatureGates;
 use crate::filters::{PreparedFilters, RejectedAll};
-use crate::framework::{CycleContext, NodeScore, Reservation, ScorePrep};
+use crate::framework::{CycleContext, Reservation, ScorePrep};
 use crate::health::Trackers;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
@@ -341,30 +341,15 @@ impl Scheduler {
             }
         };
         let nominated = (!nominator.is_empty()).then_some(nominator);
-        if let Some(id) = pod
-            .pod
-            .nominated_node_name
-            .as_deref()
-            .and_then(|n| cluster.node_by_name(n))
-        {
-            // Upstream evaluates the nominated node as a list of one node, which leaves its
-            // next start index at 0.
-            self.next_start = 0;
-            let extenders = &self.profile.extenders;
-            if let Some(d) =
-                nominated_node(extenders, cluster, &prepared, nominated, pod, id, explain)
-            {
-                return d;
-            }
+        let next_start = &mut self.next_start;
+        let extenders = &self.profile.extenders;
+        if let Some(d) = nominated_node(
+            extenders, cluster, &prepared, nominated, pod, explain, next_start,
+        ) {
+            return d;
         }
         let preps = Self::prepare_scores(&self.profile.scores, &mut self.timings, ctx);
-        let scorers: Vec<&dyn NodeScore> = preps
-            .iter()
-            .filter_map(|p| match p {
-                ScorePrep::PerNode(s) => Some(s.as_ref()),
-                ScorePrep::Constant(_) => None,
-            })
-            .collect();
+        let scorers = prioritise::per_node(&preps);
         let walk = Walk {
             start: self.next_start % all,
             want: self.feasible_nodes_to_find(all),
@@ -413,23 +398,24 @@ impl Scheduler {
             let explanation = explain.then(|| visited.explanation(&[], unscored, not_evaluated));
             return Decision::placed(chosen[0], explanation).with_warnings(warnings);
         }
-        let scores = &self.profile.scores;
+        let scored = prioritise::Scored {
+            preps: &preps,
+            scorers: &scorers,
+            raw_columns,
+        };
         let prioritised = prioritise::prioritise(
-            scores,
-            extenders,
+            &self.profile,
             cluster,
             pod,
-            &preps,
-            &scorers,
+            scored,
             &chosen,
-            raw_columns,
             explain,
             &mut warnings,
         );
         let best = select::select_best(&mut self.rng, &prioritised.totals);
         let explanation = explain.then(|| {
             let mut e = visited.explanation(&chosen, |r| prioritised.row(r), not_evaluated);
-            e.score_rules = prioritised.score_rules(scores);
+            e.score_rules = prioritised.score_rules(&self.profile.scores);
             e
         });
         Decision::placed(chosen[best], explanation).with_warnings(warnings)
@@ -494,17 +480,25 @@ impl Scheduler {
     }
 }
 
-/// The decision for a pod whose nominated node `id` passes the filters and the extenders,
-/// made without scoring (or the extenders' failure); None when the node does not take it.
+/// The decision for a pod whose nominated node passes the filters and the extenders, made
+/// without scoring (or the extenders' failure); None when it has no such node.
 fn nominated_node(
     extenders: &[Arc<dyn Extender>],
     cluster: &Cluster,
     prepared: &PreparedFilters<'_>,
     nominated: Option<&Nominator>,
     pod: &PodInfo,
-    id: NodeId,
     explain: bool,
+    next_start: &mut usize,
 ) -> Option<Decision> {
+    let id = pod
+        .pod
+        .nominated_node_name
+        .as_deref()
+        .and_then(|n| cluster.node_by_name(n))?;
+    // Upstream evaluates the nominated node as a list of one node, which leaves its next
+    // start index at 0.
+    *next_start = 0;
     let node = cluster.node(id);
     let fits = match nominated {
         Some(n) => prepared

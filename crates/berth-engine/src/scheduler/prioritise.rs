@@ -1,16 +1,14 @@
 //! Prioritise: normalise the raw scores of the feasible nodes, add the extenders' scores,
 //! and weigh them into one total per node (upstream's prioritizeNodes).
 
-use std::sync::Arc;
-
 use rayon::prelude::*;
 
 use crate::cluster::{Cluster, NodeId};
 use crate::explain::ScoreValue;
-use crate::extender::{self, Extender, ExtenderError};
+use crate::extender::{self, ExtenderError};
 use crate::framework::{NodeScore, ScorePrep};
 use crate::podinfo::PodInfo;
-use crate::profile::WeightedScore;
+use crate::profile::{Profile, WeightedScore};
 
 use super::feasible::PARALLEL_THRESHOLD;
 
@@ -27,21 +25,43 @@ pub(super) struct Prioritised {
     names: Vec<String>,
 }
 
+/// The per-node score rules among a pod's prepared ones, in order.
+pub(super) fn per_node<'p>(preps: &'p [ScorePrep<'_>]) -> Vec<&'p dyn NodeScore> {
+    preps
+        .iter()
+        .filter_map(|p| match p {
+            ScorePrep::PerNode(s) => Some(s.as_ref()),
+            ScorePrep::Constant(_) => None,
+        })
+        .collect()
+}
+
+/// What the cycle scored so far: the prepared score rules, their per-node ones, and the
+/// raw scores those gave the chosen nodes.
+pub(super) struct Scored<'s, 'a> {
+    pub preps: &'s [ScorePrep<'a>],
+    pub scorers: &'s [&'s dyn NodeScore],
+    /// One column per per-node rule, in the chosen nodes' order.
+    pub raw_columns: Vec<Vec<i64>>,
+}
+
 /// Scores `chosen` (at least two nodes): the extenders score while the engine normalises
-/// its own raw scores (`raw_columns`, one per per-node rule, in `chosen`'s order).
-#[allow(clippy::too_many_arguments)]
+/// its own raw scores.
 pub(super) fn prioritise(
-    scores: &[WeightedScore],
-    extenders: &[Arc<dyn Extender>],
+    profile: &Profile,
     cluster: &Cluster,
     pod: &PodInfo,
-    preps: &[ScorePrep<'_>],
-    scorers: &[&dyn NodeScore],
+    scored: Scored<'_, '_>,
     chosen: &[NodeId],
-    raw_columns: Vec<Vec<i64>>,
     explain: bool,
     warnings: &mut Vec<ExtenderError>,
 ) -> Prioritised {
+    let (scores, extenders) = (&profile.scores, &profile.extenders);
+    let Scored {
+        preps,
+        scorers,
+        raw_columns,
+    } = scored;
     // Extenders score while the engine normalises its own scores.
     let scoring =
         (!extenders.is_empty()).then(|| extender::start_scoring(extenders, cluster, pod, chosen));

@@ -361,6 +361,87 @@ fn fit_error_counts_reasons_per_node_and_sorts_them_as_strings() {
     );
 }
 
+/// The FitError's diagnosis says which filter gave which reason on how many nodes, also
+/// where one node fails several filters (alwaysCheckAllPredicates) and where a filter
+/// rejects the pod everywhere while it is prepared; its reasons count the same text.
+#[test]
+fn fit_error_attributes_each_reason_to_its_filter() {
+    let policy = |check_all: bool| {
+        format!(
+            r#"{{"predicates":[{{"name":"PodFitsResources"}},{{"name":"MatchNodeSelector"}}],
+                "priorities":[],"alwaysCheckAllPredicates":{check_all}}}"#
+        )
+    };
+    let mut c = cluster(
+        vec![
+            node("a").cpu(100).label("disk", "ssd").build(),
+            node("b").cpu(100).build(),
+            node("c").cpu(8000).build(),
+        ],
+        vec![],
+    );
+    let p = c.compile_pod(pod("p").req(1000, 0).node_selector("disk", "ssd").build());
+    let attributed = |s: &Scheduler, fit: &FitError| -> Vec<(String, String, usize)> {
+        fit.diagnosis
+            .by_filter
+            .iter()
+            .map(|((f, r), n)| (s.filters()[*f].name.clone(), r.clone(), *n))
+            .collect()
+    };
+    let row = |f: &str, r: &str, n: usize| (f.to_string(), r.to_string(), n);
+    let selector = "node(s) didn't match Pod's node affinity/selector";
+    for (check_all, want) in [
+        // Up to the first failing filter (MatchNodeSelector runs first): b and c fail the
+        // selector, a the resources.
+        (
+            false,
+            vec![
+                row("MatchNodeSelector", selector, 2),
+                row("PodFitsResources", "Insufficient cpu", 1),
+            ],
+        ),
+        // Every filter: b fails both.
+        (
+            true,
+            vec![
+                row("MatchNodeSelector", selector, 2),
+                row("PodFitsResources", "Insufficient cpu", 2),
+            ],
+        ),
+    ] {
+        let mut s = scheduler(&policy(check_all), CycleConfig::default());
+        let fit = s.schedule(&c, &p, false).fit_error.expect("unschedulable");
+        // In evaluation order: the diagnosis is keyed by the filters' positions.
+        assert_eq!(
+            attributed(&s, &fit),
+            want,
+            "alwaysCheckAllPredicates {check_all}"
+        );
+        for (_, reason, n) in &want {
+            assert_eq!(fit.reasons.get(reason), Some(n), "{reason}");
+        }
+    }
+    // A missing claim rejects the pod everywhere while CheckVolumeBinding is prepared.
+    let volumes = scheduler(
+        r#"{"predicates":[{"name":"CheckVolumeBinding"}],"priorities":[]}"#,
+        CycleConfig::default(),
+    );
+    let mut s = volumes;
+    let claim = c.compile_pod(pod("v").claim("gone").build());
+    let fit = s
+        .schedule(&c, &claim, false)
+        .fit_error
+        .expect("unschedulable");
+    assert_eq!(
+        attributed(&s, &fit),
+        [row(
+            "CheckVolumeBinding",
+            "persistentvolumeclaim \"gone\" not found",
+            3
+        )]
+    );
+}
+
 /// The FitError names the filters that rejected some node (upstream's unschedulable
 /// plugins), each with its upstream plugin when it is exactly one.
 #[test]
