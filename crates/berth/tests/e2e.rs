@@ -2079,8 +2079,7 @@ async fn the_secure_port_authenticates_and_authorizes_as_kube_scheduler_does() {
                 tail(&berth.log(), 30)
             );
         }
-        // The answers are cached for 10 s, as upstream's: a revoked grant is seen after that,
-        // not per request.
+        // A second request inside the 10 s cache answers the same.
         let metrics = https_get(berth_port, Some(&scraper), "/metrics").await?;
         ensure!(metrics == 200, "scraper again: {metrics}");
         Ok(())
