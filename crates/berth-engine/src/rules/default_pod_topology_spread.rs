@@ -32,6 +32,8 @@ pub const UPSTREAM_PLUGIN: &str = crate::rules::pod_topology_spread::UPSTREAM_PL
 const HOSTNAME_MAX_SKEW: i64 = 3;
 /// maxSkew of the system default zone constraint.
 const ZONE_MAX_SKEW: i64 = 5;
+/// A node without a zone label, in [`Score::raw`]'s dense zone indices.
+const NO_ZONE: u32 = u32::MAX;
 
 /// The rule.
 pub struct DefaultPodTopologySpread;
@@ -88,21 +90,41 @@ impl Score<'_> {
         let at = |column: Option<&[Option<Sym>]>, id: NodeId| {
             column.and_then(|c| c.get(id.0 as usize).copied().flatten())
         };
-        let zones: Vec<Option<Sym>> = nodes.iter().map(|id| at(zone_column, *id)).collect();
-        let mut domains: Vec<Option<Sym>> = zones.clone();
-        domains.sort_unstable();
-        domains.dedup();
+        // Each node's zone as a dense index (one probe per node); the zones seen are the
+        // zone domains, and a zone's term is the same for each of its nodes.
+        let mut index: FxHashMap<Sym, u32> = FxHashMap::default();
+        let mut zones: Vec<Sym> = Vec::new();
+        let mut unzoned = false;
+        let zone_of: Vec<u32> = nodes
+            .iter()
+            .map(|id| match at(zone_column, *id) {
+                Some(z) => *index.entry(z).or_insert_with(|| {
+                    zones.push(z);
+                    zones.len() as u32 - 1
+                }),
+                None => {
+                    unzoned = true;
+                    NO_ZONE
+                }
+            })
+            .collect();
         let host_weight = ((nodes.len() + 2) as f64).ln();
-        let zone_weight = ((domains.len() + 2) as f64).ln();
-        for ((id, zone), s) in nodes.iter().zip(&zones).zip(scores.iter_mut()) {
+        let zone_weight = ((zones.len() + usize::from(unzoned) + 2) as f64).ln();
+        let zone_terms: Vec<f64> = zones
+            .iter()
+            .map(|z| {
+                let count = self.per_zone.get(z).copied().unwrap_or(0);
+                count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64
+            })
+            .collect();
+        for ((id, zone), s) in nodes.iter().zip(&zone_of).zip(scores.iter_mut()) {
             let mut raw = 0f64;
             if at(host_column, *id).is_some() {
                 let count = self.per_node[id.0 as usize];
                 raw += f64::from(count) * host_weight + (HOSTNAME_MAX_SKEW - 1) as f64;
             }
-            if let Some(z) = zone {
-                let count = self.per_zone.get(z).copied().unwrap_or(0);
-                raw += count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64;
+            if let Some(term) = zone_terms.get(*zone as usize) {
+                raw += *term;
             }
             *s = raw as i64;
         }
@@ -119,23 +141,15 @@ impl ScoreRule for DefaultPodTopologySpread {
         if selectors.is_empty() {
             return ScorePrep::Constant(MAX_NODE_SCORE);
         }
-        let (per_node, _) = count_per_node(cluster, pod.namespace, &selectors);
-        // Only nodes running matching pods add to a zone: walk the dense counts and the zone
-        // column instead of every node.
+        let (per_node, _, occupied) = count_per_node(cluster, pod.namespace, &selectors);
+        // Only nodes running matching pods add to a zone.
         let mut per_zone: FxHashMap<Sym, i64> = FxHashMap::default();
         if let Some(zones) = cluster.label_column(cluster.keys().zone) {
-            for (slot, count) in per_node.iter().enumerate() {
-                if *count == 0 {
-                    continue;
-                }
-                if let Some(Some(zone)) = zones.get(slot)
-                    && matches_required_node_affinity(
-                        cluster,
-                        pod,
-                        cluster.node(NodeId(slot as u32)),
-                    )
+            for id in occupied {
+                if let Some(Some(zone)) = zones.get(id.0 as usize)
+                    && matches_required_node_affinity(cluster, pod, cluster.node(id))
                 {
-                    *per_zone.entry(*zone).or_insert(0) += i64::from(*count);
+                    *per_zone.entry(*zone).or_insert(0) += i64::from(per_node[id.0 as usize]);
                 }
             }
         }

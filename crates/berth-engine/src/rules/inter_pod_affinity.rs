@@ -7,6 +7,8 @@
 //! preparing costs O(matching pods + matching terms) and a node check costs a label lookup and
 //! a hash probe per topology key.
 
+use std::sync::OnceLock;
+
 use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeInfo};
@@ -141,8 +143,9 @@ struct Check<'a> {
     anti_domains: Domains,
     /// Domains of running pods whose anti-affinity terms select the pod.
     existing_anti_domains: Domains,
-    /// The verdict per node slot, from the same data (see [`Check::mask_for`]).
-    mask: Vec<bool>,
+    /// The verdict per node slot, from the same data (see [`Check::mask_for`]), built when
+    /// a cycle first walks the nodes.
+    mask: OnceLock<Vec<bool>>,
 }
 
 impl Check<'_> {
@@ -244,7 +247,7 @@ impl NodeCheck for Check<'_> {
     }
 
     fn mask(&self) -> Option<&[bool]> {
-        Some(&self.mask)
+        Some(self.mask.get_or_init(|| self.mask_for(self.cluster)))
     }
 
     /// Reusable across a class while the pods in the node's domains of the pod's own term
@@ -410,7 +413,7 @@ impl FilterRule for MatchInterPodAffinity {
             .required
             .iter()
             .all(|t| t.matches(pod, cluster.namespace_labels(pod.namespace)));
-        let mut check = Check {
+        let check = Check {
             cluster,
             pod,
             affinity_terms: &affinity.required,
@@ -418,9 +421,8 @@ impl FilterRule for MatchInterPodAffinity {
             matches_own_terms,
             anti_domains: anti_affinity_domains(cluster, &affinity.anti_required),
             existing_anti_domains,
-            mask: Vec::new(),
+            mask: OnceLock::new(),
         };
-        check.mask = check.mask_for(cluster);
         FilterPrep::Check(Box::new(check))
     }
 }

@@ -72,16 +72,18 @@ pub(crate) fn spread_selectors<'c>(cluster: &'c Cluster, pod: &PodInfo) -> Vec<&
 }
 
 /// Per node (indexed by `NodeId.0`), the number of assigned, non-terminating pods of
-/// namespace `ns` matching every selector, found through the label index; and their total.
+/// namespace `ns` matching every selector, found through the label index; their total; and
+/// the nodes running any, so callers need not scan every node for them.
 pub(crate) fn count_per_node(
     cluster: &Cluster,
     ns: Sym,
     selectors: &[&Selector],
-) -> (Vec<u32>, u64) {
+) -> (Vec<u32>, u64, Vec<NodeId>) {
     let mut counts = vec![0u32; cluster.node_slots()];
     let mut total = 0u64;
+    let mut occupied = Vec::new();
     let Some(first) = selectors.first() else {
-        return (counts, total);
+        return (counts, total, occupied);
     };
     let narrowest = selectors
         .iter()
@@ -94,11 +96,14 @@ pub(crate) fn count_per_node(
             continue;
         }
         if let Some(c) = counts.get_mut(node.0 as usize) {
+            if *c == 0 {
+                occupied.push(node);
+            }
             *c += 1;
             total += 1;
         }
     }
-    (counts, total)
+    (counts, total, occupied)
 }
 
 struct Score<'a> {
@@ -167,7 +172,7 @@ impl ScoreRule for SelectorSpread {
         if selectors.is_empty() {
             return ScorePrep::Constant(MAX_NODE_SCORE);
         }
-        let (counts, total) = count_per_node(ctx.cluster, ctx.pod.namespace, &selectors);
+        let (counts, total, _) = count_per_node(ctx.cluster, ctx.pod.namespace, &selectors);
         if total == 0 {
             return ScorePrep::Constant(MAX_NODE_SCORE);
         }

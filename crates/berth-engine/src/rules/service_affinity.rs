@@ -12,6 +12,8 @@
 //! node order (zones interleaved), so the node used is the first node in that order running a
 //! matching pod. Terminating pods count, as upstream.
 
+use std::sync::OnceLock;
+
 use crate::cluster::{Cluster, NamespaceFilter, NodeId, NodeInfo};
 use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason, Reuse};
 use crate::labels::{Selector, Sym};
@@ -37,19 +39,36 @@ impl CheckServiceAffinity {
     }
 }
 
-/// Per node slot, whether the node carries every required label value: computed once per
-/// pod from the cluster's dense label columns.
-struct Check {
-    mask: Vec<bool>,
+/// The label values a node must carry, read from the cluster's dense label columns. The
+/// verdict for every node at once (the mask) is built only when a cycle walks the nodes: a
+/// pod of a class whose kept answers hold asks about a few nodes or none.
+struct Check<'a> {
+    /// Per required pair, the key's label column and the value required.
+    columns: Vec<(&'a [Option<Sym>], Sym)>,
+    /// Whether no node can pass (a required value or key no node carries).
+    always_fails: bool,
+    slots: usize,
+    mask: OnceLock<Vec<bool>>,
     /// Digest of the label values required (and whether the pod can fit nowhere), which
     /// is all the verdicts depend on besides each node's labels.
     required: u64,
 }
 
-impl NodeCheck for Check {
+impl Check<'_> {
+    #[inline]
+    fn passes(&self, slot: usize) -> bool {
+        !self.always_fails
+            && self
+                .columns
+                .iter()
+                .all(|(column, v)| column.get(slot).copied().flatten() == Some(*v))
+    }
+}
+
+impl NodeCheck for Check<'_> {
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        let ok = self.mask.get(node.id.0 as usize).copied().unwrap_or(false);
+        let ok = self.passes(node.id.0 as usize);
         if !ok {
             reasons.push(REASON.into());
         }
@@ -57,7 +76,10 @@ impl NodeCheck for Check {
     }
 
     fn mask(&self) -> Option<&[bool]> {
-        Some(&self.mask)
+        Some(
+            self.mask
+                .get_or_init(|| (0..self.slots).map(|slot| self.passes(slot)).collect()),
+        )
     }
 
     /// Reusable across a class while the node's labels and the values required (taken
@@ -146,16 +168,11 @@ impl FilterRule for CheckServiceAffinity {
                 column.map(|c| (c, *v))
             })
             .collect();
-        let mask = (0..cluster.node_slots())
-            .map(|slot| {
-                !always_fails
-                    && columns
-                        .iter()
-                        .all(|(column, v)| column.get(slot).copied().flatten() == Some(*v))
-            })
-            .collect();
         FilterPrep::Check(Box::new(Check {
-            mask,
+            columns,
+            always_fails,
+            slots: cluster.node_slots(),
+            mask: OnceLock::new(),
             required: Reuse::digest(&(pairs, always_fails)),
         }))
     }

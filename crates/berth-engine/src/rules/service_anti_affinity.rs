@@ -24,6 +24,9 @@ use crate::rules::selector_spread::count_per_node;
 /// legacy registry).
 pub const UPSTREAM_PLUGIN: &str = crate::rules::service_affinity::UPSTREAM_PLUGIN;
 
+/// A node without the label, in [`Score::normalize`]'s rows of label values.
+const NO_VALUE: u32 = u32::MAX;
+
 /// The rule.
 pub struct ServiceAntiAffinity {
     labels: Vec<String>,
@@ -71,28 +74,43 @@ impl NodeScore for Score<'_> {
             let column = self.cluster.label_column(*key).unwrap_or_default();
             let value = |id: &NodeId| column.get(id.0 as usize).copied().flatten();
             // A topology label has few distinct values (zones, racks): a small table searched
-            // linearly beats hashing once per node.
+            // linearly beats hashing once per node. Each node's row in it is kept, so the
+            // second pass reads its value's share without searching again.
             let mut by_value: Vec<(Sym, i64)> = Vec::new();
-            for (id, s) in nodes.iter().zip(scores.iter()) {
-                if let Some(v) = value(id) {
-                    match by_value.iter_mut().find(|(seen, _)| *seen == v) {
-                        Some((_, total)) => *total += *s,
-                        None => by_value.push((v, *s)),
+            let rows: Vec<u32> = nodes
+                .iter()
+                .zip(scores.iter())
+                .map(|(id, s)| {
+                    let Some(v) = value(id) else {
+                        return NO_VALUE;
+                    };
+                    match by_value.iter().position(|(seen, _)| *seen == v) {
+                        Some(row) => {
+                            by_value[row].1 += *s;
+                            row as u32
+                        }
+                        None => {
+                            by_value.push((v, *s));
+                            by_value.len() as u32 - 1
+                        }
                     }
+                })
+                .collect();
+            let shares: Vec<f64> = by_value
+                .iter()
+                .map(|(_, here)| {
+                    let share = if total <= 0 {
+                        max
+                    } else {
+                        max * ((total - here) as f64 / total as f64)
+                    };
+                    share / self.labels as f64
+                })
+                .collect();
+            for (row, r) in rows.iter().zip(result.iter_mut()) {
+                if let Some(share) = shares.get(*row as usize) {
+                    *r += *share;
                 }
-            }
-            for (id, r) in nodes.iter().zip(result.iter_mut()) {
-                let Some(v) = value(id) else { continue };
-                let share = if total <= 0 {
-                    max
-                } else {
-                    let here = by_value
-                        .iter()
-                        .find(|(seen, _)| *seen == v)
-                        .map_or(0, |(_, total)| *total);
-                    max * ((total - here) as f64 / total as f64)
-                };
-                *r += share / self.labels as f64;
             }
         }
         for (s, r) in scores.iter_mut().zip(result) {
@@ -120,8 +138,8 @@ impl ScoreRule for ServiceAntiAffinity {
             .filter(|s| !s.is_empty());
         let counts = selector
             .map(|s| count_per_node(cluster, ctx.pod.namespace, &[s]))
-            .filter(|(_, total)| *total > 0)
-            .map(|(counts, _)| counts);
+            .filter(|(_, total, _)| *total > 0)
+            .map(|(counts, _, _)| counts);
         ScorePrep::PerNode(Box::new(Score {
             cluster,
             keys,

@@ -292,7 +292,8 @@ fn ask_few(
     kept: &mut Answers,
 ) {
     let checks = &prepared.checks;
-    let masks: Vec<Option<&[bool]>> = checks.iter().map(|c| c.mask()).collect();
+    // Each check on its own: a mask answers every node, which costs more than the few.
+    let masks: Vec<Option<&[bool]>> = vec![None; checks.len()];
     let check_order: Vec<usize> = (0..checks.len()).collect();
     let mut scratch = Vec::new();
     let mut raw = Vec::with_capacity(scorers.len());
