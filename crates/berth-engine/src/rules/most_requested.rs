@@ -20,10 +20,14 @@ pub struct MostRequested;
 /// `requested * 100 / capacity`, with requested capped at capacity. Callers leave out
 /// resources whose capacity is 0.
 pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
-    // In i128: `* 100` overflows an i64 capacity above i64::MAX / 100 (about 92Pi).
-    clamp_i64(
-        i128::from(requested.min(capacity)) * i128::from(MAX_NODE_SCORE) / i128::from(capacity),
-    )
+    // Every real capacity fits `* 100` in an i64, and an i64 division costs a fraction of
+    // an i128 one. Above i64::MAX / 100 (about 92Pi) it is taken in i128, with the same
+    // truncation.
+    let used = requested.min(capacity);
+    if used >= 0 && capacity > 0 && capacity <= i64::MAX / MAX_NODE_SCORE {
+        return used * MAX_NODE_SCORE / capacity;
+    }
+    clamp_i64(i128::from(used) * i128::from(MAX_NODE_SCORE) / i128::from(capacity))
 }
 
 impl ScoreRule for MostRequested {
