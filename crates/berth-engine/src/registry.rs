@@ -505,7 +505,7 @@ fn score_for(
         && group.kinds.iter().any(|k| matches!(k, P::SelectorSpread));
     if system_defaulted_spread {
         return Ok(Some(Arc::new(
-            default_pod_topology_spread::DefaultPodTopologySpread,
+            default_pod_topology_spread::DefaultPodTopologySpread::default(),
         )));
     }
     Ok(Some(match group.first() {

@@ -87,6 +87,11 @@ impl ChangeLog {
         self.changes.push_back(PodChange { node, keys });
     }
 
+    /// The epoch: it moves on every change that is not a pod's placement or removal.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     /// The position after the newest change.
     pub fn cursor(&self) -> Cursor {
         Cursor {

@@ -21,6 +21,7 @@ use rustc_hash::FxHashMap;
 use crate::cluster::{Cluster, NodeId};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::Sym;
+use crate::rules::domain_rows::DomainRows;
 use crate::rules::pod_topology_spread::{EvenPodsSpreadPriority, matches_required_node_affinity};
 use crate::rules::selector_spread::{count_per_node, spread_selectors};
 
@@ -32,14 +33,17 @@ pub const UPSTREAM_PLUGIN: &str = crate::rules::pod_topology_spread::UPSTREAM_PL
 const HOSTNAME_MAX_SKEW: i64 = 3;
 /// maxSkew of the system default zone constraint.
 const ZONE_MAX_SKEW: i64 = 5;
-/// A node without a zone label, in [`Score::raw`]'s dense zone indices.
-const NO_ZONE: u32 = u32::MAX;
 
 /// The rule.
-pub struct DefaultPodTopologySpread;
+#[derive(Default)]
+pub struct DefaultPodTopologySpread {
+    /// The feasible nodes' zones, kept for the next pod's cycle over the same nodes.
+    rows: DomainRows,
+}
 
 struct Score<'a> {
     cluster: &'a Cluster,
+    rows: &'a DomainRows,
     /// Matching pods per node (indexed by `NodeId.0`).
     per_node: Vec<u32>,
     /// Matching pods per zone value, over the nodes passing the pod's node affinity.
@@ -83,41 +87,24 @@ impl Score<'_> {
     fn raw(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let keys = &self.cluster.keys();
         // The dense label columns, so no node is touched (None: no node has the key).
-        let (zone_column, host_column) = (
-            self.cluster.label_column(keys.zone),
-            self.cluster.label_column(keys.hostname),
-        );
+        // The dense label column, so no node is touched (None: no node has the key).
+        let host_column = self.cluster.label_column(keys.hostname);
         let at = |column: Option<&[Option<Sym>]>, id: NodeId| {
             column.and_then(|c| c.get(id.0 as usize).copied().flatten())
         };
-        // Each node's zone as a dense index (one probe per node); the zones seen are the
-        // zone domains, and a zone's term is the same for each of its nodes.
-        let mut index: FxHashMap<Sym, u32> = FxHashMap::default();
-        let mut zones: Vec<Sym> = Vec::new();
-        let mut unzoned = false;
-        let zone_of: Vec<u32> = nodes
-            .iter()
-            .map(|id| match at(zone_column, *id) {
-                Some(z) => *index.entry(z).or_insert_with(|| {
-                    zones.push(z);
-                    zones.len() as u32 - 1
-                }),
-                None => {
-                    unzoned = true;
-                    NO_ZONE
-                }
-            })
-            .collect();
+        let domains = self.rows.of(self.cluster, keys.zone, nodes);
         let host_weight = ((nodes.len() + 2) as f64).ln();
-        let zone_weight = ((zones.len() + usize::from(unzoned) + 2) as f64).ln();
-        let zone_terms: Vec<f64> = zones
+        let zone_weight =
+            ((domains.values.len() + usize::from(domains.unlabelled) + 2) as f64).ln();
+        let zone_terms: Vec<f64> = domains
+            .values
             .iter()
             .map(|z| {
                 let count = self.per_zone.get(z).copied().unwrap_or(0);
                 count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64
             })
             .collect();
-        for ((id, zone), s) in nodes.iter().zip(&zone_of).zip(scores.iter_mut()) {
+        for ((id, zone), s) in nodes.iter().zip(&domains.of).zip(scores.iter_mut()) {
             let mut raw = 0f64;
             if at(host_column, *id).is_some() {
                 let count = self.per_node[id.0 as usize];
@@ -155,6 +142,7 @@ impl ScoreRule for DefaultPodTopologySpread {
         }
         ScorePrep::PerNode(Box::new(Score {
             cluster,
+            rows: &self.rows,
             per_node,
             per_zone,
         }))
@@ -186,7 +174,7 @@ mod tests {
             "web",
             &[("app", "web")],
         ));
-        let mut got = run_score(&DefaultPodTopologySpread, &mut cl, incoming);
+        let mut got = run_score(&DefaultPodTopologySpread::default(), &mut cl, incoming);
         got.sort();
         got
     }
@@ -229,7 +217,11 @@ mod tests {
     #[test]
     fn no_selector_scores_100() {
         let mut cl = cluster(vec![zoned("a", "z1"), zoned("b", "z2")], vec![]);
-        let got = run_score(&DefaultPodTopologySpread, &mut cl, pod("p").build());
+        let got = run_score(
+            &DefaultPodTopologySpread::default(),
+            &mut cl,
+            pod("p").build(),
+        );
         assert!(got.iter().all(|(_, s)| *s == MAX_NODE_SCORE), "{got:?}");
     }
 }

@@ -18,30 +18,35 @@ use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::Sym;
 use crate::model::SelectorKind;
+use crate::rules::domain_rows::DomainRows;
 use crate::rules::selector_spread::count_per_node;
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
 /// legacy registry).
 pub const UPSTREAM_PLUGIN: &str = crate::rules::service_affinity::UPSTREAM_PLUGIN;
 
-/// A node without the label, in [`Score::normalize`]'s rows of label values.
-const NO_VALUE: u32 = u32::MAX;
-
 /// The rule.
 pub struct ServiceAntiAffinity {
     labels: Vec<String>,
+    /// The feasible nodes' values of each label, kept for the next pod's cycle over the
+    /// same nodes.
+    rows: DomainRows,
 }
 
 impl ServiceAntiAffinity {
     /// A rule spreading service pods across the values of each of `labels` (one per policy
     /// entry, in file order).
     pub fn new(labels: Vec<String>) -> Self {
-        ServiceAntiAffinity { labels }
+        ServiceAntiAffinity {
+            labels,
+            rows: DomainRows::default(),
+        }
     }
 }
 
 struct Score<'a> {
     cluster: &'a Cluster,
+    rows: &'a DomainRows,
     /// The labels that some object uses; a label no object uses is on no node and adds
     /// nothing, but still counts in `labels`.
     keys: Vec<Sym>,
@@ -71,34 +76,18 @@ impl NodeScore for Score<'_> {
         let max = MAX_NODE_SCORE as f64;
         let mut result = vec![0f64; nodes.len()];
         for key in &self.keys {
-            let column = self.cluster.label_column(*key).unwrap_or_default();
-            let value = |id: &NodeId| column.get(id.0 as usize).copied().flatten();
-            // A topology label has few distinct values (zones, racks): a small table searched
-            // linearly beats hashing once per node. Each node's row in it is kept, so the
-            // second pass reads its value's share without searching again.
-            let mut by_value: Vec<(Sym, i64)> = Vec::new();
-            let rows: Vec<u32> = nodes
-                .iter()
-                .zip(scores.iter())
-                .map(|(id, s)| {
-                    let Some(v) = value(id) else {
-                        return NO_VALUE;
-                    };
-                    match by_value.iter().position(|(seen, _)| *seen == v) {
-                        Some(row) => {
-                            by_value[row].1 += *s;
-                            row as u32
-                        }
-                        None => {
-                            by_value.push((v, *s));
-                            by_value.len() as u32 - 1
-                        }
-                    }
-                })
-                .collect();
+            // Each node's row in the table of the key's values: kept across a class's
+            // cycles over the same nodes (see [`DomainRows`]).
+            let domains = self.rows.of(self.cluster, *key, nodes);
+            let mut by_value: Vec<i64> = vec![0; domains.values.len()];
+            for (row, s) in domains.of.iter().zip(scores.iter()) {
+                if let Some(here) = by_value.get_mut(*row as usize) {
+                    *here += *s;
+                }
+            }
             let shares: Vec<f64> = by_value
                 .iter()
-                .map(|(_, here)| {
+                .map(|here| {
                     let share = if total <= 0 {
                         max
                     } else {
@@ -107,7 +96,7 @@ impl NodeScore for Score<'_> {
                     share / self.labels as f64
                 })
                 .collect();
-            for (row, r) in rows.iter().zip(result.iter_mut()) {
+            for (row, r) in domains.of.iter().zip(result.iter_mut()) {
                 if let Some(share) = shares.get(*row as usize) {
                     *r += *share;
                 }
@@ -142,6 +131,7 @@ impl ScoreRule for ServiceAntiAffinity {
             .map(|(counts, _, _)| counts);
         ScorePrep::PerNode(Box::new(Score {
             cluster,
+            rows: &self.rows,
             keys,
             labels: self.labels.len(),
             counts,

@@ -1,0 +1,148 @@
+//! Each scored node's topology domain as a dense index, kept across cycles.
+//!
+//! The spreading priorities that normalise over domains (SelectorSpread's system-default zone
+//! constraint, ServiceAntiAffinity) group the feasible nodes by one label's value for every
+//! pod. Equal pods of a class ask that about the same feasible nodes cycle after cycle, and
+//! the answer depends only on those nodes and their labels, so a rule keeps the last answer
+//! per label key and reuses it while the node list and the cluster's epoch (which every
+//! change other than a pod's placement advances, node labels included) are the same.
+
+use std::sync::{Arc, Mutex};
+
+use crate::cluster::{Cluster, NodeId};
+use crate::labels::Sym;
+
+/// A node without the label, in [`Domains::of`].
+pub(crate) const NO_DOMAIN: u32 = u32::MAX;
+
+/// How many label keys one rule keeps answers for (ServiceAntiAffinity takes one label per
+/// policy entry, SelectorSpread one key).
+const KEPT_KEYS: usize = 4;
+
+/// The domains of a list of nodes under one label key.
+#[derive(Debug)]
+pub(crate) struct Domains {
+    key: Sym,
+    epoch: u64,
+    nodes: Vec<NodeId>,
+    /// Per node of the list, the index of its value in `values`, or [`NO_DOMAIN`].
+    pub of: Vec<u32>,
+    /// The distinct values, in order of first appearance in the list.
+    pub values: Vec<Sym>,
+    /// Whether some node of the list lacks the label.
+    pub unlabelled: bool,
+}
+
+impl Domains {
+    fn compute(cluster: &Cluster, key: Sym, nodes: &[NodeId]) -> Self {
+        let column = cluster.label_column(key).unwrap_or_default();
+        // A topology label has few distinct values (zones, racks): a small table searched
+        // linearly beats hashing once per node.
+        let mut values: Vec<Sym> = Vec::new();
+        let mut unlabelled = false;
+        let of = nodes
+            .iter()
+            .map(|id| match column.get(id.0 as usize).copied().flatten() {
+                Some(v) => match values.iter().position(|seen| *seen == v) {
+                    Some(row) => row as u32,
+                    None => {
+                        values.push(v);
+                        values.len() as u32 - 1
+                    }
+                },
+                None => {
+                    unlabelled = true;
+                    NO_DOMAIN
+                }
+            })
+            .collect();
+        Domains {
+            key,
+            epoch: cluster.changes().epoch(),
+            nodes: nodes.to_vec(),
+            of,
+            values,
+            unlabelled,
+        }
+    }
+
+    fn holds(&self, cluster: &Cluster, key: Sym, nodes: &[NodeId]) -> bool {
+        self.key == key && self.epoch == cluster.changes().epoch() && self.nodes == nodes
+    }
+}
+
+/// A rule's kept [`Domains`], newest first.
+#[derive(Debug, Default)]
+pub(crate) struct DomainRows {
+    kept: Mutex<Vec<Arc<Domains>>>,
+}
+
+impl DomainRows {
+    /// The domains of `nodes` under `key`: the kept answer when it holds, else a fresh one
+    /// (kept in place of the oldest).
+    pub fn of(&self, cluster: &Cluster, key: Sym, nodes: &[NodeId]) -> Arc<Domains> {
+        // A poisoned lock only means another cycle panicked; the kept answers are whole.
+        let mut kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(at) = kept.iter().position(|d| d.holds(cluster, key, nodes)) {
+            let found = kept.remove(at);
+            kept.insert(0, Arc::clone(&found));
+            return found;
+        }
+        let fresh = Arc::new(Domains::compute(cluster, key, nodes));
+        kept.retain(|d| d.key != key);
+        kept.truncate(KEPT_KEYS - 1);
+        kept.insert(0, Arc::clone(&fresh));
+        fresh
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+
+    #[test]
+    fn domains_are_kept_while_nodes_and_labels_hold() {
+        let mut cluster = cluster(
+            vec![
+                node("a").label("zone", "z1").build(),
+                node("b").label("zone", "z2").build(),
+                node("c").build(),
+                node("d").label("zone", "z1").build(),
+            ],
+            vec![],
+        );
+        let key = cluster.intern("zone");
+        let nodes: Vec<NodeId> = cluster.node_order().to_vec();
+        let rows = DomainRows::default();
+        let first = rows.of(&cluster, key, &nodes);
+        let ids: Vec<(String, NodeId)> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|n| (n.to_string(), cluster.node_by_name(n).unwrap()))
+            .collect();
+        let by_name = |d: &Domains, name: &str| {
+            let id = ids.iter().find(|(n, _)| n == name).unwrap().1;
+            d.of[nodes.iter().position(|n| *n == id).unwrap()]
+        };
+        assert_eq!(first.values.len(), 2);
+        assert!(first.unlabelled);
+        assert_eq!(by_name(&first, "a"), by_name(&first, "d"));
+        assert_ne!(by_name(&first, "a"), by_name(&first, "b"));
+        assert_eq!(by_name(&first, "c"), NO_DOMAIN);
+        assert!(Arc::ptr_eq(&first, &rows.of(&cluster, key, &nodes)));
+        // Fewer nodes: asked again.
+        let fewer = rows.of(&cluster, key, &nodes[..2]);
+        assert!(!Arc::ptr_eq(&first, &fewer));
+        assert_eq!(fewer.of.len(), 2);
+        // A relabelled node moves the epoch: asked again, and the answer follows.
+        cluster
+            .upsert_node(node("c").label("zone", "z2").build())
+            .unwrap();
+        let after = rows.of(&cluster, key, &nodes);
+        assert!(!after.unlabelled);
+        assert_eq!(by_name(&after, "c"), by_name(&after, "b"));
+    }
+}
