@@ -376,15 +376,62 @@ pub fn normalize_reduce(scores: &mut [i64], max: i64, reverse: bool) {
         }
         return;
     }
-    for s in scores.iter_mut() {
-        let v = max * *s / highest;
-        *s = if reverse { max - v } else { v };
+    map_scores(scores, |s| {
+        let v = max * s / highest;
+        if reverse { max - v } else { v }
+    });
+}
+
+/// Replaces each score `s` with `f(s)`. Normalisers divide, and a division per node is most
+/// of their cost; when the scores span fewer distinct values than half the nodes (counts,
+/// small percentages), `f` runs once per value of the span and each node reads a table.
+pub fn map_scores(scores: &mut [i64], f: impl Fn(i64) -> i64) {
+    let (Some(min), Some(max)) = (scores.iter().copied().min(), scores.iter().copied().max())
+    else {
+        return;
+    };
+    let span = max
+        .checked_sub(min)
+        .and_then(|d| usize::try_from(d).ok())
+        .filter(|d| *d < scores.len() / 2);
+    match span {
+        Some(span) => {
+            let table: Vec<i64> = (0..=span as i64).map(|d| f(min + d)).collect();
+            for s in scores.iter_mut() {
+                *s = table[(*s - min) as usize];
+            }
+        }
+        None => {
+            for s in scores.iter_mut() {
+                *s = f(*s);
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table path (few distinct values) and the direct one give `f` of every score.
+    #[test]
+    fn map_scores_applies_f_to_every_score() {
+        let f = |s: i64| MAX_NODE_SCORE * (90 + 3 - s) / 90;
+        let cases: Vec<Vec<i64>> = vec![
+            vec![],
+            vec![7],
+            vec![3, 90, 3, 3, 45, 90, 3, 3, 4, 5],
+            vec![3, 90, 45],
+            vec![i64::MIN, 0, i64::MAX, 0, 0, 0],
+            (0..1000).map(|i| i % 7 * 13).collect(),
+        ];
+        for scores in cases {
+            let mut got = scores.clone();
+            map_scores(&mut got, |s| f(s.clamp(-1000, 1000)));
+            let want: Vec<i64> = scores.iter().map(|s| f((*s).clamp(-1000, 1000))).collect();
+            assert_eq!(got, want, "{scores:?}");
+        }
+    }
 
     #[test]
     fn highest_table() {

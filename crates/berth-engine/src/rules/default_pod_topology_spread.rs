@@ -19,7 +19,9 @@
 use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId};
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
+use crate::framework::{
+    CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule, map_scores,
+};
 use crate::labels::Sym;
 use crate::rules::domain_rows::DomainRows;
 use crate::rules::pod_topology_spread::{EvenPodsSpreadPriority, matches_required_node_affinity};
@@ -66,13 +68,11 @@ impl NodeScore for Score<'_> {
         self.raw(nodes, scores);
         let min = scores.iter().copied().min().unwrap_or(0);
         let max = scores.iter().copied().max().unwrap_or(0).max(0);
-        for s in scores.iter_mut() {
-            *s = if max == 0 {
-                MAX_NODE_SCORE
-            } else {
-                MAX_NODE_SCORE * (max + min - *s) / max
-            };
+        if max == 0 {
+            scores.fill(MAX_NODE_SCORE);
+            return;
         }
+        map_scores(scores, |s| MAX_NODE_SCORE * (max + min - s) / max);
     }
 
     fn raw_scores(&self, nodes: &[NodeId], scores: &mut [i64]) {

@@ -18,7 +18,7 @@ use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::Sym;
 use crate::model::SelectorKind;
-use crate::rules::domain_rows::DomainRows;
+use crate::rules::domain_rows::{DomainRows, Domains};
 use crate::rules::selector_spread::count_per_node;
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
@@ -73,29 +73,26 @@ impl NodeScore for Score<'_> {
 
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let total: i64 = scores.iter().sum();
-        let max = MAX_NODE_SCORE as f64;
+        if let [key] = self.keys.as_slice() {
+            // One label (the usual policy entry): a node's score is its value's share, so
+            // each value's is converted once and the nodes read it.
+            let domains = self.rows.of(self.cluster, *key, nodes);
+            let finals: Vec<i64> = self
+                .shares(&domains, scores, total)
+                .into_iter()
+                .map(|share| (0f64 + share) as i64)
+                .collect();
+            for (row, s) in domains.of.iter().zip(scores.iter_mut()) {
+                *s = finals.get(*row as usize).copied().unwrap_or(0);
+            }
+            return;
+        }
         let mut result = vec![0f64; nodes.len()];
         for key in &self.keys {
             // Each node's row in the table of the key's values: kept across a class's
             // cycles over the same nodes (see [`DomainRows`]).
             let domains = self.rows.of(self.cluster, *key, nodes);
-            let mut by_value: Vec<i64> = vec![0; domains.values.len()];
-            for (row, s) in domains.of.iter().zip(scores.iter()) {
-                if let Some(here) = by_value.get_mut(*row as usize) {
-                    *here += *s;
-                }
-            }
-            let shares: Vec<f64> = by_value
-                .iter()
-                .map(|here| {
-                    let share = if total <= 0 {
-                        max
-                    } else {
-                        max * ((total - here) as f64 / total as f64)
-                    };
-                    share / self.labels as f64
-                })
-                .collect();
+            let shares = self.shares(&domains, scores, total);
             for (row, r) in domains.of.iter().zip(result.iter_mut()) {
                 if let Some(share) = shares.get(*row as usize) {
                     *r += *share;
@@ -105,6 +102,31 @@ impl NodeScore for Score<'_> {
         for (s, r) in scores.iter_mut().zip(result) {
             *s = r as i64;
         }
+    }
+}
+
+impl Score<'_> {
+    /// Each value's share of the score: 100 times the fraction of the service's pods on
+    /// nodes with another value (100 when none runs), over the number of labels.
+    fn shares(&self, domains: &Domains, scores: &[i64], total: i64) -> Vec<f64> {
+        let max = MAX_NODE_SCORE as f64;
+        let mut by_value: Vec<i64> = vec![0; domains.values.len()];
+        for (row, s) in domains.of.iter().zip(scores) {
+            if let Some(here) = by_value.get_mut(*row as usize) {
+                *here += *s;
+            }
+        }
+        by_value
+            .iter()
+            .map(|here| {
+                let share = if total <= 0 {
+                    max
+                } else {
+                    max * ((total - here) as f64 / total as f64)
+                };
+                share / self.labels as f64
+            })
+            .collect()
     }
 }
 
