@@ -351,12 +351,10 @@ impl<B: Backend> SchedulingLoop<B> {
             .phase(Phase::Compile, (compiled - start).as_secs_f64());
         let p = self.profile_of(&queued.pod);
         let profile = &mut self.profiles[p];
-        let decision = profile.scheduler.schedule_with(
-            self.cache.cluster(),
-            self.cache.nominator(),
-            &info,
-            false,
-        );
+        let decision =
+            profile
+                .scheduler
+                .schedule_with(self.cache.cluster(), self.cache.nominator(), &info);
         let decided = Instant::now();
         for (rule, point, elapsed) in profile.scheduler.last_cycle_timings() {
             profile
@@ -367,12 +365,12 @@ impl<B: Backend> SchedulingLoop<B> {
         profile.metrics.phase(Phase::Algorithm, algorithm);
         profile.metrics.algorithm(algorithm);
         let key = queued.key();
-        for w in &decision.extender_warnings {
+        for w in decision.warnings() {
             warn!(pod = %key, extender = %w.extender, error = %w.message,
                 "extender failed and was skipped");
         }
         let failure = decision.failure_message();
-        match (decision.node, failure) {
+        match (decision.node(), failure) {
             (Some(node), _) => {
                 // The pod with its history, to retry if it cannot be assumed.
                 let retry = queued.clone();
@@ -402,14 +400,14 @@ impl<B: Backend> SchedulingLoop<B> {
                 // Upstream's unschedulable plugins of this attempt.
                 let filters = self.profiles[p].scheduler.filters();
                 queued.unschedulable_plugins = decision
-                    .fit_error
-                    .iter()
+                    .fit_error()
+                    .into_iter()
                     .flat_map(|fit| &fit.diagnosis.filters)
                     .map(|&i| filters[i].plugin().to_string())
                     .collect();
                 queued.unschedulable_plugins.sort_unstable();
                 queued.unschedulable_plugins.dedup();
-                if let Some(fit) = &decision.fit_error {
+                if let Some(fit) = decision.fit_error() {
                     let by_protection = fit.diagnosis.nodes_by_filter();
                     self.metrics.protection_rejections(
                         by_protection

@@ -44,4 +44,4 @@ pub use framework::{
 };
 pub use nominator::Nominator;
 pub use podinfo::PodInfo;
-pub use scheduler::{CycleConfig, Decision, Scheduler};
+pub use scheduler::{CycleConfig, Decision, Detail, Scheduler};

@@ -7,7 +7,7 @@ use crate::model::Pod;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 use crate::preemption::{DisruptionBudgets, PreemptionExplanation, PreemptionOutcome};
-use crate::scheduler::{Decision, Scheduler};
+use crate::scheduler::{Decision, Detail, Scheduler};
 
 /// Sorts pending pods into scheduling-queue order: higher priority first, then older
 /// creation time, then the order given (the sort is stable).
@@ -26,9 +26,10 @@ pub struct Outcome {
     pub pod: String,
     /// The chosen node's name.
     pub node: Option<String>,
-    /// The decision, with the fit error and explanation if any. After a preemption, the
-    /// decision of the cycle run once the victims were gone.
-    pub decision: Decision,
+    /// The decision, with the fit error and explanation if any; None for a pod its
+    /// scheduling gates hold. After a preemption, the decision of the cycle run once the
+    /// victims were gone.
+    pub decision: Option<Decision>,
     /// The node the pod preempted on, if it did.
     pub nominated_node: Option<String>,
     /// The pods it evicted there (`namespace/name`), in eviction order.
@@ -51,7 +52,7 @@ impl Outcome {
         if !self.gates.is_empty() {
             return Some(gated_message(&self.gates));
         }
-        self.decision.failure_message()
+        self.decision.as_ref().and_then(Decision::failure_message)
     }
 }
 
@@ -97,7 +98,7 @@ pub fn schedule_all(
     cluster: &mut Cluster,
     scheduler: &mut Scheduler,
     pending: Vec<Pod>,
-    explain: bool,
+    detail: Detail,
     each: impl FnMut(&Outcome),
 ) -> Result<(), ClusterError> {
     schedule_all_with(
@@ -105,7 +106,7 @@ pub fn schedule_all(
         scheduler,
         &DisruptionBudgets::new(),
         pending,
-        explain,
+        detail,
         each,
     )
 }
@@ -121,9 +122,10 @@ pub fn schedule_all_with(
     scheduler: &mut Scheduler,
     budgets: &DisruptionBudgets,
     pending: Vec<Pod>,
-    explain: bool,
+    detail: Detail,
     mut each: impl FnMut(&Outcome),
 ) -> Result<(), ClusterError> {
+    let explain = detail == Detail::Explained;
     let mut nominator = Nominator::new();
     for pod in pending {
         if !pod.scheduling_gates.is_empty() {
@@ -132,11 +134,11 @@ pub fn schedule_all_with(
         }
         let mut info = cluster.compile_pod(pod);
         let key = info.key();
-        let mut decision = scheduler.schedule_with(cluster, &nominator, &info, explain);
+        let mut decision = scheduler.decide(cluster, &nominator, &info, detail);
         let mut outcome = Outcome {
             pod: key.clone(),
             node: None,
-            decision: decision.clone(),
+            decision: Some(decision.clone()),
             nominated_node: None,
             victims: Vec::new(),
             preemption: None,
@@ -144,7 +146,7 @@ pub fn schedule_all_with(
             preemption_error: None,
             gates: Vec::new(),
         };
-        if let Some(fit) = &decision.fit_error {
+        if let Some(fit) = decision.fit_error() {
             let (result, explained) = scheduler.preempt(cluster, &nominator, budgets, &info, fit);
             let mut report = explain.then(|| report(cluster, &explained));
             outcome.preemption_warnings = explained.extender_warnings;
@@ -178,15 +180,15 @@ pub fn schedule_all_with(
                 }
                 outcome.nominated_node = Some(node_name.clone());
                 info.pod.nominated_node_name = Some(node_name);
-                decision = scheduler.schedule_with(cluster, &nominator, &info, explain);
-                if decision.node.is_none() {
+                decision = scheduler.decide(cluster, &nominator, &info, detail);
+                if decision.node().is_none() {
                     nominator.add(info.clone(), candidate.node);
                 }
-                outcome.decision = decision.clone();
+                outcome.decision = Some(decision.clone());
             }
             outcome.preemption = report;
         }
-        if let Some(node_id) = decision.node {
+        if let Some(node_id) = decision.node() {
             let node_name = cluster.node(node_id).name().to_string();
             cluster.protections_mut().placed(&node_name, &key);
             outcome.node = Some(node_name);
@@ -205,13 +207,7 @@ fn gated(pod: Pod) -> Outcome {
     Outcome {
         pod: pod.key(),
         node: None,
-        decision: Decision {
-            node: None,
-            fit_error: None,
-            explanation: None,
-            extender_error: None,
-            extender_warnings: Vec::new(),
-        },
+        decision: None,
         nominated_node: None,
         victims: Vec::new(),
         preemption: None,
