@@ -14,8 +14,8 @@ use std::time::Instant;
 use berth_engine::health::Trackers;
 use berth_engine::preemption::DisruptionBudgets;
 use berth_engine::resources::Resources;
-use berth_engine::{ApiWrite, Nominator, Reservation, Scheduler};
-use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
+use berth_engine::schedule_one::Placement;
+use berth_engine::{Cluster, NodeId, Nominator, PodInfo, Reservation, model};
 use berth_extender::Documents;
 use berth_kube::PriorityResolver;
 use berth_kube::convert::{self, ConvertError};
@@ -187,6 +187,40 @@ pub struct Assumed {
     pub queued: QueuedPod,
     /// What Reserve recorded, for Unreserve if the binding fails.
     pub reservation: Reservation,
+}
+
+/// The pods a scheduling attempt assumes, while the cluster is lent to it.
+#[derive(Debug)]
+pub struct Assumptions<'a> {
+    assumed: &'a mut HashMap<String, Assumed>,
+    protections: &'a mut Protections,
+    clock: fn() -> i64,
+}
+
+impl Assumptions<'_> {
+    /// Records `queued`, already reserved and counted on `node` in `cluster`, as assumed
+    /// until the watch shows it bound (or its binding fails), and tells the protections it
+    /// was placed there. Returns the node's name.
+    pub fn assume(
+        &mut self,
+        cluster: &mut Cluster,
+        queued: QueuedPod,
+        node: NodeId,
+        reservation: Reservation,
+    ) -> String {
+        let name = cluster.node(node).name().to_string();
+        self.protections.assumed(&queued.pod, &name, (self.clock)());
+        self.protections.publish(cluster);
+        self.assumed.insert(
+            queued.key(),
+            Assumed {
+                node: name.clone(),
+                queued,
+                reservation,
+            },
+        );
+        name
+    }
 }
 
 /// The engine cluster kept current from watch events, plus assumptions.
@@ -407,46 +441,31 @@ impl Cache {
         self.cluster.compile_pod(pod)
     }
 
-    /// Counts a pod on `node` at once, before its binding is sent, so the next cycle sees
-    /// it, after the scheduler's Reserve stage (with CheckVolumeBinding, delayed-binding
-    /// claims are assumed bound to the volumes chosen for them, or to provisioning on the
-    /// node, so no later pod takes the same volume). Returns the node's name and the API
-    /// writes Reserve asked for, which must reach the API before the pod's binding.
-    pub fn assume(
-        &mut self,
-        scheduler: &Scheduler,
-        queued: QueuedPod,
-        info: PodInfo,
-        node: NodeId,
-    ) -> Result<(String, Vec<ApiWrite>), ClusterError> {
-        let name = self.cluster.node(node).name().to_string();
-        let key = queued.key();
-        let reservation = scheduler.reserve(&mut self.cluster, &info, node);
-        if let Err(e) = self.cluster.insert_pod(info, Some(node)) {
-            scheduler.unreserve(&mut self.cluster, &reservation);
-            return Err(e);
-        }
-        let writes = reservation.writes.clone();
-        self.protections.assumed(&queued.pod, &name, (self.clock)());
-        self.publish_protections();
-        self.assumed.insert(
-            key,
-            Assumed {
-                node: name.clone(),
-                queued,
-                reservation,
-            },
-        );
-        Ok((name, writes))
+    /// What a scheduling attempt changes: the cluster, the nominator and the budgets for the
+    /// engine's [`schedule_one`](berth_engine::schedule_one::schedule_one), and the
+    /// assumptions for the pod it places.
+    pub fn attempt_parts(&mut self) -> (Placement<'_>, Assumptions<'_>) {
+        let placement = Placement {
+            cluster: &mut self.cluster,
+            nominator: &mut self.nominator,
+            budgets: &self.budgets,
+        };
+        let assumptions = Assumptions {
+            assumed: &mut self.assumed,
+            protections: &mut self.protections,
+            clock: self.clock,
+        };
+        (placement, assumptions)
     }
 
-    /// Unreserve for a placement whose binding failed.
-    pub fn unreserve(&mut self, scheduler: &Scheduler, reservation: &Reservation) {
-        scheduler.unreserve(&mut self.cluster, reservation);
+    /// The engine cluster, for the scheduler's Unreserve of a placement whose binding failed.
+    pub fn cluster_mut(&mut self) -> &mut Cluster {
+        &mut self.cluster
     }
 
     /// Drops the assumption for the pod with this key and UID (its binding failed) and
-    /// returns the queued pod for a retry with its reservation (for [`Cache::unreserve`]).
+    /// returns the queued pod for a retry with its reservation (for the scheduler's
+    /// Unreserve).
     /// None when the watch has meanwhile shown the pod bound, deleted or re-created: then
     /// there is nothing to undo.
     pub fn forget(&mut self, key: &str, uid: &str) -> Option<(QueuedPod, Reservation)> {
@@ -1118,6 +1137,7 @@ mod tests {
     use super::*;
     use crate::queue::{Place, QueueConfig};
     use crate::testing::{bound, node, phase, pod};
+    use berth_engine::Scheduler;
 
     struct Fixture {
         cache: Cache,
@@ -1140,6 +1160,17 @@ mod tests {
                 queue: Queue::new(QueueConfig::default()),
                 now: Instant::now(),
             }
+        }
+
+        /// Reserves and assumes `queued` on `node` as a scheduling attempt does; returns the
+        /// node's name.
+        fn assume(&mut self, queued: QueuedPod, node: &str) -> String {
+            let info = self.cache.compile(queued.pod.clone());
+            let id = self.cache.cluster().node_by_name(node).unwrap();
+            let (placement, mut assumptions) = self.cache.attempt_parts();
+            let reservation = self.scheduler.reserve(placement.cluster, &info, id);
+            placement.cluster.insert_pod(info, Some(id)).unwrap();
+            assumptions.assume(placement.cluster, queued, id, reservation)
         }
 
         fn node(&mut self, change: Change<Node>) {
@@ -1401,12 +1432,7 @@ mod tests {
         f.node(Change::Apply(node("n1", 4)));
         f.pod(Change::Apply(pod("a", "berth", 500)));
         let queued = f.queue.pop(f.now).unwrap();
-        let info = f.cache.compile(queued.pod.clone());
-        let n1 = f.cache.cluster().node_by_name("n1").unwrap();
-        assert_eq!(
-            f.cache.assume(&f.scheduler, queued, info, n1).unwrap().0,
-            "n1"
-        );
+        assert_eq!(f.assume(queued, "n1"), "n1");
         assert_eq!(f.on("n1"), (500, vec!["a".into()]));
         // The watch still shows it pending (an update from before the binding): ignored.
         f.pod(Change::Apply(pod("a", "berth", 500)));
@@ -1425,9 +1451,7 @@ mod tests {
         f.node(Change::Apply(node("n1", 4)));
         f.pod(Change::Apply(pod("a", "berth", 500)));
         let queued = f.queue.pop(f.now).unwrap();
-        let info = f.cache.compile(queued.pod.clone());
-        let n1 = f.cache.cluster().node_by_name("n1").unwrap();
-        f.cache.assume(&f.scheduler, queued, info, n1).unwrap();
+        f.assume(queued, "n1");
         f.pod(Change::Apply(bound(pod("a", "berth", 500), "n1")));
         assert_eq!(f.cache.assumed_count(), 0);
         assert_eq!(f.on("n1"), (500, vec!["a".into()]));

@@ -6,14 +6,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use berth_engine::preemption::PreemptionOutcome;
-use berth_engine::{FitError, PodInfo, Scheduler, model};
+use berth_engine::diagnosis::Candidate;
+use berth_engine::preemption::{PreemptionExplanation, PreemptionOutcome};
+use berth_engine::schedule_one::{Effects, Eviction, schedule_one};
+use berth_engine::{Cluster, Decision, Detail, NodeId, PodInfo, Reservation, Scheduler, model};
 use k8s_openapi::api::core::v1::ObjectReference;
 use tracing::{debug, error, info, warn};
 
 use crate::Input;
 use crate::binder::{Backend, BindError, BindOutcome};
-use crate::cache::Cache;
+use crate::cache::{Assumptions, Cache};
 use crate::leader::Leadership;
 use crate::metrics::{AttemptResult, Metrics, Phase};
 use crate::protections::{self, Notice};
@@ -341,8 +343,9 @@ impl<B: Backend> SchedulingLoop<B> {
             .update(&notices, self.cache.cluster().protections());
     }
 
-    /// One scheduling cycle: decide, then assume and hand the binding off, or report why
-    /// the pod fits nowhere.
+    /// One scheduling attempt, in upstream's order (the engine's `schedule_one`): decide;
+    /// where the pod fits nowhere, preempt and report why; where it fits, Reserve, assume it
+    /// in the cache and hand its binding to the backend ([`Attempt`]).
     fn cycle(&mut self, mut queued: QueuedPod, now: Instant) {
         let start = Instant::now();
         let info = self.cache.compile(queued.pod.clone());
@@ -350,139 +353,67 @@ impl<B: Backend> SchedulingLoop<B> {
         self.metrics
             .phase(Phase::Compile, (compiled - start).as_secs_f64());
         let p = self.profile_of(&queued.pod);
+        let key = queued.key();
         let profile = &mut self.profiles[p];
-        let decision =
-            profile
-                .scheduler
-                .schedule_with(self.cache.cluster(), self.cache.nominator(), &info);
-        let decided = Instant::now();
-        for (rule, point, elapsed) in profile.scheduler.last_cycle_timings() {
-            profile
-                .metrics
-                .rule(rule, point.as_str(), elapsed.as_secs_f64());
-        }
-        let algorithm = (decided - compiled).as_secs_f64();
-        profile.metrics.phase(Phase::Algorithm, algorithm);
-        profile.metrics.algorithm(algorithm);
-        let key = queued.key();
-        for w in decision.warnings() {
-            warn!(pod = %key, extender = %w.extender, error = %w.message,
-                "extender failed and was skipped");
-        }
-        let failure = decision.failure_message();
-        match (decision.node(), failure) {
-            (Some(node), _) => {
-                // The pod with its history, to retry if it cannot be assumed.
-                let retry = queued.clone();
-                self.cache.clear_nomination(&key);
-                let profile = &self.profiles[p];
-                match self.cache.assume(&profile.scheduler, queued, info, node) {
-                    Ok((node_name, writes)) => {
-                        profile
-                            .metrics
-                            .phase(Phase::Assume, decided.elapsed().as_secs_f64());
-                        debug!(pod = %key, node = %node_name, "assumed");
-                        self.backend.bind(&retry, &node_name, writes);
-                        profile
-                            .metrics
-                            .attempt(AttemptResult::Scheduled, start.elapsed().as_secs_f64());
-                    }
-                    Err(e) => {
-                        error!(pod = %key, error = %e, "could not assume the pod");
-                        self.queue.backoff(retry, now);
-                        profile
-                            .metrics
-                            .attempt(AttemptResult::Error, start.elapsed().as_secs_f64());
-                    }
-                }
-            }
-            (None, failure) => {
-                // Upstream's unschedulable plugins of this attempt.
-                let filters = self.profiles[p].scheduler.filters();
-                queued.unschedulable_plugins = decision
-                    .fit_error()
-                    .into_iter()
-                    .flat_map(|fit| &fit.diagnosis.filters)
-                    .map(|&i| filters[i].plugin().to_string())
-                    .collect();
-                queued.unschedulable_plugins.sort_unstable();
-                queued.unschedulable_plugins.dedup();
-                if let Some(fit) = decision.fit_error() {
-                    let by_protection = fit.diagnosis.nodes_by_filter();
-                    self.metrics.protection_rejections(
-                        by_protection
-                            .filter_map(|(f, nodes)| Some((filters[f].protection?, nodes))),
-                    );
-                    self.preempt(p, &queued, info, fit);
-                }
-                let message = failure.unwrap_or_default();
-                debug!(pod = %key, %message, "unschedulable");
-                let changed = queued.reported.as_deref() != Some(message.as_str());
-                self.backend.unschedulable(&queued.pod, &message, changed);
-                queued.reported = Some(message);
-                self.queue.unschedulable(queued, now);
-                self.profiles[p]
-                    .metrics
-                    .attempt(AttemptResult::Unschedulable, start.elapsed().as_secs_f64());
-            }
-        }
-    }
-
-    /// The PostFilter: preemption for a pod that fits nowhere. The API work (nomination,
-    /// victims, events) goes to the backend; the cache nominates the pod at once, so the
-    /// next cycles keep its node for it.
-    fn preempt(&mut self, p: usize, queued: &QueuedPod, mut info: PodInfo, fit: &FitError) {
-        let key = queued.key();
-        self.metrics.preemption_attempt();
-        let (outcome, explained) = self.profiles[p].scheduler.preempt(
-            self.cache.cluster(),
-            self.cache.nominator(),
-            self.cache.budgets(),
-            &info,
-            fit,
+        let (placement, assumptions) = self.cache.attempt_parts();
+        let mut attempt = Attempt {
+            queued: &queued,
+            backend: &self.backend,
+            metrics: &self.metrics,
+            profile: &profile.metrics,
+            assumptions,
+            compiled,
+            decided: compiled,
+        };
+        let result = schedule_one(
+            &mut profile.scheduler,
+            placement,
+            info,
+            Detail::Decision,
+            &mut attempt,
         );
-        for w in &explained.extender_warnings {
-            warn!(pod = %key, extender = %w.extender, error = %w.message,
-                "extender failed preempting and was skipped");
+        let decision = match result {
+            Ok(Decision::Placed { .. }) => {
+                profile
+                    .metrics
+                    .attempt(AttemptResult::Scheduled, start.elapsed().as_secs_f64());
+                return;
+            }
+            Ok(decision) => decision,
+            Err(e) => {
+                error!(pod = %key, error = %e, "could not assume the pod");
+                self.queue.backoff(queued, now);
+                profile
+                    .metrics
+                    .attempt(AttemptResult::Error, start.elapsed().as_secs_f64());
+                return;
+            }
+        };
+        // Upstream's unschedulable plugins of this attempt.
+        let filters = profile.scheduler.filters();
+        queued.unschedulable_plugins = decision
+            .fit_error()
+            .into_iter()
+            .flat_map(|fit| &fit.diagnosis.filters)
+            .map(|&i| filters[i].plugin().to_string())
+            .collect();
+        queued.unschedulable_plugins.sort_unstable();
+        queued.unschedulable_plugins.dedup();
+        if let Some(fit) = decision.fit_error() {
+            let by_protection = fit.diagnosis.nodes_by_filter();
+            self.metrics.protection_rejections(
+                by_protection.filter_map(|(f, nodes)| Some((filters[f].protection?, nodes))),
+            );
         }
-        match outcome {
-            PreemptionOutcome::Preempt {
-                candidate,
-                clear_nominations,
-            } => {
-                let cluster = self.cache.cluster();
-                let node = cluster.node(candidate.node).name().to_string();
-                let victims: Vec<model::Pod> = candidate
-                    .victims
-                    .iter()
-                    .map(|v| cluster.pod(*v).pod.clone())
-                    .collect();
-                debug!(pod = %key, %node, victims = victims.len(), "preempting");
-                self.metrics.preemption_victims(victims.len());
-                self.backend
-                    .preempt(&queued.pod, &node, victims, clear_nominations.clone());
-                for other in &clear_nominations {
-                    self.cache.clear_nomination(other);
-                }
-                info.pod.nominated_node_name = Some(node);
-                self.cache.nominate(info, candidate.node);
-            }
-            PreemptionOutcome::NoCandidate => {
-                if queued.pod.nominated_node_name.is_some()
-                    || self.cache.nominator().node_of(&key).is_some()
-                {
-                    self.cache.clear_nomination(&key);
-                    self.backend.clear_nomination(&queued.pod);
-                }
-            }
-            PreemptionOutcome::NotEligible(why) => debug!(pod = %key, why, "not preempting"),
-            // Upstream's PostFilter error: logged; the pod stays unschedulable with its
-            // FitError and keeps any nomination.
-            PreemptionOutcome::ExtenderFailed(e) => {
-                error!(pod = %key, extender = %e.extender, error = %e.message,
-                    "preemption failed: a non-ignorable extender failed");
-            }
-        }
+        let message = decision.failure_message().unwrap_or_default();
+        debug!(pod = %key, %message, "unschedulable");
+        let changed = queued.reported.as_deref() != Some(message.as_str());
+        self.backend.unschedulable(&queued.pod, &message, changed);
+        queued.reported = Some(message);
+        self.queue.unschedulable(queued, now);
+        profile
+            .metrics
+            .attempt(AttemptResult::Unschedulable, start.elapsed().as_secs_f64());
     }
 
     /// A binding came back. On success the assumption stays until the watch shows the pod
@@ -499,8 +430,9 @@ impl<B: Backend> SchedulingLoop<B> {
             return;
         };
         let p = self.profile_of(&queued.pod);
-        self.cache
-            .unreserve(&self.profiles[p].scheduler, &reservation);
+        self.profiles[p]
+            .scheduler
+            .unreserve(self.cache.cluster_mut(), &reservation);
         match error {
             BindError::PodGone(_) => debug!(pod = %key, "pod deleted before its binding"),
             e => {
@@ -508,6 +440,104 @@ impl<B: Backend> SchedulingLoop<B> {
                 self.queue.backoff(queued, now);
             }
         }
+    }
+}
+
+/// What one attempt of the loop does beyond the engine: its metrics and logs, the API work
+/// of a preemption (the victims' deletion asked for, the pod waiting), and for a placed pod,
+/// the assumption in the cache, then the binding handed to the backend.
+struct Attempt<'a, B> {
+    queued: &'a QueuedPod,
+    backend: &'a B,
+    metrics: &'a Metrics,
+    profile: &'a Metrics,
+    assumptions: Assumptions<'a>,
+    compiled: Instant,
+    decided: Instant,
+}
+
+impl<B: Backend> Effects for Attempt<'_, B> {
+    fn decided(&mut self, scheduler: &Scheduler, decision: &Decision) {
+        self.decided = Instant::now();
+        for (rule, point, elapsed) in scheduler.last_cycle_timings() {
+            self.profile
+                .rule(rule, point.as_str(), elapsed.as_secs_f64());
+        }
+        let algorithm = (self.decided - self.compiled).as_secs_f64();
+        self.profile.phase(Phase::Algorithm, algorithm);
+        self.profile.algorithm(algorithm);
+        for w in decision.warnings() {
+            warn!(pod = %self.queued.key(), extender = %w.extender, error = %w.message,
+                "extender failed and was skipped");
+        }
+    }
+
+    fn preempted(
+        &mut self,
+        _cluster: &Cluster,
+        _pod: &PodInfo,
+        outcome: &PreemptionOutcome,
+        explained: PreemptionExplanation,
+    ) {
+        let key = self.queued.key();
+        self.metrics.preemption_attempt();
+        for w in &explained.extender_warnings {
+            warn!(pod = %key, extender = %w.extender, error = %w.message,
+                "extender failed preempting and was skipped");
+        }
+        match outcome {
+            PreemptionOutcome::NotEligible(why) => debug!(pod = %key, why, "not preempting"),
+            // Upstream's PostFilter error: logged; the pod stays unschedulable with its
+            // FitError and keeps any nomination.
+            PreemptionOutcome::ExtenderFailed(e) => {
+                error!(pod = %key, extender = %e.extender, error = %e.message,
+                    "preemption failed: a non-ignorable extender failed");
+            }
+            PreemptionOutcome::NoCandidate | PreemptionOutcome::Preempt { .. } => {}
+        }
+    }
+
+    /// The API work (nomination, victims, events) goes to the backend; the pod stays
+    /// nominated in the cache, so the next cycles keep its node for it.
+    fn evict(
+        &mut self,
+        cluster: &mut Cluster,
+        _pod: &PodInfo,
+        candidate: &Candidate,
+        cleared: &[String],
+    ) -> Eviction {
+        let node = cluster.node(candidate.node).name().to_string();
+        let victims: Vec<model::Pod> = candidate
+            .victims
+            .iter()
+            .map(|v| cluster.pod(*v).pod.clone())
+            .collect();
+        debug!(pod = %self.queued.key(), %node, victims = victims.len(), "preempting");
+        self.metrics.preemption_victims(victims.len());
+        self.backend
+            .preempt(&self.queued.pod, &node, victims, cleared.to_vec());
+        Eviction::Requested
+    }
+
+    fn nomination_dropped(&mut self, _pod: &PodInfo) {
+        self.backend.clear_nomination(&self.queued.pod);
+    }
+
+    fn assigned(
+        &mut self,
+        cluster: &mut Cluster,
+        pod: &str,
+        node: NodeId,
+        reservation: Reservation,
+    ) {
+        let writes = reservation.writes.clone();
+        let node_name = self
+            .assumptions
+            .assume(cluster, self.queued.clone(), node, reservation);
+        self.profile
+            .phase(Phase::Assume, self.decided.elapsed().as_secs_f64());
+        debug!(%pod, node = %node_name, "assumed");
+        self.backend.bind(self.queued, &node_name, writes);
     }
 }
 

@@ -28,6 +28,7 @@ pub mod profile;
 pub mod registry;
 pub mod resources;
 pub mod rules;
+pub mod schedule_one;
 pub mod scheduler;
 pub mod simulation;
 #[cfg(any(test, feature = "testkit"))]
