@@ -1,4 +1,4 @@
-//! The scheduling thread: it owns the cache and the queue, applies pending inputs between
+//! The scheduling thread: it owns the store and the queue, applies pending inputs between
 //! cycles, and schedules one pod per cycle while it leads.
 
 use std::sync::Arc;
@@ -15,11 +15,12 @@ use tracing::{debug, error, info, warn};
 
 use crate::Input;
 use crate::binder::{Backend, BindError, BindOutcome};
-use crate::cache::{Assumptions, Cache};
+use crate::handlers::Handlers;
 use crate::leader::Leadership;
 use crate::metrics::{AttemptResult, Metrics, Phase};
 use crate::protections::{self, Notice};
 use crate::queue::{Queue, QueueConfig, QueuedPod, event};
+use crate::store::{Assumptions, Store};
 
 /// State shared with the health endpoints.
 #[derive(Debug, Default)]
@@ -45,7 +46,8 @@ struct Profile {
 /// The scheduling loop and everything it owns. Every profile schedules against the one
 /// cache and takes its pods from the one queue, so profiles never race for a node's room.
 pub struct SchedulingLoop<B> {
-    cache: Cache,
+    handlers: Handlers,
+    store: Store,
     queue: Queue,
     /// The profiles; the first is the primary one.
     profiles: Vec<Profile>,
@@ -96,10 +98,11 @@ impl<B: Backend> SchedulingLoop<B> {
                 updates: None,
             })
             .collect();
-        let mut cache = Cache::serving(&names);
-        cache.set_trackers(union_of_trackers(&profiles));
+        let mut store = Store::new();
+        store.set_trackers(union_of_trackers(&profiles));
         SchedulingLoop {
-            cache,
+            handlers: Handlers::serving(&names),
+            store,
             queue: Queue::new(queue).with_metrics(metrics.clone()),
             profiles,
             backend,
@@ -144,7 +147,7 @@ impl<B: Backend> SchedulingLoop<B> {
             }
         }
         if !swapped.is_empty() {
-            self.cache.set_trackers(union_of_trackers(&self.profiles));
+            self.store.set_trackers(union_of_trackers(&self.profiles));
             let moved = self.queue.move_all_unschedulable(now, event::POLICY_RELOAD);
             tracing::info!(
                 requeued = moved,
@@ -154,7 +157,7 @@ impl<B: Backend> SchedulingLoop<B> {
         }
     }
 
-    /// The profile that schedules `pod` (its scheduler name; the cache only queues pods of
+    /// The profile that schedules `pod` (its scheduler name; the store only queues pods of
     /// the names served).
     fn profile_of(&self, pod: &model::Pod) -> usize {
         self.profiles
@@ -165,18 +168,18 @@ impl<B: Backend> SchedulingLoop<B> {
 
     /// Keeps the node and pod JSON the extenders are sent in `documents`.
     pub fn with_documents(mut self, documents: berth_extender::Documents) -> Self {
-        self.cache.set_documents(documents);
+        self.store.set_documents(documents);
         self
     }
 
-    /// The cache, for tests (to set its clock) and diagnostics.
-    pub fn cache_mut(&mut self) -> &mut Cache {
-        &mut self.cache
+    /// The store, for tests (to set its clock) and diagnostics.
+    pub fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
     }
 
-    /// The cache, for tests and diagnostics.
-    pub fn cache(&self) -> &Cache {
-        &self.cache
+    /// The store, for tests and diagnostics.
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     /// The queue, for tests and diagnostics.
@@ -228,7 +231,7 @@ impl<B: Backend> SchedulingLoop<B> {
             .map(|at| at.saturating_duration_since(now));
         // The protections' next cool-down end or start time-out, on the wall clock; no
         // wake-up at all while they have nothing pending.
-        let protections = self.cache.protections_deadline().map(|at| {
+        let protections = self.store.protections_deadline().map(|at| {
             let seconds = at.saturating_sub(protections::wall_clock()).max(0);
             Duration::from_secs(u64::try_from(seconds).unwrap_or(0))
         });
@@ -236,15 +239,16 @@ impl<B: Backend> SchedulingLoop<B> {
     }
 
     fn can_schedule(&self, now: Instant) -> bool {
-        self.leading && self.leadership.holds(now) && !self.stopping && self.cache.synced()
+        self.leading && self.leadership.holds(now) && !self.stopping && self.store.synced()
     }
 
     /// Applies one input.
     pub fn handle(&mut self, input: Input, now: Instant) {
         match input {
             Input::Watch(event) => {
-                self.cache.apply(*event, &mut self.queue, now);
-                if self.cache.synced() && !self.health.synced.swap(true, Ordering::Relaxed) {
+                self.handlers
+                    .apply(&mut self.store, *event, &mut self.queue, now);
+                if self.store.synced() && !self.health.synced.swap(true, Ordering::Relaxed) {
                     info!("caches synced");
                 }
             }
@@ -264,11 +268,11 @@ impl<B: Backend> SchedulingLoop<B> {
     pub fn step(&mut self, now: Instant) {
         self.refresh_scheduler(now);
         let started = Instant::now();
-        if let Some(c) = self.cache.compact() {
+        if let Some(c) = self.store.compact() {
             debug!(before = c.before, after = c.after, elapsed = ?started.elapsed(),
                 "interned strings no object uses any more dropped");
         }
-        if self.cache.advance_protections() {
+        if self.store.advance_protections() {
             let moved = self
                 .queue
                 .move_all_unschedulable(now, event::PROTECTION_LIFTED);
@@ -279,7 +283,7 @@ impl<B: Backend> SchedulingLoop<B> {
         }
         self.report_protections(now);
         if self.can_schedule(now) {
-            for (pod, message) in self.cache.take_unreported() {
+            for (pod, message) in self.handlers.take_unreported() {
                 self.backend.unschedulable(&pod, &message, true);
             }
         }
@@ -290,17 +294,17 @@ impl<B: Backend> SchedulingLoop<B> {
         }
         let (active, backoff, unschedulable) = self.queue.lengths();
         self.metrics.pending(active, backoff, unschedulable);
-        self.metrics.cache_entries(&self.cache.sizes());
-        let (nodes, pods, assumed) = self.cache.upstream_sizes();
+        self.metrics.cache_entries(&self.store.sizes());
+        let (nodes, pods, assumed) = self.store.upstream_sizes();
         self.metrics.cache_size(nodes, pods, assumed);
         self.metrics
-            .unmodelled_fields(&self.cache.unmodelled_field_counts());
+            .unmodelled_fields(&self.handlers.unmodelled_field_counts());
     }
 
     /// Logs, counts and (when leading, so one replica writes them) records as Events what the
     /// protections did.
     fn report_protections(&mut self, now: Instant) {
-        let notices = self.cache.take_protection_notices();
+        let notices = self.store.take_protection_notices();
         if notices.is_empty() {
             return;
         }
@@ -311,7 +315,7 @@ impl<B: Backend> SchedulingLoop<B> {
                     warn!(node = %t.node, state = t.kind.state(), message = %t.message,
                         "node circuit breaker");
                     if leading {
-                        let cluster = self.cache.cluster();
+                        let cluster = self.store.cluster();
                         let uid = cluster
                             .node_by_name(&t.node)
                             .map(|id| cluster.node(id).node.meta.uid.clone())
@@ -340,22 +344,22 @@ impl<B: Backend> SchedulingLoop<B> {
         }
         self.metrics
             .protections()
-            .update(&notices, self.cache.cluster().protections());
+            .update(&notices, self.store.cluster().protections());
     }
 
     /// One scheduling attempt, in upstream's order (the engine's `schedule_one`): decide;
     /// where the pod fits nowhere, preempt and report why; where it fits, Reserve, assume it
-    /// in the cache and hand its binding to the backend ([`Attempt`]).
+    /// in the store and hand its binding to the backend ([`Attempt`]).
     fn cycle(&mut self, mut queued: QueuedPod, now: Instant) {
         let start = Instant::now();
-        let info = self.cache.compile(queued.pod.clone());
+        let info = self.store.compile(queued.pod.clone());
         let compiled = Instant::now();
         self.metrics
             .phase(Phase::Compile, (compiled - start).as_secs_f64());
         let p = self.profile_of(&queued.pod);
         let key = queued.key();
         let profile = &mut self.profiles[p];
-        let (placement, assumptions) = self.cache.attempt_parts();
+        let (placement, assumptions) = self.store.attempt_parts();
         let mut attempt = Attempt {
             queued: &queued,
             backend: &self.backend,
@@ -426,13 +430,13 @@ impl<B: Backend> SchedulingLoop<B> {
             Ok(()) => return,
             Err(e) => e,
         };
-        let Some((queued, reservation)) = self.cache.forget(&key, &uid) else {
+        let Some((queued, reservation)) = self.store.forget(&key, &uid) else {
             return;
         };
         let p = self.profile_of(&queued.pod);
         self.profiles[p]
             .scheduler
-            .unreserve(self.cache.cluster_mut(), &reservation);
+            .unreserve(self.store.cluster_mut(), &reservation);
         match error {
             BindError::PodGone(_) => debug!(pod = %key, "pod deleted before its binding"),
             e => {
@@ -445,7 +449,7 @@ impl<B: Backend> SchedulingLoop<B> {
 
 /// What one attempt of the loop does beyond the engine: its metrics and logs, the API work
 /// of a preemption (the victims' deletion asked for, the pod waiting), and for a placed pod,
-/// the assumption in the cache, then the binding handed to the backend.
+/// the assumption in the store, then the binding handed to the backend.
 struct Attempt<'a, B> {
     queued: &'a QueuedPod,
     backend: &'a B,
@@ -498,7 +502,7 @@ impl<B: Backend> Effects for Attempt<'_, B> {
     }
 
     /// The API work (nomination, victims, events) goes to the backend; the pod stays
-    /// nominated in the cache, so the next cycles keep its node for it.
+    /// nominated in the store, so the next cycles keep its node for it.
     fn evict(
         &mut self,
         cluster: &mut Cluster,
@@ -575,7 +579,7 @@ mod tests {
     use k8s_openapi::api::core::v1::{Node, Pod};
 
     use super::*;
-    use crate::cache::{Change, Kind, WatchEvent};
+    use crate::events::{Change, Kind, WatchEvent};
     use crate::queue::Place;
     use crate::testing::{bound, node, pod};
 
@@ -887,8 +891,8 @@ mod tests {
             true,
         );
         assert_eq!(f.calls.take(), [want_bad, want_small]);
-        let id = f.lp.cache().cluster().node_by_name("n1").expect("n1");
-        let n1 = f.lp.cache().cluster().node(id);
+        let id = f.lp.store().cluster().node_by_name("n1").expect("n1");
+        let n1 = f.lp.store().cluster().node(id);
         assert_eq!(
             (n1.pods.len(), n1.requested.get("cpu")),
             (1, crate::unreadable::CLAMPED)
@@ -1113,7 +1117,7 @@ mod tests {
         // huge is deleted; a bigger ssd node retries picky, which then leaves the queue.
         f.lp.handle(
             Input::Watch(Box::new(WatchEvent::Pod(Change::Delete(
-                crate::cache::ObjectKey::namespaced("default", "huge"),
+                crate::events::ObjectKey::namespaced("default", "huge"),
             )))),
             f.now,
         );
@@ -1190,7 +1194,7 @@ mod tests {
         // The victim goes; high is retried and bound to n1.
         f.lp.handle(
             Input::Watch(Box::new(WatchEvent::Pod(Change::Delete(
-                crate::cache::ObjectKey::namespaced("default", "low"),
+                crate::events::ObjectKey::namespaced("default", "low"),
             )))),
             f.now,
         );
@@ -1242,8 +1246,8 @@ mod tests {
         f.bound("b", Err(BindError::PodGone("not found".into())));
         assert_eq!(f.lp.queue().place("default/a"), Some(Place::Backoff));
         assert!(!f.lp.queue().contains("default/b"));
-        assert_eq!(f.lp.cache().assumed_count(), 0);
-        let c = f.lp.cache().cluster();
+        assert_eq!(f.lp.store().assumed_count(), 0);
+        let c = f.lp.store().cluster();
         assert_eq!(c.node(c.node_by_name("n1").unwrap()).requested.milli_cpu, 0);
         // The conflict was another scheduler's binding: the watch shows it, and the pod
         // leaves the queue instead of being bound twice.
@@ -1264,7 +1268,7 @@ mod tests {
         let mut again = pod("a", "berth", 600);
         again.metadata.uid = Some("uid-a-2".into());
         f.pod(again);
-        let c = f.lp.cache().cluster();
+        let c = f.lp.store().cluster();
         assert_eq!(c.node(c.node_by_name("n1").unwrap()).requested.milli_cpu, 0);
         f.run();
         assert_eq!(f.calls.take(), [bind("a", "n1")]);
@@ -1277,9 +1281,9 @@ mod tests {
         f.pod(pod("a", "berth", 600));
         f.run();
         f.bound("a", Ok(()));
-        assert_eq!(f.lp.cache().assumed_count(), 1);
+        assert_eq!(f.lp.store().assumed_count(), 1);
         f.pod(bound(pod("a", "berth", 600), "n1"));
-        assert_eq!(f.lp.cache().assumed_count(), 0);
+        assert_eq!(f.lp.store().assumed_count(), 0);
         f.pod(pod("b", "berth", 600));
         f.run();
         assert!(matches!(&f.calls.take()[..], [_, Call::Unschedulable(..)]));
@@ -1359,7 +1363,7 @@ mod tests {
             "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]}"#;
         CLOCK.store(T0 + 20, Ordering::Relaxed);
         let mut f = Fixture::idle_with(BREAKER);
-        f.lp.cache_mut().set_clock(clock);
+        f.lp.store_mut().set_clock(clock);
         f.lp.handle(Input::Leader(true), f.now);
         // bad-node is the emptier node, so LeastRequested would pick it.
         f.node(node("good", 4));
@@ -1404,7 +1408,7 @@ mod tests {
         assert_eq!(f.calls.take(), [bind("p1", "good")]);
 
         // The cool-down (300 s from the failure at T0 + 11) ends: the loop wakes for it.
-        assert_eq!(f.lp.cache().protections_deadline(), Some(T0 + 311));
+        assert_eq!(f.lp.store().protections_deadline(), Some(T0 + 311));
         CLOCK.store(T0 + 311, Ordering::Relaxed);
         f.lp.step(f.now);
         let calls = f.calls.take();
