@@ -16,11 +16,11 @@ use k8s_openapi::Metadata;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::events::{Change, ClusterEvent, Kind, ObjectKey, VolumeObject, WatchEvent, object_key};
 use crate::queue::Queue;
-use crate::store::Store;
+use crate::store::{QueueChange, Store};
 use crate::unreadable::{self, Unreadable};
 
 /// Conversion and routing of watch events, and what it keeps about API objects.
@@ -89,10 +89,12 @@ impl Handlers {
         self.scheduler_names.iter().any(|n| n == scheduler_name)
     }
 
-    /// Converts one watch event and applies it to `store` (pending pods of this scheduler
-    /// go to or leave `queue` there).
+    /// Converts one watch event, applies it to `store` and routes what it means for
+    /// `queue`: pending pods of this scheduler go to (or leave) it, and changes that could
+    /// make an unschedulable pod fit move its unschedulable pods.
     pub fn apply(&mut self, store: &mut Store, event: WatchEvent, queue: &mut Queue, now: Instant) {
         use model::SelectorKind::*;
+        let kind = event.kind();
         let change = match event {
             WatchEvent::Node(c) => Self::node(store, c),
             WatchEvent::Pod(c) => self.pod(store, c, queue),
@@ -147,7 +149,23 @@ impl Handlers {
                 ClusterEvent::BudgetDeleted,
             ),
         };
-        store.apply(change, queue, now);
+        let routing = store.apply(change);
+        match routing.queue {
+            QueueChange::Upsert(pod) => queue.upsert(*pod, now),
+            QueueChange::Remove(key) => {
+                queue.remove(&key);
+            }
+            QueueChange::None => {}
+        }
+        if let Some(event) = routing.retry {
+            let moved = queue.move_all_unschedulable(now, event);
+            if moved > 0 {
+                debug!(
+                    ?kind,
+                    event, moved, "cluster event: retrying unschedulable pods"
+                );
+            }
+        }
     }
 
     fn node(store: &mut Store, change: Change<Node>) -> ClusterEvent {

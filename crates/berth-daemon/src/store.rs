@@ -1,18 +1,18 @@
 //! The scheduling thread's state of the cluster: the engine's [`Cluster`] kept current from
 //! [`ClusterEvent`]s, the pods this scheduler has assumed but not yet seen bound, the
 //! nominated pods, the PodDisruptionBudgets, the protections' trackers and the extenders'
-//! documents. It knows no API object (the handlers convert them) and never calls the
+//! documents. It knows no API object (the handlers convert them), leaves the queue to the
+//! handlers (each change says what it means for it: [`Routing`]) and never calls the
 //! scheduler: a scheduling attempt borrows its parts ([`Store::attempt_parts`]).
 //!
 //! Invariants:
 //! - Only assigned pods (spec.nodeName set, not finished) are in the cluster, plus the pods
-//!   assumed by this scheduler; pending pods of this scheduler are in the [`Queue`]; pending
+//!   assumed by this scheduler; pending pods of this scheduler are in the queue; pending
 //!   pods of other schedulers are nowhere.
 //! - A pod is in at most one of: the cluster (assigned or assumed), `unplaced`, the queue.
 //! - Nothing is rebuilt: each event updates one object.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Instant;
 
 use berth_engine::health::Trackers;
 use berth_engine::preemption::DisruptionBudgets;
@@ -24,7 +24,7 @@ use tracing::{debug, warn};
 
 use crate::events::{ClusterEvent, Kind, ObjectKey, VolumeObject, cluster_event, kind_of_selector};
 use crate::protections::{Notice, Protections, wall_clock};
-use crate::queue::{Queue, QueuedPod, event};
+use crate::queue::{QueuedPod, event};
 
 /// A pod this scheduler placed whose binding the watch has not confirmed yet.
 #[derive(Debug, Clone)]
@@ -294,20 +294,29 @@ impl Store {
         Some((assumed.queued, assumed.reservation))
     }
 
-    /// Applies one change. Pending pods of this scheduler go to (or leave) `queue`; changes
-    /// that could make an unschedulable pod fit move the queue's unschedulable pods.
-    pub fn apply(&mut self, change: ClusterEvent, queue: &mut Queue, now: Instant) {
+    /// Applies one change; returns what it means for the scheduling queue, which the
+    /// handlers route.
+    pub fn apply(&mut self, change: ClusterEvent) -> Routing {
+        let mut queue = QueueChange::None;
         let (kind, could_help) = match change {
             ClusterEvent::NodeApplied {
                 node,
                 json_newly_held,
             } => (Kind::Node, self.node(node, json_newly_held)),
             ClusterEvent::NodeDeleted(name) => (Kind::Node, self.node_deleted(&name)),
-            ClusterEvent::PodBound(pod) => (Kind::Pod, self.assigned_pod(pod, queue)),
-            ClusterEvent::PodPending { pod, ours } => {
-                (Kind::Pod, self.pending_pod(pod, ours, queue, now))
+            ClusterEvent::PodBound(pod) => {
+                queue = QueueChange::Remove(pod.key());
+                (Kind::Pod, self.assigned_pod(pod))
             }
-            ClusterEvent::PodDeleted(key) => (Kind::Pod, self.pod_deleted(&key, queue)),
+            ClusterEvent::PodPending { pod, ours } => {
+                let (effect, change) = self.pending_pod(pod, ours);
+                queue = change;
+                (Kind::Pod, effect)
+            }
+            ClusterEvent::PodDeleted(key) => {
+                queue = QueueChange::Remove(format!("{}/{}", key.namespace(), key.name));
+                (Kind::Pod, self.pod_deleted(&key))
+            }
             ClusterEvent::NamespaceApplied(ns) => {
                 let known = self
                     .cluster
@@ -375,7 +384,7 @@ impl Store {
             Effect::None if protections_lifted => Effect::CouldHelp(event::PROTECTION_LIFTED),
             other => other,
         };
-        match could_help {
+        let retry = match could_help {
             Effect::Synced => {
                 let was_synced = self.synced();
                 self.synced.insert(kind);
@@ -384,18 +393,12 @@ impl Store {
                     self.protections.synced((self.clock)());
                     self.publish_protections();
                 }
+                None
             }
-            Effect::CouldHelp(event) => {
-                let moved = queue.move_all_unschedulable(now, event);
-                if moved > 0 {
-                    debug!(
-                        ?kind,
-                        event, moved, "cluster event: retrying unschedulable pods"
-                    );
-                }
-            }
-            Effect::None => {}
-        }
+            Effect::CouldHelp(event) => Some(event),
+            Effect::None => None,
+        };
+        Routing { queue, retry }
     }
 
     fn node(&mut self, node: model::Node, json_newly_held: bool) -> Effect {
@@ -443,10 +446,9 @@ impl Store {
         Effect::None
     }
 
-    fn pod_deleted(&mut self, key: &ObjectKey, queue: &mut Queue) -> Effect {
+    fn pod_deleted(&mut self, key: &ObjectKey) -> Effect {
         let pod_key = format!("{}/{}", key.namespace(), key.name);
         self.protections.pod_deleted(&pod_key);
-        queue.remove(&pod_key);
         self.nominator.remove(&pod_key);
         self.assumed.remove(&pod_key);
         let was_assigned = self
@@ -476,9 +478,8 @@ impl Store {
 
     /// A pod the API server shows bound: it replaces any assumption (confirming it when
     /// the node is the assumed one) and any older version of itself.
-    fn assigned_pod(&mut self, pod: model::Pod, queue: &mut Queue) -> Effect {
+    fn assigned_pod(&mut self, pod: model::Pod) -> Effect {
         let key = pod.key();
-        queue.remove(&key);
         self.nominator.remove(&key);
         if let Some(assumed) = self.assumed.remove(&key)
             && Some(&assumed.node) != pod.node_name.as_ref()
@@ -515,19 +516,13 @@ impl Store {
         }
     }
 
-    /// A pod without a node: queued if it is this scheduler's (`ours`), unless an assumption for it
-    /// is in flight (the watch lags the assumption).
-    fn pending_pod(
-        &mut self,
-        pod: model::Pod,
-        ours: bool,
-        queue: &mut Queue,
-        now: Instant,
-    ) -> Effect {
+    /// A pod without a node: to be queued if it is this scheduler's (`ours`), unless an
+    /// assumption for it is in flight (the watch lags the assumption).
+    fn pending_pod(&mut self, pod: model::Pod, ours: bool) -> (Effect, QueueChange) {
         let key = pod.key();
         if let Some(assumed) = self.assumed.get(&key) {
             if assumed.queued.pod.meta.uid == pod.meta.uid {
-                return Effect::None;
+                return (Effect::None, QueueChange::None);
             }
             // Re-created under the same name: the old assumption is void.
             let uid = assumed.queued.pod.meta.uid.clone();
@@ -562,12 +557,11 @@ impl Store {
                     self.nominator.remove(&key);
                 }
             }
-            queue.upsert(pod, now);
+            (effect, QueueChange::Upsert(Box::new(pod)))
         } else {
             self.nominator.remove(&key);
-            queue.remove(&key);
+            (effect, QueueChange::Remove(key))
         }
-        effect
     }
 
     /// Puts an assigned pod into the cluster, or parks it while its node is unknown.
@@ -643,7 +637,27 @@ impl Store {
     }
 }
 
-/// What applying an event means for the queue.
+/// What applying a change means for the scheduling queue.
+#[derive(Debug)]
+pub struct Routing {
+    /// A pending pod of this scheduler to queue, or a pod to take out of the queue.
+    pub queue: QueueChange,
+    /// The change (its metric label) could make an unschedulable pod fit: retry them.
+    pub retry: Option<&'static str>,
+}
+
+/// One pod's way into or out of the queue.
+#[derive(Debug)]
+pub enum QueueChange {
+    /// The queue stays as it is.
+    None,
+    /// Queue the pod, or update it where queued.
+    Upsert(Box<model::Pod>),
+    /// Take the pod (`namespace/name`) out of the queue.
+    Remove(String),
+}
+
+/// What applying an event means for the store's caller.
 enum Effect {
     /// Nothing.
     None,
