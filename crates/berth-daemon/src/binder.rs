@@ -1,6 +1,8 @@
-//! The API side of a decision: the pods/binding request, the `Scheduled` and
-//! `FailedScheduling` events, and the `PodScheduled` condition, in upstream's words so
-//! `kubectl describe pod` reads as it does for kube-scheduler's pods.
+//! The API effects of the scheduling thread's attempts, carried out and reported back,
+//! never decided here: a Reservation's API writes then the pods/binding request (outcome
+//! as [`Input::Bound`]), a preemption's nomination and victims' deletion, the `Scheduled`,
+//! `FailedScheduling` and `Preempted` events and the `PodScheduled` condition, in upstream's
+//! words so `kubectl describe pod` reads as it does for kube-scheduler's pods.
 
 use std::sync::Arc;
 use std::sync::mpsc::Sender;

@@ -1,17 +1,20 @@
 //! Berth as a running scheduler: watches the API server, keeps the engine's cluster current,
 //! schedules the pending pods of its scheduler name one at a time, and binds them.
 //!
-//! Data flows one way: watch -> cache ([`cache::Cache`], the engine `Cluster`) -> scheduling
-//! cycle -> decision -> assume -> bind. One thread owns the cache and runs the cycles, so
-//! the hot path takes no lock; watches, bindings, events and leader election are async tasks
-//! that talk to it over one channel of [`Input`]s.
+//! Data flows one way: watch ([`events::WatchEvent`]) -> handlers (conversion, routing:
+//! [`events::ClusterEvent`]) -> store ([`store::Store`], the engine `Cluster`) -> scheduling
+//! attempt (decide, preempt, reserve, assume) -> binder (the API writes and the binding).
+//! One thread owns the store and runs the attempts, so the hot path takes no lock; watches,
+//! bindings, events and leader election are async tasks that talk to it over one channel of
+//! [`Input`]s.
 
 pub mod binder;
-pub mod cache;
 pub mod client;
 pub mod configz;
 mod daemon;
+pub mod events;
 pub mod extenders;
+pub mod handlers;
 pub mod leader;
 pub mod metrics;
 pub mod policy_configmap;
@@ -22,6 +25,7 @@ pub mod reload;
 pub mod scheduling;
 pub mod secure;
 mod server;
+pub mod store;
 pub mod unreadable;
 pub mod watch;
 
@@ -31,7 +35,7 @@ pub use daemon::{DaemonConfig, DaemonError, ProfileRun, run, run_profiles, termi
 #[derive(Debug)]
 pub enum Input {
     /// A watched object changed.
-    Watch(Box<cache::WatchEvent>),
+    Watch(Box<events::WatchEvent>),
     /// A binding came back.
     Bound(binder::BindOutcome),
     /// This replica started or stopped leading.

@@ -1,6 +1,7 @@
 //! The history-based protections in the daemon: the node circuit breaker's and crash-loop
-//! containment's trackers ([`berth_engine::health`]), fed from the watches by the cache, moved
-//! on by the scheduling loop's clock, and published into the cluster the filters read.
+//! containment's trackers ([`berth_engine::health`]), owned by the store, fed from the
+//! watches by the handlers and the store, moved on by the scheduling loop's clock, and
+//! published into the cluster the filters read.
 //!
 //! Nothing is kept only here that the API does not hold too: at each sync (a new leader, a
 //! restart, a relist) the breakers are replayed from the pods' statuses in time order, and

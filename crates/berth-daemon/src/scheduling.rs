@@ -1,4 +1,4 @@
-//! The scheduling thread: it owns the cache and the queue, applies pending inputs between
+//! The scheduling thread: it owns the store and the queue, applies pending inputs between
 //! cycles, and schedules one pod per cycle while it leads.
 
 use std::sync::Arc;
@@ -6,18 +6,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use berth_engine::preemption::PreemptionOutcome;
-use berth_engine::{FitError, PodInfo, Scheduler, model};
+use berth_engine::diagnosis::Candidate;
+use berth_engine::preemption::{PreemptionExplanation, PreemptionOutcome};
+use berth_engine::schedule_one::{Effects, Eviction, schedule_one};
+use berth_engine::{Cluster, Decision, Detail, NodeId, PodInfo, Reservation, Scheduler, model};
 use k8s_openapi::api::core::v1::ObjectReference;
 use tracing::{debug, error, info, warn};
 
 use crate::Input;
 use crate::binder::{Backend, BindError, BindOutcome};
-use crate::cache::Cache;
+use crate::handlers::Handlers;
 use crate::leader::Leadership;
 use crate::metrics::{AttemptResult, Metrics, Phase};
 use crate::protections::{self, Notice};
 use crate::queue::{Queue, QueueConfig, QueuedPod, event};
+use crate::store::{Assumptions, Store};
 
 /// State shared with the health endpoints.
 #[derive(Debug, Default)]
@@ -43,7 +46,8 @@ struct Profile {
 /// The scheduling loop and everything it owns. Every profile schedules against the one
 /// cache and takes its pods from the one queue, so profiles never race for a node's room.
 pub struct SchedulingLoop<B> {
-    cache: Cache,
+    handlers: Handlers,
+    store: Store,
     queue: Queue,
     /// The profiles; the first is the primary one.
     profiles: Vec<Profile>,
@@ -94,10 +98,11 @@ impl<B: Backend> SchedulingLoop<B> {
                 updates: None,
             })
             .collect();
-        let mut cache = Cache::serving(&names);
-        cache.set_trackers(union_of_trackers(&profiles));
+        let mut store = Store::new();
+        store.set_trackers(union_of_trackers(&profiles));
         SchedulingLoop {
-            cache,
+            handlers: Handlers::serving(&names),
+            store,
             queue: Queue::new(queue).with_metrics(metrics.clone()),
             profiles,
             backend,
@@ -142,7 +147,7 @@ impl<B: Backend> SchedulingLoop<B> {
             }
         }
         if !swapped.is_empty() {
-            self.cache.set_trackers(union_of_trackers(&self.profiles));
+            self.store.set_trackers(union_of_trackers(&self.profiles));
             let moved = self.queue.move_all_unschedulable(now, event::POLICY_RELOAD);
             tracing::info!(
                 requeued = moved,
@@ -152,7 +157,7 @@ impl<B: Backend> SchedulingLoop<B> {
         }
     }
 
-    /// The profile that schedules `pod` (its scheduler name; the cache only queues pods of
+    /// The profile that schedules `pod` (its scheduler name; the store only queues pods of
     /// the names served).
     fn profile_of(&self, pod: &model::Pod) -> usize {
         self.profiles
@@ -163,18 +168,18 @@ impl<B: Backend> SchedulingLoop<B> {
 
     /// Keeps the node and pod JSON the extenders are sent in `documents`.
     pub fn with_documents(mut self, documents: berth_extender::Documents) -> Self {
-        self.cache.set_documents(documents);
+        self.store.set_documents(documents);
         self
     }
 
-    /// The cache, for tests (to set its clock) and diagnostics.
-    pub fn cache_mut(&mut self) -> &mut Cache {
-        &mut self.cache
+    /// The store, for tests (to set its clock) and diagnostics.
+    pub fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
     }
 
-    /// The cache, for tests and diagnostics.
-    pub fn cache(&self) -> &Cache {
-        &self.cache
+    /// The store, for tests and diagnostics.
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     /// The queue, for tests and diagnostics.
@@ -226,7 +231,7 @@ impl<B: Backend> SchedulingLoop<B> {
             .map(|at| at.saturating_duration_since(now));
         // The protections' next cool-down end or start time-out, on the wall clock; no
         // wake-up at all while they have nothing pending.
-        let protections = self.cache.protections_deadline().map(|at| {
+        let protections = self.store.protections_deadline().map(|at| {
             let seconds = at.saturating_sub(protections::wall_clock()).max(0);
             Duration::from_secs(u64::try_from(seconds).unwrap_or(0))
         });
@@ -234,15 +239,16 @@ impl<B: Backend> SchedulingLoop<B> {
     }
 
     fn can_schedule(&self, now: Instant) -> bool {
-        self.leading && self.leadership.holds(now) && !self.stopping && self.cache.synced()
+        self.leading && self.leadership.holds(now) && !self.stopping && self.store.synced()
     }
 
     /// Applies one input.
     pub fn handle(&mut self, input: Input, now: Instant) {
         match input {
             Input::Watch(event) => {
-                self.cache.apply(*event, &mut self.queue, now);
-                if self.cache.synced() && !self.health.synced.swap(true, Ordering::Relaxed) {
+                self.handlers
+                    .apply(&mut self.store, *event, &mut self.queue, now);
+                if self.store.synced() && !self.health.synced.swap(true, Ordering::Relaxed) {
                     info!("caches synced");
                 }
             }
@@ -262,11 +268,11 @@ impl<B: Backend> SchedulingLoop<B> {
     pub fn step(&mut self, now: Instant) {
         self.refresh_scheduler(now);
         let started = Instant::now();
-        if let Some(c) = self.cache.compact() {
+        if let Some(c) = self.store.compact() {
             debug!(before = c.before, after = c.after, elapsed = ?started.elapsed(),
                 "interned strings no object uses any more dropped");
         }
-        if self.cache.advance_protections() {
+        if self.store.advance_protections() {
             let moved = self
                 .queue
                 .move_all_unschedulable(now, event::PROTECTION_LIFTED);
@@ -277,7 +283,7 @@ impl<B: Backend> SchedulingLoop<B> {
         }
         self.report_protections(now);
         if self.can_schedule(now) {
-            for (pod, message) in self.cache.take_unreported() {
+            for (pod, message) in self.handlers.take_unreported() {
                 self.backend.unschedulable(&pod, &message, true);
             }
         }
@@ -288,17 +294,17 @@ impl<B: Backend> SchedulingLoop<B> {
         }
         let (active, backoff, unschedulable) = self.queue.lengths();
         self.metrics.pending(active, backoff, unschedulable);
-        self.metrics.cache_entries(&self.cache.sizes());
-        let (nodes, pods, assumed) = self.cache.upstream_sizes();
+        self.metrics.cache_entries(&self.store.sizes());
+        let (nodes, pods, assumed) = self.store.upstream_sizes();
         self.metrics.cache_size(nodes, pods, assumed);
         self.metrics
-            .unmodelled_fields(&self.cache.unmodelled_field_counts());
+            .unmodelled_fields(&self.handlers.unmodelled_field_counts());
     }
 
     /// Logs, counts and (when leading, so one replica writes them) records as Events what the
     /// protections did.
     fn report_protections(&mut self, now: Instant) {
-        let notices = self.cache.take_protection_notices();
+        let notices = self.store.take_protection_notices();
         if notices.is_empty() {
             return;
         }
@@ -309,7 +315,7 @@ impl<B: Backend> SchedulingLoop<B> {
                     warn!(node = %t.node, state = t.kind.state(), message = %t.message,
                         "node circuit breaker");
                     if leading {
-                        let cluster = self.cache.cluster();
+                        let cluster = self.store.cluster();
                         let uid = cluster
                             .node_by_name(&t.node)
                             .map(|id| cluster.node(id).node.meta.uid.clone())
@@ -338,153 +344,80 @@ impl<B: Backend> SchedulingLoop<B> {
         }
         self.metrics
             .protections()
-            .update(&notices, self.cache.cluster().protections());
+            .update(&notices, self.store.cluster().protections());
     }
 
-    /// One scheduling cycle: decide, then assume and hand the binding off, or report why
-    /// the pod fits nowhere.
+    /// One scheduling attempt, in upstream's order (the engine's `schedule_one`): decide;
+    /// where the pod fits nowhere, preempt and report why; where it fits, Reserve, assume it
+    /// in the store and hand its binding to the backend ([`Attempt`]).
     fn cycle(&mut self, mut queued: QueuedPod, now: Instant) {
         let start = Instant::now();
-        let info = self.cache.compile(queued.pod.clone());
+        let info = self.store.compile(queued.pod.clone());
         let compiled = Instant::now();
         self.metrics
             .phase(Phase::Compile, (compiled - start).as_secs_f64());
         let p = self.profile_of(&queued.pod);
+        let key = queued.key();
         let profile = &mut self.profiles[p];
-        let decision = profile.scheduler.schedule_with(
-            self.cache.cluster(),
-            self.cache.nominator(),
-            &info,
-            false,
+        let (placement, assumptions) = self.store.attempt_parts();
+        let mut attempt = Attempt {
+            queued: &queued,
+            backend: &self.backend,
+            metrics: &self.metrics,
+            profile: &profile.metrics,
+            assumptions,
+            compiled,
+            decided: compiled,
+        };
+        let result = schedule_one(
+            &mut profile.scheduler,
+            placement,
+            info,
+            Detail::Decision,
+            &mut attempt,
         );
-        let decided = Instant::now();
-        for (rule, point, elapsed) in profile.scheduler.last_cycle_timings() {
-            profile
-                .metrics
-                .rule(rule, point.as_str(), elapsed.as_secs_f64());
-        }
-        let algorithm = (decided - compiled).as_secs_f64();
-        profile.metrics.phase(Phase::Algorithm, algorithm);
-        profile.metrics.algorithm(algorithm);
-        let key = queued.key();
-        for w in &decision.extender_warnings {
-            warn!(pod = %key, extender = %w.extender, error = %w.message,
-                "extender failed and was skipped");
-        }
-        let failure = decision.failure_message();
-        match (decision.node, failure) {
-            (Some(node), _) => {
-                // The pod with its history, to retry if it cannot be assumed.
-                let retry = queued.clone();
-                self.cache.clear_nomination(&key);
-                let profile = &self.profiles[p];
-                match self.cache.assume(&profile.scheduler, queued, info, node) {
-                    Ok((node_name, writes)) => {
-                        profile
-                            .metrics
-                            .phase(Phase::Assume, decided.elapsed().as_secs_f64());
-                        debug!(pod = %key, node = %node_name, "assumed");
-                        self.backend.bind(&retry, &node_name, writes);
-                        profile
-                            .metrics
-                            .attempt(AttemptResult::Scheduled, start.elapsed().as_secs_f64());
-                    }
-                    Err(e) => {
-                        error!(pod = %key, error = %e, "could not assume the pod");
-                        self.queue.backoff(retry, now);
-                        profile
-                            .metrics
-                            .attempt(AttemptResult::Error, start.elapsed().as_secs_f64());
-                    }
-                }
-            }
-            (None, failure) => {
-                // Upstream's unschedulable plugins of this attempt.
-                let filters = self.profiles[p].scheduler.filters();
-                queued.unschedulable_plugins = decision
-                    .fit_error
-                    .iter()
-                    .flat_map(|fit| &fit.diagnosis.filters)
-                    .map(|&i| filters[i].plugin().to_string())
-                    .collect();
-                queued.unschedulable_plugins.sort_unstable();
-                queued.unschedulable_plugins.dedup();
-                if let Some(fit) = &decision.fit_error {
-                    let by_protection = fit.diagnosis.nodes_by_filter();
-                    self.metrics.protection_rejections(
-                        by_protection
-                            .filter_map(|(f, nodes)| Some((filters[f].protection?, nodes))),
-                    );
-                    self.preempt(p, &queued, info, fit);
-                }
-                let message = failure.unwrap_or_default();
-                debug!(pod = %key, %message, "unschedulable");
-                let changed = queued.reported.as_deref() != Some(message.as_str());
-                self.backend.unschedulable(&queued.pod, &message, changed);
-                queued.reported = Some(message);
-                self.queue.unschedulable(queued, now);
-                self.profiles[p]
+        let decision = match result {
+            Ok(Decision::Placed { .. }) => {
+                profile
                     .metrics
-                    .attempt(AttemptResult::Unschedulable, start.elapsed().as_secs_f64());
+                    .attempt(AttemptResult::Scheduled, start.elapsed().as_secs_f64());
+                return;
             }
+            Ok(decision) => decision,
+            Err(e) => {
+                error!(pod = %key, error = %e, "could not assume the pod");
+                self.queue.backoff(queued, now);
+                profile
+                    .metrics
+                    .attempt(AttemptResult::Error, start.elapsed().as_secs_f64());
+                return;
+            }
+        };
+        // Upstream's unschedulable plugins of this attempt.
+        let filters = profile.scheduler.filters();
+        queued.unschedulable_plugins = decision
+            .fit_error()
+            .into_iter()
+            .flat_map(|fit| &fit.diagnosis.filters)
+            .map(|&i| filters[i].plugin().to_string())
+            .collect();
+        queued.unschedulable_plugins.sort_unstable();
+        queued.unschedulable_plugins.dedup();
+        if let Some(fit) = decision.fit_error() {
+            let by_protection = fit.diagnosis.nodes_by_filter();
+            self.metrics.protection_rejections(
+                by_protection.filter_map(|(f, nodes)| Some((filters[f].protection?, nodes))),
+            );
         }
-    }
-
-    /// The PostFilter: preemption for a pod that fits nowhere. The API work (nomination,
-    /// victims, events) goes to the backend; the cache nominates the pod at once, so the
-    /// next cycles keep its node for it.
-    fn preempt(&mut self, p: usize, queued: &QueuedPod, mut info: PodInfo, fit: &FitError) {
-        let key = queued.key();
-        self.metrics.preemption_attempt();
-        let (outcome, explained) = self.profiles[p].scheduler.preempt(
-            self.cache.cluster(),
-            self.cache.nominator(),
-            self.cache.budgets(),
-            &info,
-            fit,
-        );
-        for w in &explained.extender_warnings {
-            warn!(pod = %key, extender = %w.extender, error = %w.message,
-                "extender failed preempting and was skipped");
-        }
-        match outcome {
-            PreemptionOutcome::Preempt {
-                candidate,
-                clear_nominations,
-            } => {
-                let cluster = self.cache.cluster();
-                let node = cluster.node(candidate.node).name().to_string();
-                let victims: Vec<model::Pod> = candidate
-                    .victims
-                    .iter()
-                    .map(|v| cluster.pod(*v).pod.clone())
-                    .collect();
-                debug!(pod = %key, %node, victims = victims.len(), "preempting");
-                self.metrics.preemption_victims(victims.len());
-                self.backend
-                    .preempt(&queued.pod, &node, victims, clear_nominations.clone());
-                for other in &clear_nominations {
-                    self.cache.clear_nomination(other);
-                }
-                info.pod.nominated_node_name = Some(node);
-                self.cache.nominate(info, candidate.node);
-            }
-            PreemptionOutcome::NoCandidate => {
-                if queued.pod.nominated_node_name.is_some()
-                    || self.cache.nominator().node_of(&key).is_some()
-                {
-                    self.cache.clear_nomination(&key);
-                    self.backend.clear_nomination(&queued.pod);
-                }
-            }
-            PreemptionOutcome::NotEligible(why) => debug!(pod = %key, why, "not preempting"),
-            // Upstream's PostFilter error: logged; the pod stays unschedulable with its
-            // FitError and keeps any nomination.
-            PreemptionOutcome::ExtenderFailed(e) => {
-                error!(pod = %key, extender = %e.extender, error = %e.message,
-                    "preemption failed: a non-ignorable extender failed");
-            }
-        }
+        let message = decision.failure_message().unwrap_or_default();
+        debug!(pod = %key, %message, "unschedulable");
+        let changed = queued.reported.as_deref() != Some(message.as_str());
+        self.backend.unschedulable(&queued.pod, &message, changed);
+        queued.reported = Some(message);
+        self.queue.unschedulable(queued, now);
+        profile
+            .metrics
+            .attempt(AttemptResult::Unschedulable, start.elapsed().as_secs_f64());
     }
 
     /// A binding came back. On success the assumption stays until the watch shows the pod
@@ -497,12 +430,13 @@ impl<B: Backend> SchedulingLoop<B> {
             Ok(()) => return,
             Err(e) => e,
         };
-        let Some((queued, reservation)) = self.cache.forget(&key, &uid) else {
+        let Some((queued, reservation)) = self.store.forget(&key, &uid) else {
             return;
         };
         let p = self.profile_of(&queued.pod);
-        self.cache
-            .unreserve(&self.profiles[p].scheduler, &reservation);
+        self.profiles[p]
+            .scheduler
+            .unreserve(self.store.cluster_mut(), &reservation);
         match error {
             BindError::PodGone(_) => debug!(pod = %key, "pod deleted before its binding"),
             e => {
@@ -510,6 +444,104 @@ impl<B: Backend> SchedulingLoop<B> {
                 self.queue.backoff(queued, now);
             }
         }
+    }
+}
+
+/// What one attempt of the loop does beyond the engine: its metrics and logs, the API work
+/// of a preemption (the victims' deletion asked for, the pod waiting), and for a placed pod,
+/// the assumption in the store, then the binding handed to the backend.
+struct Attempt<'a, B> {
+    queued: &'a QueuedPod,
+    backend: &'a B,
+    metrics: &'a Metrics,
+    profile: &'a Metrics,
+    assumptions: Assumptions<'a>,
+    compiled: Instant,
+    decided: Instant,
+}
+
+impl<B: Backend> Effects for Attempt<'_, B> {
+    fn decided(&mut self, scheduler: &Scheduler, decision: &Decision) {
+        self.decided = Instant::now();
+        for (rule, point, elapsed) in scheduler.last_cycle_timings() {
+            self.profile
+                .rule(rule, point.as_str(), elapsed.as_secs_f64());
+        }
+        let algorithm = (self.decided - self.compiled).as_secs_f64();
+        self.profile.phase(Phase::Algorithm, algorithm);
+        self.profile.algorithm(algorithm);
+        for w in decision.warnings() {
+            warn!(pod = %self.queued.key(), extender = %w.extender, error = %w.message,
+                "extender failed and was skipped");
+        }
+    }
+
+    fn preempted(
+        &mut self,
+        _cluster: &Cluster,
+        _pod: &PodInfo,
+        outcome: &PreemptionOutcome,
+        explained: PreemptionExplanation,
+    ) {
+        let key = self.queued.key();
+        self.metrics.preemption_attempt();
+        for w in &explained.extender_warnings {
+            warn!(pod = %key, extender = %w.extender, error = %w.message,
+                "extender failed preempting and was skipped");
+        }
+        match outcome {
+            PreemptionOutcome::NotEligible(why) => debug!(pod = %key, why, "not preempting"),
+            // Upstream's PostFilter error: logged; the pod stays unschedulable with its
+            // FitError and keeps any nomination.
+            PreemptionOutcome::ExtenderFailed(e) => {
+                error!(pod = %key, extender = %e.extender, error = %e.message,
+                    "preemption failed: a non-ignorable extender failed");
+            }
+            PreemptionOutcome::NoCandidate | PreemptionOutcome::Preempt { .. } => {}
+        }
+    }
+
+    /// The API work (nomination, victims, events) goes to the backend; the pod stays
+    /// nominated in the store, so the next cycles keep its node for it.
+    fn evict(
+        &mut self,
+        cluster: &mut Cluster,
+        _pod: &PodInfo,
+        candidate: &Candidate,
+        cleared: &[String],
+    ) -> Eviction {
+        let node = cluster.node(candidate.node).name().to_string();
+        let victims: Vec<model::Pod> = candidate
+            .victims
+            .iter()
+            .map(|v| cluster.pod(*v).pod.clone())
+            .collect();
+        debug!(pod = %self.queued.key(), %node, victims = victims.len(), "preempting");
+        self.metrics.preemption_victims(victims.len());
+        self.backend
+            .preempt(&self.queued.pod, &node, victims, cleared.to_vec());
+        Eviction::Requested
+    }
+
+    fn nomination_dropped(&mut self, _pod: &PodInfo) {
+        self.backend.clear_nomination(&self.queued.pod);
+    }
+
+    fn assigned(
+        &mut self,
+        cluster: &mut Cluster,
+        pod: &str,
+        node: NodeId,
+        reservation: Reservation,
+    ) {
+        let writes = reservation.writes.clone();
+        let node_name = self
+            .assumptions
+            .assume(cluster, self.queued.clone(), node, reservation);
+        self.profile
+            .phase(Phase::Assume, self.decided.elapsed().as_secs_f64());
+        debug!(%pod, node = %node_name, "assumed");
+        self.backend.bind(self.queued, &node_name, writes);
     }
 }
 
@@ -547,7 +579,7 @@ mod tests {
     use k8s_openapi::api::core::v1::{Node, Pod};
 
     use super::*;
-    use crate::cache::{Change, Kind, WatchEvent};
+    use crate::events::{Change, Kind, WatchEvent};
     use crate::queue::Place;
     use crate::testing::{bound, node, pod};
 
@@ -859,8 +891,8 @@ mod tests {
             true,
         );
         assert_eq!(f.calls.take(), [want_bad, want_small]);
-        let id = f.lp.cache().cluster().node_by_name("n1").expect("n1");
-        let n1 = f.lp.cache().cluster().node(id);
+        let id = f.lp.store().cluster().node_by_name("n1").expect("n1");
+        let n1 = f.lp.store().cluster().node(id);
         assert_eq!(
             (n1.pods.len(), n1.requested.get("cpu")),
             (1, crate::unreadable::CLAMPED)
@@ -1085,7 +1117,7 @@ mod tests {
         // huge is deleted; a bigger ssd node retries picky, which then leaves the queue.
         f.lp.handle(
             Input::Watch(Box::new(WatchEvent::Pod(Change::Delete(
-                crate::cache::ObjectKey::namespaced("default", "huge"),
+                crate::events::ObjectKey::namespaced("default", "huge"),
             )))),
             f.now,
         );
@@ -1162,7 +1194,7 @@ mod tests {
         // The victim goes; high is retried and bound to n1.
         f.lp.handle(
             Input::Watch(Box::new(WatchEvent::Pod(Change::Delete(
-                crate::cache::ObjectKey::namespaced("default", "low"),
+                crate::events::ObjectKey::namespaced("default", "low"),
             )))),
             f.now,
         );
@@ -1214,8 +1246,8 @@ mod tests {
         f.bound("b", Err(BindError::PodGone("not found".into())));
         assert_eq!(f.lp.queue().place("default/a"), Some(Place::Backoff));
         assert!(!f.lp.queue().contains("default/b"));
-        assert_eq!(f.lp.cache().assumed_count(), 0);
-        let c = f.lp.cache().cluster();
+        assert_eq!(f.lp.store().assumed_count(), 0);
+        let c = f.lp.store().cluster();
         assert_eq!(c.node(c.node_by_name("n1").unwrap()).requested.milli_cpu, 0);
         // The conflict was another scheduler's binding: the watch shows it, and the pod
         // leaves the queue instead of being bound twice.
@@ -1236,7 +1268,7 @@ mod tests {
         let mut again = pod("a", "berth", 600);
         again.metadata.uid = Some("uid-a-2".into());
         f.pod(again);
-        let c = f.lp.cache().cluster();
+        let c = f.lp.store().cluster();
         assert_eq!(c.node(c.node_by_name("n1").unwrap()).requested.milli_cpu, 0);
         f.run();
         assert_eq!(f.calls.take(), [bind("a", "n1")]);
@@ -1249,9 +1281,9 @@ mod tests {
         f.pod(pod("a", "berth", 600));
         f.run();
         f.bound("a", Ok(()));
-        assert_eq!(f.lp.cache().assumed_count(), 1);
+        assert_eq!(f.lp.store().assumed_count(), 1);
         f.pod(bound(pod("a", "berth", 600), "n1"));
-        assert_eq!(f.lp.cache().assumed_count(), 0);
+        assert_eq!(f.lp.store().assumed_count(), 0);
         f.pod(pod("b", "berth", 600));
         f.run();
         assert!(matches!(&f.calls.take()[..], [_, Call::Unschedulable(..)]));
@@ -1331,7 +1363,7 @@ mod tests {
             "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]}"#;
         CLOCK.store(T0 + 20, Ordering::Relaxed);
         let mut f = Fixture::idle_with(BREAKER);
-        f.lp.cache_mut().set_clock(clock);
+        f.lp.store_mut().set_clock(clock);
         f.lp.handle(Input::Leader(true), f.now);
         // bad-node is the emptier node, so LeastRequested would pick it.
         f.node(node("good", 4));
@@ -1376,7 +1408,7 @@ mod tests {
         assert_eq!(f.calls.take(), [bind("p1", "good")]);
 
         // The cool-down (300 s from the failure at T0 + 11) ends: the loop wakes for it.
-        assert_eq!(f.lp.cache().protections_deadline(), Some(T0 + 311));
+        assert_eq!(f.lp.store().protections_deadline(), Some(T0 + 311));
         CLOCK.store(T0 + 311, Ordering::Relaxed);
         f.lp.step(f.now);
         let calls = f.calls.take();

@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use tracing::debug;
 
 use crate::Input;
-use crate::cache::{Change, ObjectKey, WatchEvent, object_key};
+use crate::events::{Change, ObjectKey, WatchEvent, object_key};
 use crate::reachability::Reachability;
 
 /// Finished pods never matter to the scheduler; leaving them out of the watch keeps the

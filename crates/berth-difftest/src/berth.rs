@@ -154,19 +154,19 @@ pub fn decide(
     .filter(|(amount, _)| *amount == 0)
     .map(|(_, reason)| reason)
     .collect();
-    let decision = scheduler.schedule_with(&cluster, &nominator, &info, true);
-    let preemption = decision.fit_error.as_ref().map(|fit| {
+    let decision = scheduler.explain_with(&cluster, &nominator, &info);
+    let preemption = decision.fit_error().map(|fit| {
         let (result, explained) = scheduler.preempt(&cluster, &nominator, &budgets, &info, fit);
         preemption(&cluster, result, &explained)
     });
     let mut outcome = BerthOutcome {
-        node: decision.node.map(|n| cluster.node(n).name().to_owned()),
+        node: decision.node().map(|n| cluster.node(n).name().to_owned()),
         message: decision.failure_message(),
         preemption,
         unrequested,
         ..BerthOutcome::default()
     };
-    let Some(explanation) = decision.explanation else {
+    let Some(explanation) = decision.explanation() else {
         return Ok(outcome);
     };
     let kinds: BTreeMap<&str, &PriorityKind> = policy

@@ -303,7 +303,7 @@ fn decisions(seed: u64, classes: bool, percentage: u32) -> (Vec<String>, (u64, u
             &mut s,
             &DisruptionBudgets::new(),
             pods,
-            false,
+            crate::Detail::Decision,
             |o: &Outcome| {
                 out.push(format!(
                     "{} -> {:?} {:?} victims {:?} nominated {:?}",

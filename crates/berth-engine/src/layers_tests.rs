@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["filters"],
     &["preemption"],
     &["scheduler"],
+    &["schedule_one"],
     &["registry", "simulation"],
 ];
 

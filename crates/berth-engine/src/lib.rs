@@ -28,6 +28,7 @@ pub mod profile;
 pub mod registry;
 pub mod resources;
 pub mod rules;
+pub mod schedule_one;
 pub mod scheduler;
 pub mod simulation;
 #[cfg(any(test, feature = "testkit"))]
@@ -44,4 +45,4 @@ pub use framework::{
 };
 pub use nominator::Nominator;
 pub use podinfo::PodInfo;
-pub use scheduler::{CycleConfig, Decision, Scheduler};
+pub use scheduler::{CycleConfig, Decision, Detail, Scheduler};

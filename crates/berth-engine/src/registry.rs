@@ -740,9 +740,13 @@ mod tests {
             vec![],
         );
         let pending = cl.compile_pod(pod("p").claim("data").build());
-        let decision = s.schedule(&cl, &pending, false);
+        let decision = s.schedule(&cl, &pending);
         assert_eq!(
-            decision.fit_error.map(|e| e.to_string()).as_deref(),
+            decision
+                .fit_error()
+                .cloned()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some(
                 "0/2 nodes are available: 1 node(s) unavailable due to PersistentVolumeClaim \
                  with ReadWriteOncePod access mode already in-use by another pod, 1 node(s) \
@@ -765,9 +769,13 @@ mod tests {
             vec![pod("web").host_port("", "TCP", 80).on("n").build()],
         );
         let pending = cl.compile_pod(pod("p").host_port("", "TCP", 80).build());
-        let decision = s.schedule(&cl, &pending, false);
+        let decision = s.schedule(&cl, &pending);
         assert_eq!(
-            decision.fit_error.map(|e| e.to_string()).as_deref(),
+            decision
+                .fit_error()
+                .cloned()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some(
                 "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
             )
@@ -786,9 +794,13 @@ mod tests {
         );
         let mut cl = cluster(vec![node("n").label("retiring", "").build()], vec![]);
         let pending = cl.compile_pod(pod("p").build());
-        let decision = s.schedule(&cl, &pending, false);
+        let decision = s.schedule(&cl, &pending);
         assert_eq!(
-            decision.fit_error.map(|e| e.to_string()).as_deref(),
+            decision
+                .fit_error()
+                .cloned()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("0/1 nodes are available: 1 node(s) didn't have the requested labels.")
         );
     }

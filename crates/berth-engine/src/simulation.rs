@@ -1,13 +1,16 @@
 //! Scheduling a batch of pending pods against a cluster, one at a time, in queue order: the
 //! engine side of `berth simulate` and `berth bench`.
 
-use crate::cluster::{Cluster, ClusterError, PodId};
+use crate::cluster::{Cluster, ClusterError, NodeId, PodId};
+use crate::diagnosis::Candidate;
 use crate::extender::ExtenderError;
+use crate::framework::Reservation;
 use crate::model::Pod;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 use crate::preemption::{DisruptionBudgets, PreemptionExplanation, PreemptionOutcome};
-use crate::scheduler::{Decision, Scheduler};
+use crate::schedule_one::{Effects, Eviction, Placement, schedule_one};
+use crate::scheduler::{Decision, Detail, Scheduler};
 
 /// Sorts pending pods into scheduling-queue order: higher priority first, then older
 /// creation time, then the order given (the sort is stable).
@@ -26,9 +29,10 @@ pub struct Outcome {
     pub pod: String,
     /// The chosen node's name.
     pub node: Option<String>,
-    /// The decision, with the fit error and explanation if any. After a preemption, the
-    /// decision of the cycle run once the victims were gone.
-    pub decision: Decision,
+    /// The decision, with the fit error and explanation if any; None for a pod its
+    /// scheduling gates hold. After a preemption, the decision of the cycle run once the
+    /// victims were gone.
+    pub decision: Option<Decision>,
     /// The node the pod preempted on, if it did.
     pub nominated_node: Option<String>,
     /// The pods it evicted there (`namespace/name`), in eviction order.
@@ -51,7 +55,7 @@ impl Outcome {
         if !self.gates.is_empty() {
             return Some(gated_message(&self.gates));
         }
-        self.decision.failure_message()
+        self.decision.as_ref().and_then(Decision::failure_message)
     }
 }
 
@@ -97,7 +101,7 @@ pub fn schedule_all(
     cluster: &mut Cluster,
     scheduler: &mut Scheduler,
     pending: Vec<Pod>,
-    explain: bool,
+    detail: Detail,
     each: impl FnMut(&Outcome),
 ) -> Result<(), ClusterError> {
     schedule_all_with(
@@ -105,7 +109,7 @@ pub fn schedule_all(
         scheduler,
         &DisruptionBudgets::new(),
         pending,
-        explain,
+        detail,
         each,
     )
 }
@@ -121,7 +125,7 @@ pub fn schedule_all_with(
     scheduler: &mut Scheduler,
     budgets: &DisruptionBudgets,
     pending: Vec<Pod>,
-    explain: bool,
+    detail: Detail,
     mut each: impl FnMut(&Outcome),
 ) -> Result<(), ClusterError> {
     let mut nominator = Nominator::new();
@@ -130,13 +134,11 @@ pub fn schedule_all_with(
             each(&gated(pod));
             continue;
         }
-        let mut info = cluster.compile_pod(pod);
-        let key = info.key();
-        let mut decision = scheduler.schedule_with(cluster, &nominator, &info, explain);
+        let info = cluster.compile_pod(pod);
         let mut outcome = Outcome {
-            pod: key.clone(),
+            pod: info.key(),
             node: None,
-            decision: decision.clone(),
+            decision: None,
             nominated_node: None,
             victims: Vec::new(),
             preemption: None,
@@ -144,59 +146,82 @@ pub fn schedule_all_with(
             preemption_error: None,
             gates: Vec::new(),
         };
-        if let Some(fit) = &decision.fit_error {
-            let (result, explained) = scheduler.preempt(cluster, &nominator, budgets, &info, fit);
-            let mut report = explain.then(|| report(cluster, &explained));
-            outcome.preemption_warnings = explained.extender_warnings;
-            if let (PreemptionOutcome::NotEligible(why), Some(r)) = (&result, report.as_mut()) {
-                r.not_eligible = Some((*why).to_string());
-            }
-            if let PreemptionOutcome::ExtenderFailed(error) = &result {
-                outcome.preemption_error = Some(error.clone());
-            }
-            if let PreemptionOutcome::Preempt {
-                candidate,
-                clear_nominations,
-            } = result
-            {
-                let node_name = cluster.node(candidate.node).name().to_string();
-                if let Some(r) = report.as_mut() {
-                    r.victims = candidate
-                        .victims
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| {
-                            let why =
-                                victim_reason(cluster.pod(*v), &info, i < candidate.pdb_violations);
-                            (cluster.pod(*v).key(), why)
-                        })
-                        .collect();
-                }
-                outcome.victims = evict(cluster, &candidate.victims);
-                for k in clear_nominations {
-                    nominator.remove(&k);
-                }
-                outcome.nominated_node = Some(node_name.clone());
-                info.pod.nominated_node_name = Some(node_name);
-                decision = scheduler.schedule_with(cluster, &nominator, &info, explain);
-                if decision.node.is_none() {
-                    nominator.add(info.clone(), candidate.node);
-                }
-                outcome.decision = decision.clone();
-            }
-            outcome.preemption = report;
-        }
-        if let Some(node_id) = decision.node {
-            let node_name = cluster.node(node_id).name().to_string();
-            cluster.protections_mut().placed(&node_name, &key);
-            outcome.node = Some(node_name);
-            nominator.remove(&key);
-            scheduler.reserve(cluster, &info, node_id);
-            cluster.insert_pod(info, Some(node_id))?;
-        }
+        let placement = Placement {
+            cluster: &mut *cluster,
+            nominator: &mut nominator,
+            budgets,
+        };
+        let mut batch = Batch {
+            explain: detail == Detail::Explained,
+            outcome: &mut outcome,
+        };
+        let decision = schedule_one(scheduler, placement, info, detail, &mut batch)?;
+        outcome.decision = Some(decision);
         each(&outcome);
     }
     Ok(())
+}
+
+/// The batch's effects: victims leave the cluster at once, and each step is written into
+/// the pod's outcome.
+struct Batch<'a> {
+    explain: bool,
+    outcome: &'a mut Outcome,
+}
+
+impl Effects for Batch<'_> {
+    fn preempted(
+        &mut self,
+        cluster: &Cluster,
+        _pod: &PodInfo,
+        outcome: &PreemptionOutcome,
+        explained: PreemptionExplanation,
+    ) {
+        let mut report = self.explain.then(|| report(cluster, &explained));
+        self.outcome.preemption_warnings = explained.extender_warnings;
+        if let (PreemptionOutcome::NotEligible(why), Some(r)) = (outcome, report.as_mut()) {
+            r.not_eligible = Some((*why).to_string());
+        }
+        if let PreemptionOutcome::ExtenderFailed(error) = outcome {
+            self.outcome.preemption_error = Some(error.clone());
+        }
+        self.outcome.preemption = report;
+    }
+
+    fn evict(
+        &mut self,
+        cluster: &mut Cluster,
+        pod: &PodInfo,
+        candidate: &Candidate,
+        _cleared: &[String],
+    ) -> Eviction {
+        if let Some(r) = self.outcome.preemption.as_mut() {
+            r.victims = candidate
+                .victims
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let why = victim_reason(cluster.pod(*v), pod, i < candidate.pdb_violations);
+                    (cluster.pod(*v).key(), why)
+                })
+                .collect();
+        }
+        self.outcome.victims = evict(cluster, &candidate.victims);
+        self.outcome.nominated_node = Some(cluster.node(candidate.node).name().to_string());
+        Eviction::Done
+    }
+
+    fn assigned(
+        &mut self,
+        cluster: &mut Cluster,
+        pod: &str,
+        node: NodeId,
+        _reservation: Reservation,
+    ) {
+        let node_name = cluster.node(node).name().to_string();
+        cluster.protections_mut().placed(&node_name, pod);
+        self.outcome.node = Some(node_name);
+    }
 }
 
 /// The outcome of a pod held by its scheduling gates: never tried, so never placed,
@@ -205,13 +230,7 @@ fn gated(pod: Pod) -> Outcome {
     Outcome {
         pod: pod.key(),
         node: None,
-        decision: Decision {
-            node: None,
-            fit_error: None,
-            explanation: None,
-            extender_error: None,
-            extender_warnings: Vec::new(),
-        },
+        decision: None,
         nominated_node: None,
         victims: Vec::new(),
         preemption: None,

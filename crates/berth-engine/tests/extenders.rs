@@ -200,8 +200,8 @@ fn place(
     pod: berth_engine::model::Pod,
 ) -> (Option<String>, Decision) {
     let info = c.compile_pod(pod);
-    let d = s.schedule(c, &info, true);
-    (d.node.map(|n| c.node(n).name().to_string()), d)
+    let d = s.explain(c, &info);
+    (d.node().map(|n| c.node(n).name().to_string()), d)
 }
 
 #[test]
@@ -246,7 +246,7 @@ fn extender_failures_join_the_fit_error_as_upstream_counts_them() {
         d.failure_message().unwrap(),
         "0/5 nodes are available: 1 GPU broken, 1 Insufficient cpu, 3 no GPU."
     );
-    let e = d.explanation.unwrap();
+    let e = d.explanation().cloned().unwrap();
     let n1 = e.nodes.iter().find(|n| n.node == "n1").unwrap();
     assert_eq!(
         n1.rejections,
@@ -278,12 +278,15 @@ fn a_failing_extender_fails_the_cycle_unless_ignorable() {
     let mut c = nodes();
     let (node, d) = place(&mut s, &mut c, pod("p").build());
     assert_eq!(node, None);
-    assert_eq!(d.fit_error, None);
+    assert_eq!(d.fit_error().cloned(), None);
     assert_eq!(
         d.failure_message().unwrap(),
         "Post \"http://down/filter\": refused"
     );
-    assert_eq!(d.extender_error.unwrap().extender, "http://down");
+    let Decision::Failed { error, .. } = &d else {
+        panic!("the extender failed the cycle");
+    };
+    assert_eq!(error.extender, "http://down");
 
     let down = Arc::new(Fake {
         ignorable: true,
@@ -293,8 +296,8 @@ fn a_failing_extender_fails_the_cycle_unless_ignorable() {
     let mut s = scheduler(vec![down, after.clone()]);
     let (node, d) = place(&mut s, &mut c, pod("p").build());
     assert!(node.is_some_and(|n| n != "n1"));
-    assert_eq!(d.extender_warnings.len(), 1);
-    assert_eq!(d.extender_warnings[0].message, "refused");
+    assert_eq!(d.warnings().len(), 1);
+    assert_eq!(d.warnings()[0].message, "refused");
     assert_eq!(after.calls("filter").len(), 1);
 }
 
@@ -330,7 +333,7 @@ fn extender_scores_are_scaled_and_weighted_once_per_pod() {
     let (node, d) = place(&mut s, &mut c, pod("p").req(1000, 0).build());
     assert_eq!(node.as_deref(), Some("n2"));
     assert_eq!(steer.calls("prioritize").len(), 1);
-    let e = d.explanation.unwrap();
+    let e = d.explanation().cloned().unwrap();
     assert_eq!(
         e.score_rules.last().unwrap(),
         &("extender steer".to_string(), 3)
@@ -361,7 +364,7 @@ fn prioritize_errors_are_ignored_even_for_non_ignorable_extenders() {
     let mut c = nodes();
     let (node, d) = place(&mut s, &mut c, pod("p").req(1000, 0).build());
     assert!(node.is_some());
-    assert_eq!(d.extender_warnings[0].message, "garbage");
+    assert_eq!(d.warnings()[0].message, "garbage");
 }
 
 #[test]
@@ -440,8 +443,11 @@ fn preempt_big(
     let info = c.compile_pod(pod("big").req(4000, 0).priority(100).build());
     let nominator = berth_engine::Nominator::new();
     let c = &*c;
-    let d = s.schedule(c, &info, false);
-    let fit = d.fit_error.expect("does not fit without preemption");
+    let d = s.schedule(c, &info);
+    let fit = d
+        .fit_error()
+        .cloned()
+        .expect("does not fit without preemption");
     match s
         .preempt(c, &nominator, &DisruptionBudgets::new(), &info, &fit)
         .0
@@ -660,7 +666,7 @@ fn a_preempt_answer_resets_budget_violations_as_upstream_does() {
     let mut run = |s: &mut Scheduler| {
         let info = c.compile_pod(pod("big").req(4000, 0).priority(100).build());
         let nominator = berth_engine::Nominator::new();
-        let fit = s.schedule(&c, &info, false).fit_error.expect("no fit");
+        let fit = s.schedule(&c, &info).fit_error().cloned().expect("no fit");
         match s.preempt(&c, &nominator, &budgets, &info, &fit).0 {
             PreemptionOutcome::Preempt { candidate, .. } => {
                 c.node(candidate.node).name().to_string()

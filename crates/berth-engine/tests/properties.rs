@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use berth_engine::model::{Node, Pod, TaintEffect, TolerationOperator};
 use berth_engine::simulation::{queue_order, schedule_all};
 use berth_engine::testkit::{GI, MI, cluster, node, pod};
-use berth_engine::{Cluster, CycleConfig};
+use berth_engine::{Cluster, CycleConfig, Detail};
 use proptest::prelude::*;
 
 const POLICIES: [(&str, &str); 2] = [
@@ -183,7 +183,7 @@ proptest! {
         let mut s = berth_engine::registry::scheduler_for(&policy, config).unwrap();
         queue_order(&mut pods);
         let mut messages = Vec::new();
-        schedule_all(&mut c, &mut s, pods, false, |o| {
+        schedule_all(&mut c, &mut s, pods, Detail::Decision, |o| {
             if o.node.is_none() {
                 messages.push(o.message().unwrap_or_default());
             }

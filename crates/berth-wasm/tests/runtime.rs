@@ -120,8 +120,8 @@ fn score_plugin_normalised_by_the_host() {
         vec![],
     );
     let info = cl.compile_pod(pod("p").build());
-    let decision = sched.schedule(&cl, &info, true);
-    let explanation = decision.explanation.expect("explanation");
+    let decision = sched.explain(&cl, &info);
+    let explanation = decision.explanation().cloned().expect("explanation");
     assert_eq!(explanation.score_rules, [("Cores".to_string(), 2)]);
     let scores: Vec<(String, Vec<i64>)> = explanation
         .nodes
@@ -140,7 +140,7 @@ fn score_plugin_normalised_by_the_host() {
     }
     assert_eq!(
         decision
-            .node
+            .node()
             .map(|n| cl.node(n).name().to_string())
             .as_deref(),
         Some("big")

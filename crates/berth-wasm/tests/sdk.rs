@@ -77,9 +77,10 @@ fn every_accessor_round_trips() {
             .annotation("note", "from the pod")
             .build(),
     );
-    let decision = sched.schedule(&cl, &info, true);
+    let decision = sched.explain(&cl, &info);
     let reasons: Vec<String> = decision
-        .explanation
+        .explanation()
+        .cloned()
         .expect("explanation")
         .nodes
         .into_iter()
@@ -131,14 +132,14 @@ fn go_guest_runs_in_the_sandbox() {
     // Over 512 nodes: two chunks on two instances, in parallel.
     for k in 0..5 {
         let info = cl.compile_pod(pod(&format!("p{k}")).build());
-        let decision = sched.schedule(&cl, &info, false);
-        let chosen = decision.node.map(|n| cl.node(n).name().to_string());
+        let decision = sched.schedule(&cl, &info);
+        let chosen = decision.node().map(|n| cl.node(n).name().to_string());
         let i: usize = chosen
             .as_deref()
             .and_then(|n| n.strip_prefix("node-"))
             .and_then(|n| n.parse().ok())
             .expect("placed");
         assert_eq!(i % 2, 1, "placed in a maintenance window");
-        cl.insert_pod(info, decision.node).expect("assign");
+        cl.insert_pod(info, decision.node()).expect("assign");
     }
 }

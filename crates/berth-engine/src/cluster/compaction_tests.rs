@@ -260,8 +260,8 @@ fn decisions(c: &mut Cluster, generation: usize) -> Vec<String> {
     for p in probes(generation) {
         let info = c.compile_pod(p);
         for s in schedulers.iter_mut() {
-            let d = s.schedule(c, &info, false);
-            out.push(match d.node {
+            let d = s.schedule(c, &info);
+            out.push(match d.node() {
                 Some(n) => c.node(n).name().to_string(),
                 None => d.failure_message().unwrap_or_default(),
             });

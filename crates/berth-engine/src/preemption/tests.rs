@@ -60,8 +60,8 @@ fn run_with(
     let policy = berth_policy::parse(policy, "test.json").expect("policy");
     let mut s = crate::registry::scheduler_for(&policy, Default::default()).expect("scheduler");
     let nominator = Nominator::new();
-    let d = s.schedule_with(&c, &nominator, &info, false);
-    let Some(fit) = d.fit_error else {
+    let d = s.schedule_with(&c, &nominator, &info);
+    let Some(fit) = d.fit_error().cloned() else {
         return (Err("fits without preemption".into()), Vec::new());
     };
     let names = |victims: &[PodId]| -> Vec<String> {
@@ -165,8 +165,9 @@ fn the_user_of_a_read_write_once_pod_claim_is_preempted() {
         let mut s = crate::registry::scheduler_for(&policy, Default::default()).expect("scheduler");
         let nominator = Nominator::new();
         let fit = s
-            .schedule_with(&c, &nominator, &info, false)
-            .fit_error
+            .schedule_with(&c, &nominator, &info)
+            .fit_error()
+            .cloned()
             .expect("the claim is in use");
         let (outcome, _) = s.preempt(&c, &nominator, &DisruptionBudgets::new(), &info, &fit);
         let got = match outcome {
@@ -283,8 +284,14 @@ fn reused_dry_runs_decide_as_fresh_ones() {
                 b = b.label("app", "x");
             }
             let info = c.compile_pod(b.build());
-            let fit_cached = cached.schedule_with(&c, &nominator, &info, false).fit_error;
-            let fit_fresh = fresh.schedule_with(&c, &nominator, &info, false).fit_error;
+            let fit_cached = cached
+                .schedule_with(&c, &nominator, &info)
+                .fit_error()
+                .cloned();
+            let fit_fresh = fresh
+                .schedule_with(&c, &nominator, &info)
+                .fit_error()
+                .cloned();
             assert_eq!(fit_cached, fit_fresh);
             let Some(fit) = fit_cached else { continue };
             fresh.forget_dry_runs();
@@ -648,8 +655,8 @@ fn pdb_violations_are_counted_as_upstream() {
         b.upsert(&mut c, &pdb("db", &[("app", "db")], allowed, disrupted));
         let info = c.compile_pod(pod("p").req(5000, 0).priority(10).build());
         let mut s = scheduler();
-        let d = s.schedule(&c, &info, false);
-        let fit = d.fit_error.expect("does not fit");
+        let d = s.schedule(&c, &info);
+        let fit = d.fit_error().cloned().expect("does not fit");
         let PreemptionOutcome::Preempt { candidate, .. } =
             s.preempt(&c, &Nominator::new(), &b, &info, &fit).0
         else {
@@ -731,8 +738,9 @@ fn eligibility() {
         let info = c.compile_pod(preemptor);
         let mut s = scheduler();
         let fit = s
-            .schedule(&c, &info, false)
-            .fit_error
+            .schedule(&c, &info)
+            .fit_error()
+            .cloned()
             .expect("does not fit");
         let got = match s
             .preempt(
@@ -760,8 +768,9 @@ fn eligibility() {
     let info = c.compile_pod(pod("p").req(5000, 0).priority(100).nominated("n1").build());
     let mut s = scheduler();
     let fit = s
-        .schedule(&c, &info, false)
-        .fit_error
+        .schedule(&c, &info)
+        .fit_error()
+        .cloned()
         .expect("does not fit");
     assert!(fit.is_unresolvable(c.node_by_name("n1").expect("n1")));
     let (outcome, _) = s.preempt(
@@ -809,7 +818,7 @@ fn the_dry_run_stops_at_enough_candidates_and_reports_the_losers() {
     let mut c = cluster(nodes, pods);
     let info = c.compile_pod(pod("p").req(1000, 0).priority(10).build());
     let mut s = scheduler();
-    let fit = s.schedule(&c, &info, false).fit_error.expect("full");
+    let fit = s.schedule(&c, &info).fit_error().cloned().expect("full");
     let (outcome, e) = s.preempt(
         &c,
         &Nominator::new(),
@@ -847,8 +856,9 @@ fn lower_priority_nominations_on_the_node_are_cleared() {
     let info = c.compile_pod(pod("p").req(4000, 0).priority(100).build());
     let mut s = scheduler();
     let fit = s
-        .schedule_with(&c, &nominator, &info, false)
-        .fit_error
+        .schedule_with(&c, &nominator, &info)
+        .fit_error()
+        .cloned()
         .expect("full");
     let (outcome, _) = s.preempt(&c, &nominator, &DisruptionBudgets::new(), &info, &fit);
     let PreemptionOutcome::Preempt {

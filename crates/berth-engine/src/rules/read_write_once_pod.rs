@@ -426,7 +426,7 @@ mod tests {
                 &mut s,
                 &DisruptionBudgets::new(),
                 pending,
-                false,
+                crate::Detail::Decision,
                 |o: &Outcome| out.push((o.pod.clone(), o.node.clone(), o.message())),
             )
             .expect("schedule");

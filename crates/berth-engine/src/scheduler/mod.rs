@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::classes::Classes;
 use crate::cluster::{Cluster, NodeId};
-use crate::diagnosis::{FitError, NO_NODES_AVAILABLE};
+use crate::diagnosis::FitError;
 use crate::explain::{Explanation, explain_nodes};
 use crate::extender::{self, Extender, ExtenderError};
 use crate::features::FeatureGates;
@@ -41,6 +41,15 @@ use feasible::Walk;
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream's floor on the adaptive percentage of nodes to score.
 const MIN_FEASIBLE_NODES_PERCENTAGE: usize = 5;
+
+/// How much a cycle gives back besides its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// The decision alone.
+    Decision,
+    /// The decision and its explanation.
+    Explained,
+}
 
 /// Settings of the cycle that do not come from the Policy file.
 #[derive(Debug, Clone, Copy)]
@@ -72,68 +81,106 @@ impl Default for CycleConfig {
     }
 }
 
-/// The outcome of one scheduling cycle.
+/// The outcome of one scheduling cycle. An explanation is there only when the cycle was
+/// run to explain ([`Scheduler::explain_with`]); a failed cycle decided nothing to explain.
 #[derive(Debug, Clone)]
-pub struct Decision {
-    /// The chosen node, or None when the pod fits nowhere.
-    pub node: Option<NodeId>,
-    /// Why it fits nowhere.
-    pub fit_error: Option<FitError>,
-    /// The details, when asked for.
-    pub explanation: Option<Explanation>,
+pub enum Decision {
+    /// The pod goes to `node`.
+    Placed {
+        /// The chosen node.
+        node: NodeId,
+        /// What the choice was based on, when asked for.
+        explanation: Option<Explanation>,
+        /// Extender failures that did not fail the cycle.
+        warnings: Vec<ExtenderError>,
+    },
+    /// The pod fits nowhere.
+    Unschedulable {
+        /// Why: what rejected each node.
+        fit: FitError,
+        /// The nodes' rejections in detail, when asked for.
+        explanation: Option<Explanation>,
+        /// Extender failures that did not fail the cycle.
+        warnings: Vec<ExtenderError>,
+    },
     /// A non-ignorable extender failed, which fails the cycle (no node, no FitError).
-    pub extender_error: Option<ExtenderError>,
-    /// Extender failures that did not fail the cycle: ignorable filters skipped, and
-    /// prioritize calls (whose errors upstream always ignores).
-    pub extender_warnings: Vec<ExtenderError>,
+    Failed {
+        /// The failing extender's error.
+        error: ExtenderError,
+        /// The failures of ignorable extenders before it.
+        warnings: Vec<ExtenderError>,
+    },
 }
 
 impl Decision {
-    fn unplaced(fit_error: FitError, explanation: Option<Explanation>) -> Self {
-        Decision {
-            node: None,
-            fit_error: Some(fit_error),
+    fn unplaced(fit: FitError, explanation: Option<Explanation>) -> Self {
+        Decision::Unschedulable {
+            fit,
             explanation,
-            extender_error: None,
-            extender_warnings: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
     fn placed(node: NodeId, explanation: Option<Explanation>) -> Self {
-        Decision {
-            node: Some(node),
-            fit_error: None,
+        Decision::Placed {
+            node,
             explanation,
-            extender_error: None,
-            extender_warnings: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
-    fn extender_failed(error: ExtenderError, warnings: Vec<ExtenderError>) -> Self {
-        Decision {
-            node: None,
-            fit_error: None,
-            explanation: None,
-            extender_error: Some(error),
-            extender_warnings: warnings,
+    fn with_warnings(mut self, kept: Vec<ExtenderError>) -> Self {
+        match &mut self {
+            Decision::Placed { warnings, .. }
+            | Decision::Unschedulable { warnings, .. }
+            | Decision::Failed { warnings, .. } => *warnings = kept,
         }
-    }
-
-    fn with_warnings(mut self, warnings: Vec<ExtenderError>) -> Self {
-        self.extender_warnings = warnings;
         self
+    }
+
+    /// The chosen node, if the pod was placed.
+    pub fn node(&self) -> Option<NodeId> {
+        match self {
+            Decision::Placed { node, .. } => Some(*node),
+            _ => None,
+        }
+    }
+
+    /// Why the pod fits nowhere, if it does.
+    pub fn fit_error(&self) -> Option<&FitError> {
+        match self {
+            Decision::Unschedulable { fit, .. } => Some(fit),
+            _ => None,
+        }
+    }
+
+    /// What the decision was based on, when the cycle explained.
+    pub fn explanation(&self) -> Option<&Explanation> {
+        match self {
+            Decision::Placed { explanation, .. } | Decision::Unschedulable { explanation, .. } => {
+                explanation.as_ref()
+            }
+            Decision::Failed { .. } => None,
+        }
+    }
+
+    /// Extender failures that did not fail the cycle: ignorable filters skipped, and
+    /// prioritize calls (whose errors upstream always ignores).
+    pub fn warnings(&self) -> &[ExtenderError] {
+        match self {
+            Decision::Placed { warnings, .. }
+            | Decision::Unschedulable { warnings, .. }
+            | Decision::Failed { warnings, .. } => warnings,
+        }
     }
 
     /// Why the pod was not placed (the FitError or the extender's error), as upstream's
     /// Event and PodScheduled condition say it; None when it was placed.
     pub fn failure_message(&self) -> Option<String> {
-        if self.node.is_some() {
-            return None;
-        }
-        match (&self.extender_error, &self.fit_error) {
-            (Some(e), _) => Some(e.to_string()),
-            (None, Some(e)) => Some(e.to_string()),
-            (None, None) => Some(NO_NODES_AVAILABLE.to_string()),
+        match self {
+            Decision::Placed { .. } => None,
+            Decision::Unschedulable { fit, .. } => Some(fit.to_string()),
+            Decision::Failed { error, .. } => Some(error.to_string()),
         }
     }
 }
@@ -308,8 +355,8 @@ impl Scheduler {
 
     /// Runs one scheduling cycle for `pod` with no pod nominated anywhere. The cluster is
     /// only read; the caller assigns the pod to the chosen node.
-    pub fn schedule(&mut self, cluster: &Cluster, pod: &PodInfo, explain: bool) -> Decision {
-        self.schedule_with(cluster, &Nominator::new(), pod, explain)
+    pub fn schedule(&mut self, cluster: &Cluster, pod: &PodInfo) -> Decision {
+        self.schedule_with(cluster, &Nominator::new(), pod)
     }
 
     /// Runs one scheduling cycle for `pod`, with the nominated pods of `nominator` counted on
@@ -321,8 +368,36 @@ impl Scheduler {
         cluster: &Cluster,
         nominator: &Nominator,
         pod: &PodInfo,
-        explain: bool,
     ) -> Decision {
+        self.decide(cluster, nominator, pod, Detail::Decision)
+    }
+
+    /// [`Scheduler::schedule`], keeping what the decision was based on.
+    pub fn explain(&mut self, cluster: &Cluster, pod: &PodInfo) -> Decision {
+        self.explain_with(cluster, &Nominator::new(), pod)
+    }
+
+    /// [`Scheduler::schedule_with`], keeping what the decision was based on (each visited
+    /// node's rejections, each scored node's scores): the same decision, with its
+    /// explanation.
+    pub fn explain_with(
+        &mut self,
+        cluster: &Cluster,
+        nominator: &Nominator,
+        pod: &PodInfo,
+    ) -> Decision {
+        self.decide(cluster, nominator, pod, Detail::Explained)
+    }
+
+    /// [`Scheduler::schedule_with`] or [`Scheduler::explain_with`], as `detail` says.
+    pub fn decide(
+        &mut self,
+        cluster: &Cluster,
+        nominator: &Nominator,
+        pod: &PodInfo,
+        detail: Detail,
+    ) -> Decision {
+        let explain = detail == Detail::Explained;
         let all = cluster.node_count();
         if all == 0 {
             return Decision::unplaced(FitError::no_nodes(), explain.then(Explanation::default));
@@ -370,7 +445,7 @@ impl Scheduler {
         let filtered =
             match extenders::filter(extenders, cluster, pod, &found.feasible, &mut warnings) {
                 Ok(filtered) => filtered,
-                Err(error) => return Decision::extender_failed(error, warnings),
+                Err(error) => return Decision::Failed { error, warnings },
             };
         let visited = Visited {
             cluster,
@@ -511,7 +586,7 @@ fn nominated_node(
     let fits = fits
         && match extender::filter(extenders, cluster, pod, vec![id], &mut warnings) {
             Ok(filtered) => !filtered.feasible.is_empty(),
-            Err(error) => return Some(Decision::extender_failed(error, warnings)),
+            Err(error) => return Some(Decision::Failed { error, warnings }),
         };
     fits.then(|| {
         let all = cluster.node_count();

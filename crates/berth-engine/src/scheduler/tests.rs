@@ -1,5 +1,6 @@
 use super::prioritise::{Column, weighted_totals};
 use super::*;
+use crate::diagnosis::NO_NODES_AVAILABLE;
 use crate::explain::{RejectedBy, ScoreValue};
 use crate::nominator::Nominator;
 use crate::rules::{
@@ -83,17 +84,17 @@ fn sampling_stops_early_and_the_next_cycle_resumes_where_it_stopped() {
             ..CycleConfig::default()
         },
     );
-    let d = s.schedule(&c, &p, true);
-    let e = d.explanation.expect("explained");
+    let d = s.explain(&c, &p);
+    let e = d.explanation().cloned().expect("explained");
     // 10% of 300 is below the floor of 100 feasible nodes.
     assert_eq!(e.nodes.len(), 100);
     assert_eq!(e.not_evaluated, 200);
     let first_of_next = c.node_order()[100];
-    let d = s.schedule(&c, &p, true);
-    let e = d.explanation.expect("explained");
+    let d = s.explain(&c, &p);
+    let e = d.explanation().cloned().expect("explained");
     assert_eq!(e.nodes[0].node, c.node(first_of_next).name());
     // Wrapping around: the third cycle covers 200..300.
-    s.schedule(&c, &p, false);
+    s.schedule(&c, &p);
     assert_eq!(s.next_start, 0);
 }
 
@@ -188,7 +189,7 @@ fn ties_are_broken_by_the_seed_and_reproducibly() {
             },
         );
         (0..20)
-            .map(|_| s.schedule(&c, &info, false).node.expect("placed"))
+            .map(|_| s.schedule(&c, &info).node().expect("placed"))
             .collect::<Vec<_>>()
     };
     assert_eq!(picks(1), picks(1));
@@ -225,9 +226,9 @@ fn one_feasible_node_is_chosen_without_scoring() {
         CycleConfig::default(),
     );
     let p = c.compile_pod(pod("p").req(1000, 0).build());
-    let d = s.schedule(&c, &p, true);
-    assert_eq!(c.node(d.node.expect("placed")).name(), "big");
-    let e = d.explanation.expect("explained");
+    let d = s.explain(&c, &p);
+    assert_eq!(c.node(d.node().expect("placed")).name(), "big");
+    let e = d.explanation().cloned().expect("explained");
     assert!(e.score_rules.is_empty() && e.nodes.iter().all(|n| n.total.is_none()));
 }
 
@@ -252,9 +253,9 @@ fn explanations_attribute_rejections_and_keep_raw_scores() {
         vec![],
     );
     let p = c.compile_pod(pod("p").req(1000, 0).build());
-    let d = scheduler(text, CycleConfig::default()).schedule(&c, &p, true);
-    assert_eq!(c.node(d.node.expect("placed")).name(), "clean");
-    let e = d.explanation.expect("explained");
+    let d = scheduler(text, CycleConfig::default()).explain(&c, &p);
+    assert_eq!(c.node(d.node().expect("placed")).name(), "clean");
+    let e = d.explanation().cloned().expect("explained");
     assert_eq!(e.score_rules, [("TaintTolerationPriority".to_string(), 2)]);
     let by_name = |name: &str| e.nodes.iter().find(|n| n.node == name).expect(name);
     let rejected_by = |name: &str| -> Vec<(RejectedBy, String)> {
@@ -307,9 +308,9 @@ fn a_filter_rejecting_everywhere_is_named_on_every_node() {
     let text = r#"{"predicates":[{"name":"CheckVolumeBinding"}],"priorities":[]}"#;
     let mut c = zoned(3);
     let p = c.compile_pod(pod("p").claim("missing").build());
-    let d = scheduler(text, CycleConfig::default()).schedule(&c, &p, true);
-    assert_eq!(d.node, None);
-    let e = d.explanation.expect("explained");
+    let d = scheduler(text, CycleConfig::default()).explain(&c, &p);
+    assert_eq!(d.node(), None);
+    let e = d.explanation().cloned().expect("explained");
     assert_eq!(e.nodes.len(), 3);
     for n in &e.nodes {
         assert_eq!(n.rejections.len(), 1, "{}", n.node);
@@ -318,7 +319,8 @@ fn a_filter_rejecting_everywhere_is_named_on_every_node() {
             RejectedBy::Filter("CheckVolumeBinding".into())
         );
         assert!(
-            d.fit_error
+            d.fit_error()
+                .cloned()
                 .as_ref()
                 .expect("unschedulable")
                 .reasons
@@ -339,9 +341,9 @@ fn fit_error_counts_reasons_per_node_and_sorts_them_as_strings() {
         vec![],
     );
     let p = c.compile_pod(pod("p").req(1000, 0).node_selector("disk", "ssd").build());
-    let d = scheduler(text, CycleConfig::default()).schedule(&c, &p, false);
+    let d = scheduler(text, CycleConfig::default()).schedule(&c, &p);
     assert_eq!(
-        d.fit_error.expect("unschedulable").to_string(),
+        d.fit_error().cloned().expect("unschedulable").to_string(),
         format!(
             "0/3 nodes are available: 1 {}, 2 {}.",
             node_selector::REASON,
@@ -350,9 +352,9 @@ fn fit_error_counts_reasons_per_node_and_sorts_them_as_strings() {
     );
     // With alwaysCheckAllPredicates every failing part of every node counts.
     let all = r#"{"predicates":[{"name":"GeneralPredicates"}],"priorities":[],"alwaysCheckAllPredicates":true}"#;
-    let d = scheduler(all, CycleConfig::default()).schedule(&c, &p, false);
+    let d = scheduler(all, CycleConfig::default()).schedule(&c, &p);
     assert_eq!(
-        d.fit_error.expect("unschedulable").to_string(),
+        d.fit_error().cloned().expect("unschedulable").to_string(),
         format!(
             "0/3 nodes are available: 2 {}, 2 {}.",
             resources_fit::REASON_CPU,
@@ -410,7 +412,11 @@ fn fit_error_attributes_each_reason_to_its_filter() {
         ),
     ] {
         let mut s = scheduler(&policy(check_all), CycleConfig::default());
-        let fit = s.schedule(&c, &p, false).fit_error.expect("unschedulable");
+        let fit = s
+            .schedule(&c, &p)
+            .fit_error()
+            .cloned()
+            .expect("unschedulable");
         // In evaluation order: the diagnosis is keyed by the filters' positions.
         assert_eq!(
             attributed(&s, &fit),
@@ -429,8 +435,9 @@ fn fit_error_attributes_each_reason_to_its_filter() {
     let mut s = volumes;
     let claim = c.compile_pod(pod("v").claim("gone").build());
     let fit = s
-        .schedule(&c, &claim, false)
-        .fit_error
+        .schedule(&c, &claim)
+        .fit_error()
+        .cloned()
         .expect("unschedulable");
     assert_eq!(
         attributed(&s, &fit),
@@ -464,7 +471,11 @@ fn fit_error_names_the_filters_that_rejected_nodes() {
             .collect()
     };
     let mut s2 = scheduler(text, CycleConfig::default());
-    let fit = s2.schedule(&c, &p, false).fit_error.expect("unschedulable");
+    let fit = s2
+        .schedule(&c, &p)
+        .fit_error()
+        .cloned()
+        .expect("unschedulable");
     assert_eq!(
         names(&fit.diagnosis.filters),
         // In evaluation order (fixed, whatever the file's order).
@@ -482,8 +493,9 @@ fn fit_error_names_the_filters_that_rejected_nodes() {
     // A pod only the node selector stops: that filter alone.
     let empty = c.compile_pod(pod("q").node_selector("disk", "nvme").build());
     let fit = s2
-        .schedule(&c, &empty, false)
-        .fit_error
+        .schedule(&c, &empty)
+        .fit_error()
+        .cloned()
         .expect("unschedulable");
     assert_eq!(
         names(&fit.diagnosis.filters),
@@ -513,7 +525,7 @@ fn each_rule_preparation_is_timed_under_its_upstream_plugin() {
         r#"{"predicates":[{"name":"GeneralPredicates"}],"priorities":[{"name":"LeastRequestedPriority","weight":1}]}"#,
         CycleConfig::default(),
     );
-    s.schedule(&c, &p, false);
+    s.schedule(&c, &p);
     // GeneralPredicates is four upstream plugins: timed under its policy name.
     let seen: Vec<(String, &str)> = s
         .last_cycle_timings()
@@ -559,11 +571,11 @@ fn nominated_pods_of_equal_or_higher_priority_hold_their_node() {
             n1,
         );
         let p = c.compile_pod(pod("p").req(500, 0).priority(10).build());
-        let d = scheduler(text, CycleConfig::default()).schedule_with(&c, &nominator, &p, false);
-        assert_eq!(d.node.is_some(), fits, "{name}");
+        let d = scheduler(text, CycleConfig::default()).schedule_with(&c, &nominator, &p);
+        assert_eq!(d.node().is_some(), fits, "{name}");
         if !fits {
             assert_eq!(
-                d.fit_error.expect("unschedulable").to_string(),
+                d.fit_error().cloned().expect("unschedulable").to_string(),
                 format!("0/1 nodes are available: 1 {}.", resources_fit::REASON_CPU),
                 "{name}: reasons come from the pass with the nominated pods"
             );
@@ -637,8 +649,8 @@ fn nominated_pods_count_for_affinity_and_spreading() {
         let mut nominator = Nominator::new();
         nominator.add(c.compile_pod(nominated.priority(100).build()), n1);
         let p = c.compile_pod(incoming.priority(10).build());
-        let d = scheduler(text, CycleConfig::default()).schedule_with(&c, &nominator, &p, true);
-        let explanation = d.explanation.expect("explained");
+        let d = scheduler(text, CycleConfig::default()).explain_with(&c, &nominator, &p);
+        let explanation = d.explanation().cloned().expect("explained");
         let n1_reasons: Vec<&str> = explanation
             .nodes
             .iter()
@@ -664,8 +676,8 @@ fn a_nominated_pod_goes_to_its_node_when_it_fits_there() {
         CycleConfig::default(),
     );
     s.next_start = 2;
-    let d = s.schedule(&c, &p, false);
-    assert_eq!(c.node(d.node.expect("placed")).name(), "n3");
+    let d = s.schedule(&c, &p);
+    assert_eq!(c.node(d.node().expect("placed")).name(), "n3");
     assert_eq!(
         s.next_start, 0,
         "upstream's one-node evaluation resets the start"
@@ -691,8 +703,8 @@ fn failures_carry_upstream_kinds() {
         vec![],
     );
     let p = c.compile_pod(pod("p").req(1000, 0).node_selector("disk", "ssd").build());
-    let d = scheduler(text, CycleConfig::default()).schedule(&c, &p, false);
-    let fit = d.fit_error.expect("unschedulable");
+    let d = scheduler(text, CycleConfig::default()).schedule(&c, &p);
+    let fit = d.fit_error().cloned().expect("unschedulable");
     let unresolvable: Vec<&str> = fit
         .diagnosis
         .unresolvable
@@ -707,9 +719,9 @@ fn an_empty_cluster_says_so() {
     let c = Cluster::new();
     let mut p_cluster = Cluster::new();
     let p = p_cluster.compile_pod(pod("p").build());
-    let d = scheduler(r#"{}"#, CycleConfig::default()).schedule(&c, &p, false);
+    let d = scheduler(r#"{}"#, CycleConfig::default()).schedule(&c, &p);
     assert_eq!(
-        d.fit_error.expect("unschedulable").to_string(),
+        d.fit_error().cloned().expect("unschedulable").to_string(),
         NO_NODES_AVAILABLE
     );
 }

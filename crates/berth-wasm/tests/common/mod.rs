@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use berth_engine::model::{Node, Pod};
 use berth_engine::registry::scheduler_with_plugins;
 use berth_engine::simulation::schedule_all;
-use berth_engine::{Cluster, CycleConfig, Scheduler};
+use berth_engine::{Cluster, CycleConfig, Detail, Scheduler};
 use berth_wasm::{PluginHost, Runtime};
 
 /// One runtime for the whole test binary, as in a real process.
@@ -67,7 +67,7 @@ impl Plugins {
 /// Schedules `pods` in order: per pod, the chosen node or the FitError message.
 pub fn schedule(cluster: &mut Cluster, scheduler: &mut Scheduler, pods: Vec<Pod>) -> Vec<String> {
     let mut out = Vec::new();
-    schedule_all(cluster, scheduler, pods, false, |o| {
+    schedule_all(cluster, scheduler, pods, Detail::Decision, |o| {
         out.push(match &o.node {
             Some(n) => n.clone(),
             None => o.message().unwrap_or_default(),

@@ -91,8 +91,8 @@ pub(super) fn schedule_timed(
         for pod in pending {
             let t = Instant::now();
             let info = cluster.compile_pod(pod);
-            let decision = scheduler.schedule(cluster, &info, false);
-            if let Some(node) = decision.node {
+            let decision = scheduler.schedule(cluster, &info);
+            if let Some(node) = decision.node() {
                 cluster.insert_pod(info, Some(node))?;
                 scheduled += 1;
             }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use berth_engine::model::{Container, Meta, Pod};
 use berth_engine::preemption::{DisruptionBudgets, PreemptionOutcome};
-use berth_engine::{Cluster, Nominator, Scheduler};
+use berth_engine::{Cluster, Decision, Nominator, Scheduler};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
@@ -89,8 +89,8 @@ pub(super) fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_js
         for p in pending {
             let t = Instant::now();
             let mut info = cluster.compile_pod(p);
-            let decision = scheduler.schedule_with(&cluster, &nominator, &info, false);
-            let Some(fit) = decision.fit_error else {
+            let decision = scheduler.schedule_with(&cluster, &nominator, &info);
+            let Decision::Unschedulable { fit, .. } = decision else {
                 bail!(
                     "pod {} fit without preemption: the nodes are not full",
                     info.key()
@@ -112,8 +112,8 @@ pub(super) fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_js
             }
             victims += candidate.victims.len();
             info.pod.nominated_node_name = Some(cluster.node(candidate.node).name().to_string());
-            let decision = scheduler.schedule_with(&cluster, &nominator, &info, false);
-            let Some(node) = decision.node else {
+            let decision = scheduler.schedule_with(&cluster, &nominator, &info);
+            let Some(node) = decision.node() else {
                 bail!("pod {} did not fit after its preemption", info.key());
             };
             scheduler.reserve(&mut cluster, &info, node);

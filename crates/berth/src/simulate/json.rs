@@ -1,7 +1,7 @@
 //! `simulate --output json`: one JSON object per pod.
 
-use berth_engine::Explanation;
 use berth_engine::simulation::{Outcome, PreemptionReport};
+use berth_engine::{Decision, Explanation};
 use serde_json::{Value, json};
 
 use super::RuleKinds;
@@ -20,7 +20,7 @@ pub(super) fn line(o: &Outcome, rules: &RuleKinds, details: bool) -> Value {
     if !details {
         return v;
     }
-    if let Some(e) = &o.decision.explanation {
+    if let Some(e) = o.decision.as_ref().and_then(Decision::explanation) {
         v["explain"] = explain(e, o.node.as_deref(), rules);
     }
     if let Some(p) = &o.preemption {

@@ -13,9 +13,9 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use berth_engine::CycleConfig;
 use berth_engine::explain::RejectedBy;
 use berth_engine::simulation::{queue_order, schedule_all_with};
+use berth_engine::{CycleConfig, Decision, Detail};
 use berth_kube::ClusterObjects;
 use berth_policy::{EffectivePolicy, PredicateKind};
 
@@ -198,9 +198,13 @@ pub fn run(args: &Args) -> Result<()> {
         &mut scheduler,
         &budgets,
         pending,
-        args.explain || report.is_some(),
+        if args.explain || report.is_some() {
+            Detail::Explained
+        } else {
+            Detail::Decision
+        },
         |o| {
-            for w in &o.decision.extender_warnings {
+            for w in o.decision.iter().flat_map(Decision::warnings) {
                 eprintln!(
                     "warning: pod {}: extender {} failed and was skipped: {}",
                     o.pod, w.extender, w.message

@@ -19,7 +19,7 @@ use base64::Engine as _;
 use berth_engine::explain::RejectedBy;
 use berth_engine::model;
 use berth_engine::simulation::Outcome;
-use berth_engine::{Cluster, Explanation, Scheduler};
+use berth_engine::{Cluster, Decision, Explanation, Scheduler};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -211,7 +211,7 @@ impl Report {
         if let Some(p) = &o.preemption {
             v["preemption"] = super::json::preemption(p);
         }
-        if let Some(e) = &o.decision.explanation {
+        if let Some(e) = o.decision.as_ref().and_then(Decision::explanation) {
             v["explain"] = self.explain(e, o.node.as_deref(), rules);
         }
         self.pods.push(v);

@@ -6,9 +6,9 @@
 //! NodePreferAvoidPodsPriority x10000 adds 1,000,000 to every total), then the rejected nodes
 //! grouped by the rule and reason that rejected them.
 
-use berth_engine::Explanation;
 use berth_engine::explain::{NodeExplanation, RejectedBy};
 use berth_engine::simulation::{Outcome, PreemptionReport};
+use berth_engine::{Decision, Explanation};
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
 use super::RuleKinds;
@@ -44,7 +44,7 @@ pub(super) fn explained(o: &Outcome, rules: &RuleKinds, seed: u64) -> String {
     if let Some(p) = &o.preemption {
         out.push_str(&preemption(p));
     }
-    if let Some(e) = &o.decision.explanation {
+    if let Some(e) = o.decision.as_ref().and_then(Decision::explanation) {
         out.push_str(&scores(e, o.node.as_deref(), seed));
         out.push_str(&rejected(e, rules));
         if e.not_evaluated > 0 {

@@ -629,7 +629,7 @@ fn copies_needed(
         let mut fresh = false;
         loop {
             let info = cluster.compile_pod((*pod).clone());
-            if let Some(node) = scheduler.schedule(cluster, &info, false).node {
+            if let Some(node) = scheduler.schedule(cluster, &info).node() {
                 placed.push((pod.meta.namespace.clone(), pod.meta.name.clone()));
                 cluster.insert_pod(info, Some(node))?;
                 continue 'pods;
