@@ -11,8 +11,8 @@ use std::path::Path;
 
 /// The layers, lowest first. A new module must be placed here.
 const LAYERS: &[&[&str]] = &[
-    &["labels", "resources", "features"],
-    &["types", "model"],
+    // berth-model's modules, re-exported at the root.
+    &["labels", "resources", "types", "model"],
     &["health"],
     &["podinfo"],
     &["cluster"],

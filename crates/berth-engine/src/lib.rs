@@ -11,14 +11,11 @@ pub mod cluster;
 pub mod diagnosis;
 pub mod explain;
 pub mod extender;
-pub mod features;
 mod filters;
 pub mod framework;
 pub mod health;
-pub mod labels;
 #[cfg(test)]
 mod layers_tests;
-pub mod model;
 pub mod nominator;
 pub mod podinfo;
 #[cfg(test)]
@@ -26,19 +23,18 @@ mod podinfo_requests_tests;
 pub mod preemption;
 pub mod profile;
 pub mod registry;
-pub mod resources;
 pub mod rules;
 pub mod scheduler;
 pub mod simulation;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
-pub mod types;
 
+pub use berth_model::{labels, model, resources, types};
+pub use berth_policy::FeatureGates;
 pub use cluster::{Cluster, ClusterError, ClusterSizes, Compaction, NodeId, NodeInfo, PodId};
 pub use diagnosis::FitError;
 pub use explain::Explanation;
 pub use extender::{Extender, ExtenderError};
-pub use features::FeatureGates;
 pub use framework::{
     ApiWrite, CycleContext, FailureKind, FilterRule, Reason, Reservation, Reuse, ScoreRule,
 };

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
+use berth_policy::upstream::{self, EntryGroup, filter_groups, score_groups};
 use berth_policy::{
-    EffectivePolicy, GuardedEffect, PodIpSource, PredicateKind, PriorityKind, WasmPlugin,
-    WhenCapacityMissing,
+    EffectivePolicy, FeatureGates, GuardedEffect, PodIpSource, PredicateKind, PriorityKind,
+    WasmPlugin, WhenCapacityMissing,
 };
 
-use crate::features::FeatureGates;
 use crate::framework::{FilterRule, ScoreRule};
 use crate::profile::{NamedFilter, WeightedScore};
 use crate::rules::*;
@@ -105,12 +105,12 @@ pub fn scheduler_with_plugins(
     let groups = filter_groups(policy);
     // ReadWriteOncePod, v1.36's VolumeRestrictions check, goes where v1.36 runs that plugin.
     let rwop_at = mandatory.len()
-        + read_write_once_pod::position(groups.iter().map(|g| upstream_filter_plugins(g.first())));
+        + read_write_once_pod::position(groups.iter().map(|g| upstream::filter_plugins(g.first())));
     let mut filters = mandatory
         .chain(groups.into_iter().map(|group| {
             Ok(NamedFilter {
                 name: group.name(),
-                upstream: match upstream_filter_plugins(group.first()) {
+                upstream: match upstream::filter_plugins(group.first()) {
                     [one] => Some(*one),
                     _ => None,
                 },
@@ -144,7 +144,7 @@ pub fn scheduler_with_plugins(
         if let Some(rule) = rule {
             scores.push(WeightedScore {
                 name: group.name(),
-                upstream: upstream_score_plugin(group.first(), config.feature_gates),
+                upstream: upstream::score_plugin(group.first(), config.feature_gates),
                 weight: group.weight,
                 rule,
             });
@@ -157,31 +157,6 @@ pub fn scheduler_with_plugins(
     Ok(Scheduler::new(filters, scores, config).with_trackers(crate::health::trackers_of(policy)))
 }
 
-/// Policy entries served by one rule, as v1.22 serves them by one framework plugin.
-#[derive(Debug)]
-pub struct EntryGroup<'p, K> {
-    /// The entries' names, in file order.
-    pub names: Vec<&'p str>,
-    /// Their kinds, in the same order.
-    pub kinds: Vec<&'p K>,
-    /// The rule's weight (scores only).
-    pub weight: i64,
-}
-
-impl<K> EntryGroup<'_, K> {
-    /// The rule's name: its entries' names joined with `+`.
-    pub fn name(&self) -> String {
-        self.names.join("+")
-    }
-
-    /// The first entry's kind (the group's kind: entries of one group share it).
-    pub fn first(&self) -> &K {
-        self.kinds[0]
-    }
-}
-
-/// The kube-scheduler framework plugins v1.22's legacy registry enables for a predicate, in
-/// its order; empty where it has none (Berth's own predicates, the v1.12-only ones and WASM
 /// The Berth protection a predicate is, by its name (the `predicate` label of `berth run`'s
 /// metric of nodes the protections rejected); None for every other predicate.
 fn protection(kind: &PredicateKind) -> Option<&'static str> {
@@ -193,176 +168,6 @@ fn protection(kind: &PredicateKind) -> Option<&'static str> {
         P::CheckWorkloadQuarantine(_) => Some("CheckWorkloadQuarantine"),
         _ => None,
     }
-}
-
-/// plugins).
-pub fn upstream_filter_plugins(kind: &PredicateKind) -> &'static [&'static str] {
-    use PredicateKind as P;
-    match kind {
-        P::CheckNodeUnschedulable => &[node_unschedulable::UPSTREAM_PLUGIN],
-        P::GeneralPredicates => &general_predicates::UPSTREAM_PLUGINS,
-        P::HostName => &[node_name::UPSTREAM_PLUGIN],
-        P::PodFitsHostPorts => &[host_ports::UPSTREAM_PLUGIN],
-        P::MatchNodeSelector => &[node_selector::UPSTREAM_PLUGIN],
-        P::PodFitsResources => &[resources_fit::UPSTREAM_PLUGIN],
-        P::NoDiskConflict => &[disk_conflict::UPSTREAM_PLUGIN],
-        P::PodToleratesNodeTaints => &[taints::UPSTREAM_PLUGIN],
-        P::CheckNodeLabelPresence { .. } => &[label_presence::UPSTREAM_PLUGIN],
-        P::CheckServiceAffinity { .. } => &[service_affinity::UPSTREAM_PLUGIN],
-        P::MaxEBSVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_EBS],
-        P::MaxGCEPDVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_GCE_PD],
-        P::MaxAzureDiskVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_AZURE_DISK],
-        P::MaxCinderVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_CINDER],
-        P::MaxCSIVolumeCountPred => &[volume_limits::UPSTREAM_PLUGIN_CSI],
-        P::CheckVolumeBinding => &[volume_binding::UPSTREAM_PLUGIN],
-        P::NoVolumeZoneConflict => &[volume_zone::UPSTREAM_PLUGIN],
-        P::EvenPodsSpread => &[pod_topology_spread::UPSTREAM_PLUGIN],
-        P::MatchInterPodAffinity => &[inter_pod_affinity::UPSTREAM_PLUGIN],
-        P::CheckNodeCondition
-        | P::MatchNamespaceNodeSelector { .. }
-        | P::CheckPodCIDRCapacity { .. }
-        | P::CheckTolerationRestriction { .. }
-        | P::CheckNodeCircuitBreaker(_)
-        | P::CheckWorkloadQuarantine(_)
-        | P::PodToleratesNodeNoExecuteTaints
-        | P::CheckNodeMemoryPressure
-        | P::CheckNodePIDPressure
-        | P::CheckNodeDiskPressure
-        | P::Wasm(_) => &[],
-    }
-}
-
-/// The kube-scheduler framework plugin v1.22's legacy registry scores a priority with under
-/// `gates`; `None` where it has none (EqualPriority, which it skips, and WASM plugins).
-pub fn upstream_score_plugin(kind: &PriorityKind, gates: FeatureGates) -> Option<&'static str> {
-    use PriorityKind as P;
-    Some(match kind {
-        P::LeastRequested => least_requested::UPSTREAM_PLUGIN,
-        P::MostRequested => most_requested::UPSTREAM_PLUGIN,
-        P::BalancedResourceAllocation => balanced_allocation::UPSTREAM_PLUGIN,
-        P::SelectorSpread if gates.default_pod_topology_spread => {
-            default_pod_topology_spread::UPSTREAM_PLUGIN
-        }
-        P::SelectorSpread => selector_spread::UPSTREAM_PLUGIN,
-        P::InterPodAffinity => inter_pod_affinity_priority::UPSTREAM_PLUGIN,
-        P::NodeAffinity => node_affinity_priority::UPSTREAM_PLUGIN,
-        P::TaintToleration => taint_toleration_priority::UPSTREAM_PLUGIN,
-        P::ImageLocality => image_locality::UPSTREAM_PLUGIN,
-        P::NodePreferAvoidPods => prefer_avoid_pods::UPSTREAM_PLUGIN,
-        P::RequestedToCapacityRatio { .. } => requested_to_capacity_ratio::UPSTREAM_PLUGIN,
-        P::ServiceAntiAffinity { .. } => service_anti_affinity::UPSTREAM_PLUGIN,
-        P::NodeLabel { .. } => node_label_priority::UPSTREAM_PLUGIN,
-        P::EvenPodsSpread => pod_topology_spread::UPSTREAM_PLUGIN,
-        P::EqualPriority | P::Wasm(_) => return None,
-    })
-}
-
-/// The upstream plugin a mergeable entry configures: entries with the same key are one
-/// plugin instance in v1.22 (their arguments appended).
-fn merged_filter(kind: &PredicateKind) -> Option<&'static str> {
-    match kind {
-        PredicateKind::CheckNodeLabelPresence { .. }
-        | PredicateKind::CheckServiceAffinity { .. } => {
-            upstream_filter_plugins(kind).first().copied()
-        }
-        _ => None,
-    }
-}
-
-/// The predicates as v1.22 runs them, in evaluation order: the labelsPresence entries are
-/// one NodeLabel filter and the serviceAffinity entries one ServiceAffinity filter; with
-/// GeneralPredicates (whose four checks are the NodeResourcesFit, NodeName, NodePorts and
-/// NodeAffinity plugins) the entries naming those plugins again add nothing, since
-/// GeneralPredicates comes first in the order.
-pub fn filter_groups(policy: &EffectivePolicy) -> Vec<EntryGroup<'_, PredicateKind>> {
-    use PredicateKind as P;
-    let general = policy
-        .predicates
-        .iter()
-        .any(|p| matches!(p.kind, P::GeneralPredicates));
-    let mut groups: Vec<EntryGroup<'_, PredicateKind>> = Vec::new();
-    for p in &policy.predicates {
-        let in_general = matches!(
-            p.kind,
-            P::HostName | P::PodFitsHostPorts | P::MatchNodeSelector | P::PodFitsResources
-        );
-        if general && in_general {
-            continue;
-        }
-        let merged = merged_filter(&p.kind).and_then(|key| {
-            groups
-                .iter_mut()
-                .find(|g| merged_filter(g.first()) == Some(key))
-        });
-        match merged {
-            Some(group) => {
-                group.names.push(&p.name);
-                group.kinds.push(&p.kind);
-            }
-            None => groups.push(EntryGroup {
-                names: vec![&p.name],
-                kinds: vec![&p.kind],
-                weight: 0,
-            }),
-        }
-    }
-    groups
-}
-
-/// The upstream score plugin a priority entry configures, when entries can share one.
-fn merged_score(kind: &PriorityKind, gates: FeatureGates) -> Option<&'static str> {
-    match kind {
-        PriorityKind::ServiceAntiAffinity { .. }
-        | PriorityKind::NodeLabel { .. }
-        | PriorityKind::EvenPodsSpread => upstream_score_plugin(kind, gates),
-        PriorityKind::SelectorSpread if gates.default_pod_topology_spread => {
-            upstream_score_plugin(kind, gates)
-        }
-        _ => None,
-    }
-}
-
-/// The priorities as v1.22 groups them: the serviceAntiAffinity
-/// entries are one ServiceAffinity plugin and the labelPreference entries one NodeLabel
-/// plugin, each weighted by the entries' common weight times their number; with the
-/// DefaultPodTopologySpread gate, SelectorSpreadPriority and EvenPodsSpreadPriority are one
-/// PodTopologySpread plugin with EvenPodsSpreadPriority's weight (see below).
-pub fn score_groups(
-    policy: &EffectivePolicy,
-    gates: FeatureGates,
-) -> Vec<EntryGroup<'_, PriorityKind>> {
-    let mut groups: Vec<EntryGroup<'_, PriorityKind>> = Vec::new();
-    for p in &policy.priorities {
-        let key = merged_score(&p.kind, gates);
-        let merged = key.and_then(|key| {
-            groups
-                .iter_mut()
-                .find(|g| merged_score(g.first(), gates) == Some(key))
-        });
-        match merged {
-            Some(group) => {
-                group.names.push(&p.name);
-                group.kinds.push(&p.kind);
-                group.weight = match (key, &p.kind) {
-                    // v1.22 appends the plugin for its priorities in name order, so
-                    // EvenPodsSpreadPriority's weight is set first, and its "keep the max
-                    // weight" update changes a copy (legacy_registry.go appendToPluginSet):
-                    // EvenPodsSpreadPriority's weight is the one that counts.
-                    (Some(pod_topology_spread::UPSTREAM_PLUGIN), PriorityKind::EvenPodsSpread) => {
-                        p.weight
-                    }
-                    (Some(pod_topology_spread::UPSTREAM_PLUGIN), _) => group.weight,
-                    _ => group.weight + p.weight,
-                };
-            }
-            None => groups.push(EntryGroup {
-                names: vec![&p.name],
-                kinds: vec![&p.kind],
-                weight: p.weight,
-            }),
-        }
-    }
-    groups
 }
 
 /// The label keys of grouped label entries: (preferred present, preferred absent).
@@ -807,19 +612,25 @@ mod tests {
         );
     }
 
-    /// The upstream plugin of every built-in entry, as v1.22's legacy_registry.go registers
-    /// them (none for Berth's own predicates and the v1.12-only ones).
+    /// The rules' own plugin names are berth-policy's table
+    /// ([`berth_policy::upstream`]), for every built-in entry under both gate settings.
     #[test]
-    fn entries_name_their_upstream_plugins() {
+    fn upstream_plugins_are_the_rules() {
         let text = r#"{"predicates": [{"name": "CheckNodeCondition"},
             {"name": "CheckNodeUnschedulable"}, {"name": "GeneralPredicates"},
+            {"name": "HostName"}, {"name": "PodFitsHostPorts"}, {"name": "MatchNodeSelector"},
+            {"name": "PodFitsResources"}, {"name": "MatchNamespaceNodeSelector"},
             {"name": "NoDiskConflict"}, {"name": "PodToleratesNodeNoExecuteTaints"},
+            {"name": "CheckNodeCircuitBreaker"}, {"name": "CheckWorkloadQuarantine"},
+            {"name": "Tr", "argument": {"tolerationRestriction": {"taints": [
+                {"taint": "k", "namespaces": ["n"]}]}}},
             {"name": "Lp", "argument": {"labelsPresence": {"labels": ["a"], "presence": true}}},
             {"name": "Sa", "argument": {"serviceAffinity": {"labels": ["a"]}}},
             {"name": "MaxEBSVolumeCount"}, {"name": "MaxGCEPDVolumeCount"},
             {"name": "MaxCSIVolumeCountPred"}, {"name": "MaxAzureDiskVolumeCount"},
             {"name": "MaxCinderVolumeCount"}, {"name": "CheckVolumeBinding"},
             {"name": "NoVolumeZoneConflict"}, {"name": "CheckNodeMemoryPressure"},
+            {"name": "CheckNodePIDPressure"}, {"name": "CheckNodeDiskPressure"},
             {"name": "EvenPodsSpread"}, {"name": "MatchInterPodAffinity"},
             {"name": "CheckPodCIDRCapacity"}],
             "priorities": [{"name": "LeastRequestedPriority", "weight": 1},
@@ -839,70 +650,84 @@ mod tests {
                 "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
                 "resources": [{"name": "cpu", "weight": 1}]}}}]}"#;
         let policy = berth_policy::parse(text, "p.json").expect("valid policy");
-        let filters: Vec<(&str, Vec<&str>)> = policy
-            .predicates
-            .iter()
-            .map(|p| (p.name.as_str(), upstream_filter_plugins(&p.kind).to_vec()))
-            .collect();
-        let want: Vec<(&str, Vec<&str>)> = vec![
-            ("CheckNodeCondition", vec![]),
-            ("CheckNodeUnschedulable", vec!["NodeUnschedulable"]),
-            (
-                "GeneralPredicates",
-                vec!["NodeResourcesFit", "NodeName", "NodePorts", "NodeAffinity"],
-            ),
-            ("CheckPodCIDRCapacity", vec![]),
-            ("NoDiskConflict", vec!["VolumeRestrictions"]),
-            ("PodToleratesNodeTaints", vec!["TaintToleration"]),
-            ("PodToleratesNodeNoExecuteTaints", vec![]),
-            ("Lp", vec!["NodeLabel"]),
-            ("Sa", vec!["ServiceAffinity"]),
-            ("MaxEBSVolumeCount", vec!["EBSLimits"]),
-            ("MaxGCEPDVolumeCount", vec!["GCEPDLimits"]),
-            ("MaxCSIVolumeCountPred", vec!["NodeVolumeLimits"]),
-            ("MaxAzureDiskVolumeCount", vec!["AzureDiskLimits"]),
-            ("MaxCinderVolumeCount", vec!["CinderLimits"]),
-            ("CheckVolumeBinding", vec!["VolumeBinding"]),
-            ("NoVolumeZoneConflict", vec!["VolumeZone"]),
-            ("CheckNodeMemoryPressure", vec![]),
-            ("EvenPodsSpread", vec!["PodTopologySpread"]),
-            ("MatchInterPodAffinity", vec!["InterPodAffinity"]),
-        ];
-        assert_eq!(filters, want);
-        let scores = |gates| -> Vec<(&str, Option<&str>)> {
-            policy
-                .priorities
-                .iter()
-                .map(|p| (p.name.as_str(), upstream_score_plugin(&p.kind, gates)))
-                .collect()
-        };
-        let on = scores(FeatureGates::default());
-        assert_eq!(
-            on,
-            [
-                (
-                    "LeastRequestedPriority",
-                    Some("NodeResourcesLeastAllocated")
-                ),
-                ("MostRequestedPriority", Some("NodeResourcesMostAllocated")),
-                (
-                    "BalancedResourceAllocation",
-                    Some("NodeResourcesBalancedAllocation")
-                ),
-                ("SelectorSpreadPriority", Some("PodTopologySpread")),
-                ("InterPodAffinityPriority", Some("InterPodAffinity")),
-                ("NodeAffinityPriority", Some("NodeAffinity")),
-                ("TaintTolerationPriority", Some("TaintToleration")),
-                ("ImageLocalityPriority", Some("ImageLocality")),
-                ("NodePreferAvoidPodsPriority", Some("NodePreferAvoidPods")),
-                ("EqualPriority", None),
-                ("EvenPodsSpreadPriority", Some("PodTopologySpread")),
-                ("Za", Some("ServiceAffinity")),
-                ("Pr", Some("NodeLabel")),
-                ("Rc", Some("RequestedToCapacityRatio")),
-            ]
-        );
-        let off = scores(FeatureGates::parse("DefaultPodTopologySpread=false").unwrap());
-        assert_eq!(off[3], ("SelectorSpreadPriority", Some("SelectorSpread")));
+        for p in &policy.predicates {
+            assert_eq!(
+                upstream::filter_plugins(&p.kind),
+                rule_filter_plugins(&p.kind),
+                "{}",
+                p.name
+            );
+        }
+        for gates in [GATE_ON, GATE_OFF] {
+            for p in &policy.priorities {
+                assert_eq!(
+                    upstream::score_plugin(&p.kind, gates),
+                    rule_score_plugin(&p.kind, gates),
+                    "{} under {gates}",
+                    p.name
+                );
+            }
+        }
+    }
+
+    /// The plugins of the rules a predicate builds, by the rules' own constants.
+    fn rule_filter_plugins(kind: &PredicateKind) -> &'static [&'static str] {
+        use PredicateKind as P;
+        match kind {
+            P::CheckNodeUnschedulable => &[node_unschedulable::UPSTREAM_PLUGIN],
+            P::GeneralPredicates => &general_predicates::UPSTREAM_PLUGINS,
+            P::HostName => &[node_name::UPSTREAM_PLUGIN],
+            P::PodFitsHostPorts => &[host_ports::UPSTREAM_PLUGIN],
+            P::MatchNodeSelector => &[node_selector::UPSTREAM_PLUGIN],
+            P::PodFitsResources => &[resources_fit::UPSTREAM_PLUGIN],
+            P::NoDiskConflict => &[disk_conflict::UPSTREAM_PLUGIN],
+            P::PodToleratesNodeTaints => &[taints::UPSTREAM_PLUGIN],
+            P::CheckNodeLabelPresence { .. } => &[label_presence::UPSTREAM_PLUGIN],
+            P::CheckServiceAffinity { .. } => &[service_affinity::UPSTREAM_PLUGIN],
+            P::MaxEBSVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_EBS],
+            P::MaxGCEPDVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_GCE_PD],
+            P::MaxAzureDiskVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_AZURE_DISK],
+            P::MaxCinderVolumeCount => &[volume_limits::UPSTREAM_PLUGIN_CINDER],
+            P::MaxCSIVolumeCountPred => &[volume_limits::UPSTREAM_PLUGIN_CSI],
+            P::CheckVolumeBinding => &[volume_binding::UPSTREAM_PLUGIN],
+            P::NoVolumeZoneConflict => &[volume_zone::UPSTREAM_PLUGIN],
+            P::EvenPodsSpread => &[pod_topology_spread::UPSTREAM_PLUGIN],
+            P::MatchInterPodAffinity => &[inter_pod_affinity::UPSTREAM_PLUGIN],
+            P::CheckNodeCondition
+            | P::MatchNamespaceNodeSelector { .. }
+            | P::CheckPodCIDRCapacity { .. }
+            | P::CheckTolerationRestriction { .. }
+            | P::CheckNodeCircuitBreaker(_)
+            | P::CheckWorkloadQuarantine(_)
+            | P::PodToleratesNodeNoExecuteTaints
+            | P::CheckNodeMemoryPressure
+            | P::CheckNodePIDPressure
+            | P::CheckNodeDiskPressure
+            | P::Wasm(_) => &[],
+        }
+    }
+
+    /// The plugin of the rule a priority builds under `gates`, by the rule's own constant.
+    fn rule_score_plugin(kind: &PriorityKind, gates: FeatureGates) -> Option<&'static str> {
+        use PriorityKind as P;
+        Some(match kind {
+            P::LeastRequested => least_requested::UPSTREAM_PLUGIN,
+            P::MostRequested => most_requested::UPSTREAM_PLUGIN,
+            P::BalancedResourceAllocation => balanced_allocation::UPSTREAM_PLUGIN,
+            P::SelectorSpread if gates.default_pod_topology_spread => {
+                default_pod_topology_spread::UPSTREAM_PLUGIN
+            }
+            P::SelectorSpread => selector_spread::UPSTREAM_PLUGIN,
+            P::InterPodAffinity => inter_pod_affinity_priority::UPSTREAM_PLUGIN,
+            P::NodeAffinity => node_affinity_priority::UPSTREAM_PLUGIN,
+            P::TaintToleration => taint_toleration_priority::UPSTREAM_PLUGIN,
+            P::ImageLocality => image_locality::UPSTREAM_PLUGIN,
+            P::NodePreferAvoidPods => prefer_avoid_pods::UPSTREAM_PLUGIN,
+            P::RequestedToCapacityRatio { .. } => requested_to_capacity_ratio::UPSTREAM_PLUGIN,
+            P::ServiceAntiAffinity { .. } => service_anti_affinity::UPSTREAM_PLUGIN,
+            P::NodeLabel { .. } => node_label_priority::UPSTREAM_PLUGIN,
+            P::EvenPodsSpread => pod_topology_spread::UPSTREAM_PLUGIN,
+            P::EqualPriority | P::Wasm(_) => return None,
+        })
     }
 }

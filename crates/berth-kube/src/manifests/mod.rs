@@ -19,9 +19,10 @@ mod stateful_set;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use berth_engine::labels::{Interner, Labels, Selector};
-use berth_engine::resources::{ResourceList, Resources};
-use berth_engine::{model, podinfo};
+use berth_engine::podinfo;
+use berth_model::labels::{Interner, Labels, Selector};
+use berth_model::model;
+use berth_model::resources::{ResourceList, Resources};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec};

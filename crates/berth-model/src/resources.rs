@@ -55,7 +55,7 @@ impl Resources {
     }
 
     /// Sets the named quantity.
-    pub(crate) fn set_named(&mut self, name: &str, v: i64) {
+    pub fn set_named(&mut self, name: &str, v: i64) {
         if let Some(q) = self.slot(name) {
             *q = v;
         }
@@ -189,12 +189,12 @@ impl RequestSum {
     }
 }
 
-#[cfg(test)]
+#[cfg(feature = "testkit")]
 impl RequestSum {
     /// The same sum without extended resources at zero: a sum that went back to zero keeps
     /// its entry (as upstream's NodeInfo does), and every reader takes a missing one as zero,
     /// so two sums over the same pods may differ only in those entries.
-    pub(crate) fn without_zeros(&self) -> RequestSum {
+    pub fn without_zeros(&self) -> RequestSum {
         let mut sum = self.clone();
         sum.scalars.retain(|(_, v)| *v != 0);
         sum.clamped.scalars.retain(|(_, v)| *v != 0);

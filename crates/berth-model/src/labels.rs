@@ -54,14 +54,14 @@ impl Interner {
     }
 
     /// The dense index of a symbol of this interner, for tables indexed by symbol.
-    pub(crate) fn index(sym: Sym) -> usize {
+    pub fn index(sym: Sym) -> usize {
         sym.into_usize()
     }
 
     /// Keeps only the strings whose symbols `live` marks (indexed by [`Interner::index`]),
     /// renumbered densely in their old order, so lists sorted by symbol stay sorted. Returns
     /// each old symbol's new one (None for a dropped string).
-    pub(crate) fn retain(&mut self, live: &[bool]) -> Vec<Option<Sym>> {
+    pub fn retain(&mut self, live: &[bool]) -> Vec<Option<Sym>> {
         let mut kept = Rodeo::new();
         let renumbered = self
             .0
