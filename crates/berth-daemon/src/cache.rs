@@ -11,8 +11,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
+use berth_engine::DisruptionBudgets;
 use berth_engine::health::Trackers;
-use berth_engine::preemption::DisruptionBudgets;
 use berth_engine::resources::Resources;
 use berth_engine::{ApiWrite, Nominator, Reservation, Scheduler};
 use berth_engine::{Cluster, ClusterError, NodeId, PodInfo, model};
@@ -1134,7 +1134,7 @@ mod tests {
             )
             .expect("policy");
             Fixture {
-                scheduler: berth_engine::registry::scheduler_for(&policy, Default::default())
+                scheduler: berth_engine::scheduler_for(&policy, Default::default())
                     .expect("scheduler"),
                 cache: Cache::new("berth"),
                 queue: Queue::new(QueueConfig::default()),

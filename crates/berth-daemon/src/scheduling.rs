@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use berth_engine::preemption::PreemptionOutcome;
+use berth_engine::PreemptionOutcome;
 use berth_engine::{FitError, PodInfo, Scheduler, model};
 use k8s_openapi::api::core::v1::ObjectReference;
 use tracing::{debug, error, info, warn};
@@ -655,8 +655,7 @@ mod tests {
                 .map(|(name, text)| {
                     let policy = berth_policy::parse(text, "test.json").unwrap();
                     let scheduler =
-                        berth_engine::registry::scheduler_for(&policy, CycleConfig::default())
-                            .unwrap();
+                        berth_engine::scheduler_for(&policy, CycleConfig::default()).unwrap();
                     (name.to_string(), scheduler)
                 })
                 .collect();
@@ -901,7 +900,7 @@ mod tests {
         let strict = r#"{"predicates":[{"name":"RequireSsd","argument":{"labelsPresence":{"labels":["ssd"],"presence":true}}}],"priorities":[]}"#;
         let build = |text: &str| {
             let policy = berth_policy::parse(text, "test.json").unwrap();
-            berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap()
+            berth_engine::scheduler_for(&policy, CycleConfig::default()).unwrap()
         };
         f.lp.profiles[0].scheduler = build(strict);
         f.node(node("n1", 4));
@@ -1020,7 +1019,7 @@ mod tests {
         f.pod(vast);
         let policy = berth_policy::parse(POLICY, "test.json").unwrap();
         let mut reloaded =
-            Some(berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap());
+            Some(berth_engine::scheduler_for(&policy, CycleConfig::default()).unwrap());
         f.lp.profiles[0].updates = Some(Box::new(move || reloaded.take()));
         f.lp.step(f.now);
         let text = f.lp.metrics.encode();
@@ -1059,7 +1058,7 @@ mod tests {
         )
         .unwrap();
         f.lp.profiles[0].scheduler =
-            berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap();
+            berth_engine::scheduler_for(&policy, CycleConfig::default()).unwrap();
         let mut ssd = node("ssd", 1);
         ssd.metadata
             .labels

@@ -1,6 +1,6 @@
 //! A whole cluster file as a ready-to-schedule engine cluster plus the pods to schedule.
 
-use berth_engine::preemption::DisruptionBudgets;
+use berth_engine::DisruptionBudgets;
 use berth_engine::{Cluster, ClusterError};
 use berth_model::model;
 

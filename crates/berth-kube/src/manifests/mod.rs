@@ -19,7 +19,7 @@ mod stateful_set;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use berth_engine::podinfo;
+use berth_engine::effective_requests;
 use berth_model::labels::{Interner, Labels, Selector};
 use berth_model::model;
 use berth_model::resources::{ResourceList, Resources};
@@ -278,7 +278,7 @@ impl PodRequests {
             init_containers: list(&init),
             pod_level: list(&Resources::from_list(&pod.resources)),
             overhead: list(&Resources::from_list(&pod.overhead)),
-            effective: list(&podinfo::effective_requests(pod)),
+            effective: list(&effective_requests(pod)),
         }
     }
 }

@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use berth_engine::model::{Container, Meta, Pod};
-use berth_engine::preemption::{DisruptionBudgets, PreemptionOutcome};
 use berth_engine::{Cluster, Nominator, Scheduler};
+use berth_engine::{DisruptionBudgets, PreemptionOutcome};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use berth_engine::CycleConfig;
-use berth_engine::explain::RejectedBy;
+use berth_engine::RejectedBy;
 use berth_engine::simulation::{queue_order, schedule_all_with};
 use berth_kube::ClusterObjects;
 use berth_policy::{EffectivePolicy, PredicateKind};

@@ -7,8 +7,8 @@
 //! grouped by the rule and reason that rejected them.
 
 use berth_engine::Explanation;
-use berth_engine::explain::{NodeExplanation, RejectedBy};
 use berth_engine::simulation::{Outcome, PreemptionReport};
+use berth_engine::{NodeExplanation, RejectedBy};
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
 use super::RuleKinds;
