@@ -73,8 +73,8 @@ mod tests {
     fn the_document_is_the_effective_policy_with_its_rules_and_follows_updates() {
         let load = |text: &str| {
             let policy = berth_policy::parse(text, "test.json").expect("policy");
-            let scheduler = berth_engine::registry::scheduler_for(&policy, CycleConfig::default())
-                .expect("scheduler");
+            let scheduler =
+                berth_engine::scheduler_for(&policy, CycleConfig::default()).expect("scheduler");
             document(&policy, &scheduler, FeatureGates::default())
         };
         let configz = Configz::default();

@@ -444,7 +444,7 @@ mod tests {
             )
             .expect("policy");
             Fixture {
-                scheduler: berth_engine::registry::scheduler_for(&policy, Default::default())
+                scheduler: berth_engine::scheduler_for(&policy, Default::default())
                     .expect("scheduler"),
                 handlers: Handlers::serving(&["berth".to_string()]),
                 store: Store::new(),

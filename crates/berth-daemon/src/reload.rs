@@ -15,8 +15,8 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use berth_engine::registry::scheduler_with_plugins;
-use berth_engine::scheduler::{CycleConfig, Scheduler};
+use berth_engine::scheduler_with_plugins;
+use berth_engine::{CycleConfig, Scheduler};
 use berth_policy::{EffectivePolicy, PolicyError};
 use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
 
@@ -40,7 +40,7 @@ pub enum WatchError {
     Policy(#[from] PolicyError),
     /// The policy names a plugin that cannot be loaded.
     #[error(transparent)]
-    Registry(#[from] berth_engine::registry::RegistryError),
+    Registry(#[from] berth_engine::RegistryError),
 }
 
 /// The digest of a policy's text, to skip reloads of unchanged versions.

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use berth_engine::diagnosis::Candidate;
-use berth_engine::preemption::{PreemptionExplanation, PreemptionOutcome};
-use berth_engine::schedule_one::{Effects, Eviction, schedule_one};
-use berth_engine::{Cluster, Decision, Detail, NodeId, PodInfo, Reservation, Scheduler, model};
+use berth_engine::{
+    Candidate, Cluster, Decision, Detail, Effects, Eviction, NodeId, PodInfo,
+    PreemptionExplanation, PreemptionOutcome, Reservation, Scheduler, model, schedule_one,
+};
 use k8s_openapi::api::core::v1::ObjectReference;
 use tracing::{debug, error, info, warn};
 
@@ -687,8 +687,7 @@ mod tests {
                 .map(|(name, text)| {
                     let policy = berth_policy::parse(text, "test.json").unwrap();
                     let scheduler =
-                        berth_engine::registry::scheduler_for(&policy, CycleConfig::default())
-                            .unwrap();
+                        berth_engine::scheduler_for(&policy, CycleConfig::default()).unwrap();
                     (name.to_string(), scheduler)
                 })
                 .collect();
@@ -933,7 +932,7 @@ mod tests {
         let strict = r#"{"predicates":[{"name":"RequireSsd","argument":{"labelsPresence":{"labels":["ssd"],"presence":true}}}],"priorities":[]}"#;
         let build = |text: &str| {
             let policy = berth_policy::parse(text, "test.json").unwrap();
-            berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap()
+            berth_engine::scheduler_for(&policy, CycleConfig::default()).unwrap()
         };
         f.lp.profiles[0].scheduler = build(strict);
         f.node(node("n1", 4));
@@ -1052,7 +1051,7 @@ mod tests {
         f.pod(vast);
         let policy = berth_policy::parse(POLICY, "test.json").unwrap();
         let mut reloaded =
-            Some(berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap());
+            Some(berth_engine::scheduler_for(&policy, CycleConfig::default()).unwrap());
         f.lp.profiles[0].updates = Some(Box::new(move || reloaded.take()));
         f.lp.step(f.now);
         let text = f.lp.metrics.encode();
@@ -1091,7 +1090,7 @@ mod tests {
         )
         .unwrap();
         f.lp.profiles[0].scheduler =
-            berth_engine::registry::scheduler_for(&policy, CycleConfig::default()).unwrap();
+            berth_engine::scheduler_for(&policy, CycleConfig::default()).unwrap();
         let mut ssd = node("ssd", 1);
         ssd.metadata
             .labels

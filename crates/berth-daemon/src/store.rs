@@ -14,10 +14,10 @@
 
 use std::collections::{HashMap, HashSet};
 
+use berth_engine::DisruptionBudgets;
+use berth_engine::Placement;
 use berth_engine::health::Trackers;
-use berth_engine::preemption::DisruptionBudgets;
 use berth_engine::resources::Resources;
-use berth_engine::schedule_one::Placement;
 use berth_engine::{Cluster, NodeId, Nominator, PodInfo, Reservation, model};
 use berth_extender::Documents;
 use tracing::{debug, warn};
@@ -252,7 +252,7 @@ impl Store {
     }
 
     /// What a scheduling attempt changes: the cluster, the nominator and the budgets for the
-    /// engine's [`schedule_one`](berth_engine::schedule_one::schedule_one), and the
+    /// engine's [`schedule_one`](berth_engine::schedule_one), and the
     /// assumptions for the pod it places.
     pub fn attempt_parts(&mut self) -> (Placement<'_>, Assumptions<'_>) {
         let placement = Placement {

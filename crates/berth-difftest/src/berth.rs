@@ -5,10 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, anyhow};
-use berth_engine::preemption::{LostOn, PreemptionExplanation, PreemptionOutcome};
-use berth_engine::registry::scheduler_for;
+use berth_engine::scheduler_for;
 use berth_engine::simulation::gated_message;
 use berth_engine::{Cluster, CycleConfig, FeatureGates, Nominator};
+use berth_engine::{LostOn, PreemptionExplanation, PreemptionOutcome};
 use berth_kube::ClusterObjects;
 use berth_policy::{EffectivePolicy, PriorityKind};
 use k8s_openapi::api::core::v1::Pod;

@@ -30,8 +30,8 @@ mod error;
 mod indexes;
 mod node_info;
 
-pub use changes::{ChangeLog, Cursor, PodChange};
-pub use compaction::{COMPACTION_FLOOR, Compaction};
+pub use changes::{ChangeLog, Cursor};
+pub use compaction::Compaction;
 pub use error::ClusterError;
 pub use indexes::{TermIndex, TermRef};
 use indexes::{

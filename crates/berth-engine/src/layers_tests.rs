@@ -6,13 +6,17 @@
 //!
 //! Test code (`#[cfg(test)] mod tests { ... }`, `*_tests.rs`, `tests.rs`, `testkit.rs`) may
 //! import anything, and `lib.rs` only declares and re-exports.
+//!
+//! The boundaries around the engine are checked here too: its public modules are the ones
+//! [`PUBLIC_MODULES`] lists, and the vocabulary crates below it (berth-model, berth-policy)
+//! depend on no Berth crate, so they never pull in the engine.
 
 use std::path::Path;
 
 /// The layers, lowest first. A new module must be placed here.
 const LAYERS: &[&[&str]] = &[
-    &["labels", "resources", "features"],
-    &["types", "model"],
+    // berth-model's modules, re-exported at the root.
+    &["labels", "resources", "types", "model"],
     &["health"],
     &["podinfo"],
     &["cluster"],
@@ -246,4 +250,74 @@ fn the_check_finds_back_edges() {
         .map(|(f, a, b)| (f.to_string(), a.to_string(), b.to_string()))
         .collect();
     assert_eq!(got, want);
+}
+
+/// The engine's public namespaces: every other module is private and what other crates use
+/// of it is re-exported at the root, so a module made public is a deliberate change of the
+/// API, made here too (lib.rs says why each of these is public).
+const PUBLIC_MODULES: &[&str] = &[
+    "extender",
+    "framework",
+    "health",
+    "rules",
+    "simulation",
+    "testkit",
+];
+
+#[test]
+fn public_modules_are_the_declared_ones() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+        .expect("lib.rs");
+    let public: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|l| l.trim_end_matches(';'))
+        .collect();
+    assert_eq!(public, PUBLIC_MODULES, "the `pub mod`s of lib.rs");
+    assert!(
+        !lib.lines().any(|l| l.trim().starts_with("pub(crate) mod")),
+        "lib.rs: a module is either public (PUBLIC_MODULES) or private"
+    );
+}
+
+/// The dependencies on other crates of the workspace that `crate_dir`'s Cargo.toml declares
+/// (`[dependencies]`, `[dev-dependencies]` and `[build-dependencies]`).
+fn berth_dependencies(crate_dir: &str) -> Vec<String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(crate_dir)
+        .join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).expect("a crate's Cargo.toml");
+    let mut in_dependencies = false;
+    let mut found = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line.ends_with("dependencies]");
+        } else if in_dependencies && line.starts_with("berth") {
+            let name: String = line
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// The vocabulary crates stand below the engine: Cargo refuses a cycle, and this keeps them
+/// from depending on any other Berth crate at all (the engine, or a converter above it).
+#[test]
+fn vocabulary_crates_depend_on_no_berth_crate() {
+    for vocabulary in ["berth-model", "berth-policy"] {
+        assert_eq!(
+            berth_dependencies(vocabulary),
+            Vec::<String>::new(),
+            "crates/{vocabulary}/Cargo.toml"
+        );
+    }
+    assert_eq!(
+        berth_dependencies("berth-engine"),
+        ["berth-model", "berth-policy", "berth-engine"],
+        "crates/berth-engine/Cargo.toml: the vocabulary crates (and itself, with the test kit)"
+    );
 }

@@ -5,15 +5,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use berth_engine::explain::{RejectedBy, Rejection, ScoreValue};
 use berth_engine::extender::{
     Extender, ExtenderCall, FilterVerdict, MAX_EXTENDER_PRIORITY, PendingScores, PreemptionCall,
     PreemptionVerdict,
 };
-use berth_engine::preemption::{DisruptionBudgets, PreemptionOutcome};
-use berth_engine::registry::scheduler_for;
+use berth_engine::scheduler_for;
 use berth_engine::testkit::*;
 use berth_engine::{Cluster, CycleConfig, Decision, Scheduler};
+use berth_engine::{DisruptionBudgets, PreemptionOutcome};
+use berth_engine::{RejectedBy, Rejection, ScoreValue};
 
 type FilterFn = dyn Fn(&[String]) -> Result<FilterVerdict, String> + Send + Sync;
 type ScoreFn = dyn Fn(&[String]) -> Result<Vec<(String, i64)>, String> + Send + Sync;

@@ -180,7 +180,7 @@ proptest! {
         let mut c = cluster(nodes, vec![]);
         let policy = berth_policy::parse(POLICIES[policy].1, POLICIES[policy].0).unwrap();
         let config = CycleConfig { seed, ..CycleConfig::default() };
-        let mut s = berth_engine::registry::scheduler_for(&policy, config).unwrap();
+        let mut s = berth_engine::scheduler_for(&policy, config).unwrap();
         queue_order(&mut pods);
         let mut messages = Vec::new();
         schedule_all(&mut c, &mut s, pods, Detail::Decision, |o| {

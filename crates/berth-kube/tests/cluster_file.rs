@@ -679,14 +679,14 @@ fn volume_modes_attributes_classes_and_read_write_once_pod_are_read() {
             volume.volume_mode,
             volume.volume_attributes_class_name.as_str()
         ),
-        (berth_engine::model::VolumeMode::Block, "gold")
+        (berth_model::model::VolumeMode::Block, "gold")
     );
     let claim = snapshot
         .cluster
         .persistent_volume_claim("ns", "c")
         .expect("claim");
     assert_eq!(claim.access_modes, ["ReadWriteOncePod"]);
-    assert_eq!(claim.volume_mode, berth_engine::model::VolumeMode::Block);
+    assert_eq!(claim.volume_mode, berth_model::model::VolumeMode::Block);
     let error = berth_kube::snapshot(&parse(&list("Raw")))
         .unwrap_err()
         .to_string();

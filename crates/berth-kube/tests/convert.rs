@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use berth_engine::labels::{LabelSelector, Operator, Requirement};
-use berth_engine::model::{
+use berth_kube::convert::{self, ConvertError, PriorityResolver};
+use berth_kube::{ClusterObjects, parse_cluster, snapshot};
+use berth_model::labels::{LabelSelector, Operator, Requirement};
+use berth_model::model::{
     self, NodeInclusionPolicy, NodeSelectorTerm, PvSource, SelectorKind, TaintEffect,
     TolerationOperator, VolumeBindingMode, VolumeSource, WhenUnsatisfiable,
 };
-use berth_kube::convert::{self, ConvertError, PriorityResolver};
-use berth_kube::{ClusterObjects, parse_cluster, snapshot};
 use k8s_openapi::api::core::v1::Pod;
 use serde::de::DeserializeOwned;
 

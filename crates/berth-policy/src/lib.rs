@@ -13,11 +13,13 @@
 mod build;
 mod describe;
 mod error;
+pub mod features;
 pub mod file;
 mod names;
 mod raw;
 mod syntax;
 mod types;
+pub mod upstream;
 mod yaml;
 
 use std::path::Path;
@@ -29,6 +31,7 @@ pub use build::{
     MAX_WASM_TIMEOUT_MILLIS,
 };
 pub use error::PolicyError;
+pub use features::{FeatureGateError, FeatureGates};
 pub use types::{
     CircuitBreakerArgs, Defaulted, EffectivePolicy, Extender, ExtenderTlsConfig, FailurePolicy,
     GuardedEffect, ManagedResource, PodIpSource, PredicateConfig, PredicateKind, PriorityConfig,

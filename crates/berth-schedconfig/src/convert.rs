@@ -6,12 +6,8 @@
 use std::fmt;
 
 use base64::Engine as _;
-use berth_engine::FeatureGates;
-use berth_engine::registry::{
-    EntryGroup, filter_groups, score_groups, upstream_filter_plugins, upstream_score_plugin,
-};
-use berth_engine::rules::{label_presence, node_selector, pod_topology_spread, resources_fit};
-use berth_policy::{EffectivePolicy, PredicateKind, PriorityKind};
+use berth_policy::upstream::{self, EntryGroup, filter_groups, score_groups};
+use berth_policy::{EffectivePolicy, FeatureGates, PredicateKind, PriorityKind};
 use serde::Serialize;
 
 use crate::args::{
@@ -226,7 +222,7 @@ impl Builder {
 
     fn filter(&mut self, group: &EntryGroup<'_, PredicateKind>) {
         let kind = group.first();
-        let upstream = upstream_filter_plugins(kind);
+        let upstream = upstream::filter_plugins(kind);
         if upstream.is_empty() {
             self.skip("predicates", group, no_upstream_filter(kind));
             return;
@@ -247,7 +243,7 @@ impl Builder {
     /// The labelsPresence entries: v1.22's NodeLabel filter, which v1 no longer has; its
     /// equivalent is a required term added to every pod's node affinity.
     fn label_presence(&mut self, group: &EntryGroup<'_, PredicateKind>) {
-        if !self.enabled(Point::Filter, node_selector::UPSTREAM_PLUGIN) {
+        if !self.enabled(Point::Filter, upstream::NODE_AFFINITY) {
             self.skip(
                 "predicates",
                 group,
@@ -256,7 +252,7 @@ impl Builder {
                      filter, which would also enforce pods' own node selectors and affinity, which \
                      this policy does not check (add MatchNodeSelector or GeneralPredicates to \
                      convert it)",
-                    removed(label_presence::UPSTREAM_PLUGIN)
+                    removed(upstream::NODE_LABEL)
                 ),
             );
             return;
@@ -290,7 +286,7 @@ impl Builder {
             group.name()
         ));
         self.args(
-            node_selector::UPSTREAM_PLUGIN,
+            upstream::NODE_AFFINITY,
             NodeAffinityArgs {
                 added_affinity: Some(NodeAffinity {
                     required_during_scheduling_ignored_during_execution: Some(NodeSelector {
@@ -313,7 +309,7 @@ impl Builder {
         gates: FeatureGates,
     ) {
         let kind = group.first();
-        let Some(upstream) = upstream_score_plugin(kind, gates) else {
+        let Some(upstream) = upstream::score_plugin(kind, gates) else {
             match kind {
                 PriorityKind::Wasm(spec) => self.skip(
                     "priorities",
@@ -361,7 +357,7 @@ impl Builder {
             return;
         }
         self.enable_score(upstream, weight);
-        if upstream == pod_topology_spread::UPSTREAM_PLUGIN {
+        if upstream == upstream::POD_TOPOLOGY_SPREAD {
             // v1.22's producers: SelectorSpreadPriority (gate on) sets System defaulting,
             // EvenPodsSpreadPriority alone List; System wins when both are there.
             let system = group
@@ -402,7 +398,7 @@ impl Builder {
         strategy: ScoringStrategy,
         weight: i32,
     ) {
-        let fit = resources_fit::UPSTREAM_PLUGIN;
+        let fit = upstream::NODE_RESOURCES_FIT;
         if self.enabled(Point::Score, fit) {
             self.skip(
                 "priorities",

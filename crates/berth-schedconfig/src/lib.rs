@@ -5,11 +5,8 @@
 //! [`convert()`] writes the profile that reproduces a policy with upstream's plugins, as
 //! v1.22's legacy registry mapped them, and names everything v1 has no equivalent for;
 //! [`read`] takes such a file back (the subset that maps one to one onto a Policy). The
-//! policy-name -> plugin mapping itself is the engine registry's
-//! ([`berth_engine::registry::upstream_filter_plugins`], [`upstream_score_plugin`]), so both
-//! directions follow one table.
-//!
-//! [`upstream_score_plugin`]: berth_engine::registry::upstream_score_plugin
+//! policy-name -> plugin mapping itself is berth-policy's ([`berth_policy::upstream`]), the
+//! table the engine's rules are checked against, so both directions follow one table.
 
 pub mod args;
 pub mod component;

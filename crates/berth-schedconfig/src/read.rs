@@ -8,11 +8,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use berth_engine::FeatureGates;
-use berth_engine::registry::{upstream_filter_plugins, upstream_score_plugin};
-use berth_engine::rules::{general_predicates, node_selector, resources_fit, volume_binding};
 use berth_policy::file;
-use berth_policy::{EffectivePolicy, PolicyError, PredicateKind, PriorityKind};
+use berth_policy::upstream;
+use berth_policy::{EffectivePolicy, FeatureGates, PolicyError, PredicateKind, PriorityKind};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -361,7 +359,7 @@ impl Reader {
             PredicateKind::CheckNodeUnschedulable,
             PredicateKind::PodToleratesNodeTaints,
         ] {
-            let plugin = upstream_filter_plugins(&mandatory)[0];
+            let plugin = upstream::filter_plugins(&mandatory)[0];
             if !filters.contains_key(plugin) {
                 return Err(problem(
                     &path,
@@ -373,7 +371,7 @@ impl Reader {
                 ));
             }
         }
-        let general = general_predicates::UPSTREAM_PLUGINS
+        let general = upstream::GENERAL_PREDICATES
             .iter()
             .all(|p| filters.contains_key(*p));
         let mut out = Vec::new();
@@ -383,12 +381,12 @@ impl Reader {
             );
         }
         for plugin in filters.keys() {
-            if general && general_predicates::UPSTREAM_PLUGINS.contains(&plugin.as_str()) {
+            if general && upstream::GENERAL_PREDICATES.contains(&plugin.as_str()) {
                 continue;
             }
             let kind = FILTER_KINDS
                 .iter()
-                .find(|k| upstream_filter_plugins(k) == [plugin.as_str()])
+                .find(|k| upstream::filter_plugins(k) == [plugin.as_str()])
                 .ok_or_else(|| problem(&path, unsupported(plugin, Point::Filter)))?;
             out.push(json!({"name": berth_policy::predicate_name(kind)}));
         }
@@ -412,10 +410,10 @@ impl Reader {
             let weight = enabled.weight;
             let entry = |kind: &PriorityKind| json!({"name": berth_policy::priority_name(kind), "weight": weight});
             match plugin.as_str() {
-                p if p == resources_fit::UPSTREAM_PLUGIN => {
+                p if p == upstream::NODE_RESOURCES_FIT => {
                     out.push(resource_priority(configs, weight, base)?);
                 }
-                p if p == volume_binding::UPSTREAM_PLUGIN => {
+                p if p == upstream::VOLUME_BINDING => {
                     if configs.volume_binding_shape {
                         return Err(problem(
                             configs.path(p),
@@ -433,7 +431,7 @@ impl Reader {
                 _ => {
                     let kind = SCORE_KINDS
                         .iter()
-                        .find(|k| upstream_score_plugin(k, self.gates) == Some(plugin.as_str()))
+                        .find(|k| upstream::score_plugin(k, self.gates) == Some(plugin.as_str()))
                         .ok_or_else(|| problem(&path, unsupported(plugin, Point::Score)))?;
                     let kind = match kind {
                         PriorityKind::SelectorSpread | PriorityKind::EvenPodsSpread => {
@@ -449,13 +447,13 @@ impl Reader {
                 }
             }
         }
-        if !resolved[&Point::Score].contains_key(resources_fit::UPSTREAM_PLUGIN)
+        if !resolved[&Point::Score].contains_key(upstream::NODE_RESOURCES_FIT)
             && configs.scoring_strategy.is_some()
         {
             warnings.push(format!(
                 "{}: scoringStrategy has no effect: NodeResourcesFit does not score in this \
                  profile",
-                configs.path(resources_fit::UPSTREAM_PLUGIN)
+                configs.path(upstream::NODE_RESOURCES_FIT)
             ));
         }
         Ok((out, hard_weight))
@@ -465,7 +463,7 @@ impl Reader {
     /// v1.22 with the DefaultPodTopologySpread gate), with list defaulting and no default
     /// constraints EvenPodsSpreadPriority.
     fn spread_kind(&self, configs: &Args, base: &str) -> Result<PriorityKind, Problem> {
-        let spread = upstream_score_plugin(&PriorityKind::EvenPodsSpread, self.gates)
+        let spread = upstream::score_plugin(&PriorityKind::EvenPodsSpread, self.gates)
             .expect("EvenPodsSpreadPriority has a plugin");
         match configs.spread_defaulting.as_deref() {
             None | Some(args::SYSTEM_DEFAULTING) if self.gates.default_pod_topology_spread => {
@@ -533,7 +531,7 @@ fn unsupported(plugin: &str, point: Point) -> String {
 fn filter_plugin_names() -> String {
     FILTER_KINDS
         .iter()
-        .map(|k| upstream_filter_plugins(k)[0])
+        .map(|k| upstream::filter_plugins(k)[0])
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -541,9 +539,9 @@ fn filter_plugin_names() -> String {
 fn score_plugin_names() -> String {
     let mut names: Vec<&str> = SCORE_KINDS
         .iter()
-        .filter_map(|k| upstream_score_plugin(k, FeatureGates::default()))
+        .filter_map(|k| upstream::score_plugin(k, FeatureGates::default()))
         .collect();
-    names.push(resources_fit::UPSTREAM_PLUGIN);
+    names.push(upstream::NODE_RESOURCES_FIT);
     names.dedup();
     names.join(", ")
 }
@@ -717,7 +715,7 @@ fn check_fixed_points(resolved: &Resolved, base: &str) -> Result<(), Problem> {
     exactly(Point::Permit, &[], "a Policy has no permit step")?;
     exactly(Point::PostBind, &[], "a Policy has no post-bind step")?;
     let filters = names(Point::Filter);
-    let volume = volume_binding::UPSTREAM_PLUGIN;
+    let volume = upstream::VOLUME_BINDING;
     let binding: &[&str] = if filters.contains(volume) {
         &[volume]
     } else {
@@ -977,7 +975,7 @@ fn is_cpu_and_memory(resources: &[ResourceSpec]) -> bool {
 
 /// NodeResourcesFit's score as the Policy priority its strategy is.
 fn resource_priority(configs: &Args, weight: i32, base: &str) -> Result<Value, Problem> {
-    let fit = resources_fit::UPSTREAM_PLUGIN;
+    let fit = upstream::NODE_RESOURCES_FIT;
     let path = match configs.paths.get(fit) {
         Some(p) => format!("{p}.scoringStrategy"),
         None => format!("{base}.pluginConfig"),
@@ -1055,10 +1053,7 @@ fn added_affinity(
     base: &str,
     configs: &Args,
 ) -> Result<Vec<Value>, Problem> {
-    let path = format!(
-        "{}.addedAffinity",
-        configs.path(node_selector::UPSTREAM_PLUGIN)
-    );
+    let path = format!("{}.addedAffinity", configs.path(upstream::NODE_AFFINITY));
     let Some(added) = &args.added_affinity else {
         return Ok(Vec::new());
     };
@@ -1077,7 +1072,7 @@ fn added_affinity(
         return Ok(Vec::new());
     };
     let path = format!("{path}.requiredDuringSchedulingIgnoredDuringExecution");
-    if !filters.contains_key(node_selector::UPSTREAM_PLUGIN) {
+    if !filters.contains_key(upstream::NODE_AFFINITY) {
         return Err(problem(
             path,
             format!(

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use berth_engine::registry::scheduler_for;
-use berth_engine::{CycleConfig, FeatureGates};
-use berth_policy::EffectivePolicy;
+use berth_engine::CycleConfig;
+use berth_engine::scheduler_for;
+use berth_policy::{EffectivePolicy, FeatureGates};
 use berth_schedconfig::plugins::Point;
 use berth_schedconfig::{Conversion, KubeSchedulerConfiguration, Options, ReadOptions, convert};
 

@@ -2,8 +2,7 @@
 //! a table of everything outside the subset, each refused naming the field and what is
 //! accepted.
 
-use berth_engine::FeatureGates;
-use berth_policy::PriorityKind;
+use berth_policy::{FeatureGates, PriorityKind};
 use berth_schedconfig::{ReadOptions, parse};
 
 const HEAD: &str = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n";

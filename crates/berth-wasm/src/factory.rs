@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
+use berth_engine::PluginFactory;
 use berth_engine::framework::{FilterRule, ScoreRule};
-use berth_engine::registry::PluginFactory;
 use berth_policy::WasmPlugin;
 
 use crate::error::LoadError;

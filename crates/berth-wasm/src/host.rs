@@ -9,10 +9,10 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use berth_engine::cluster::{Cluster, NodeId, NodeInfo};
+use berth_engine::PodInfo;
 use berth_engine::framework::Reason;
 use berth_engine::labels::Sym;
-use berth_engine::podinfo::PodInfo;
+use berth_engine::{Cluster, NodeId, NodeInfo};
 use lasso::Key;
 use rustc_hash::FxHashMap;
 use scoped_tls_hkt::scoped_thread_local;

@@ -3,7 +3,7 @@
 //!
 //! The ABI is specified in docs/plugin-abi.md; [`abi`] holds its names and numbers. A
 //! [`Runtime`] owns the wasm engine; a [`PluginHost`] loads modules from a directory and is the
-//! [`berth_engine::registry::PluginFactory`] the engine builds rules with, and swaps a changed
+//! [`berth_engine::PluginFactory`] the engine builds rules with, and swaps a changed
 //! module inside its plugin when asked ([`PluginHost::reload_modules`]; berth-daemon's reload
 //! decides when).
 //!

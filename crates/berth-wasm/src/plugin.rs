@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use berth_engine::cluster::NodeId;
+use berth_engine::NodeId;
 use berth_engine::framework::{CycleContext, Reason};
 use berth_policy::{FailurePolicy, WasmPlugin};
 use rayon::prelude::*;

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use berth_engine::cluster::{NodeId, NodeInfo};
 use berth_engine::framework::{
     CycleContext, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore, Reason, Reuse,
     ScorePrep, ScoreRule, normalize_reduce,
 };
+use berth_engine::{NodeId, NodeInfo};
 
 use crate::abi::Normalize;
 use crate::plugin::{Evaluation, Plugin, Table};

@@ -2,9 +2,9 @@
 //! Shapes follow Kubernetes' field names; quantities are integers (CPU in millicores, the
 //! rest in base units), as the engine holds them. docs/plugin-abi.md lists every field.
 
-use berth_engine::cluster::{Cluster, NodeInfo};
+use berth_engine::PodInfo;
 use berth_engine::model::{Container, Meta, Taint};
-use berth_engine::podinfo::PodInfo;
+use berth_engine::{Cluster, NodeInfo};
 use serde_json::{Map, Value, json};
 
 fn meta(m: &Meta) -> Value {

@@ -229,12 +229,9 @@ fn the_epoch_ticker_sleeps_while_no_guest_runs() {
     std::fs::write(dir.path().join("modes.wasm"), fixture("modes")).expect("write");
     let host = berth_wasm::PluginHost::new(runtime.clone(), dir.path());
     let policy = berth_policy::parse(GPU_FILTER, "policy.json").expect("policy");
-    let mut sched = berth_engine::registry::scheduler_with_plugins(
-        &policy,
-        berth_engine::CycleConfig::default(),
-        &host,
-    )
-    .expect("scheduler");
+    let mut sched =
+        berth_engine::scheduler_with_plugins(&policy, berth_engine::CycleConfig::default(), &host)
+            .expect("scheduler");
     let mut cl = cluster(vec![node("a").label("gpu", "t4").build()], vec![]);
     assert_eq!(schedule(&mut cl, &mut sched, vec![pod("p").build()]), ["a"]);
     // The ticker lingers 100 ticks after the last call, then sleeps: within 10 s (a loaded

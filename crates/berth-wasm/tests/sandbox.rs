@@ -89,7 +89,7 @@ fn modules_are_read_only_from_bounded_regular_files() {
     let fifo_policy = policy("fifo.wasm", "");
     std::thread::spawn(move || {
         let policy = berth_policy::parse(&fifo_policy, "policy.json").expect("policy");
-        let got = berth_engine::registry::scheduler_with_plugins(
+        let got = berth_engine::scheduler_with_plugins(
             &policy,
             berth_engine::CycleConfig::default(),
             &*host,
@@ -172,12 +172,8 @@ fn plugin_instances_fit_the_memory_budget() {
             entries.join(",")
         );
         let policy = berth_policy::parse(&text, "policy.json").expect("policy");
-        berth_engine::registry::scheduler_with_plugins(
-            &policy,
-            berth_engine::CycleConfig::default(),
-            &host,
-        )
-        .map_err(|e| e.to_string())
+        berth_engine::scheduler_with_plugins(&policy, berth_engine::CycleConfig::default(), &host)
+            .map_err(|e| e.to_string())
     };
     let two = build(&["P1", "P2"]).expect("two plugins fit");
     let instances: Vec<usize> = host.plugins().iter().map(|p| p.instances()).collect();

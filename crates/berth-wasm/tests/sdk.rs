@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use berth_engine::explain::RejectedBy;
+use berth_engine::RejectedBy;
 use berth_engine::model::TaintEffect;
-use berth_engine::registry::scheduler_with_plugins;
+use berth_engine::scheduler_with_plugins;
 use berth_engine::testkit::{cluster, node, pod};
 use berth_engine::{CycleConfig, Scheduler};
 use berth_wasm::{PluginHost, Runtime};

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use berth_engine::registry::{scheduler_for, scheduler_with_plugins};
 use berth_engine::{CycleConfig, Scheduler};
+use berth_engine::{scheduler_for, scheduler_with_plugins};
 use berth_policy::{EffectivePolicy, PredicateKind, PriorityKind};
 use berth_wasm::{PluginHost, Runtime};
 

@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::canonical::{canonical, with_nodes_in_slot_order};
+use super::compaction::COMPACTION_FLOOR;
 use super::*;
 use crate::labels::HoldsSymbols;
 use crate::model::{Node, Pod, SelectorKind, WhenUnsatisfiable};

@@ -75,8 +75,6 @@ pub const NOT_ELIGIBLE_NEVER: &str = "the pod's preemptionPolicy is Never";
 /// Why a pod does not preempt: its earlier victims are still going.
 pub const NOT_ELIGIBLE_TERMINATING: &str =
     "pods of lower priority on the nominated node are still terminating";
-/// Upstream's status for a node that failed for a reason preemption cannot fix.
-pub const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 
 /// The step of upstream's node choice at which a candidate lost to the chosen one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,7 +25,6 @@ use crate::cluster::{Cluster, NodeId};
 use crate::diagnosis::FitError;
 use crate::explain::{Explanation, explain_nodes};
 use crate::extender::{self, Extender, ExtenderError};
-use crate::features::FeatureGates;
 use crate::filters::{PreparedFilters, RejectedAll};
 use crate::framework::{CycleContext, Reservation, ScorePrep};
 use crate::health::Trackers;
@@ -33,6 +32,7 @@ use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 use crate::preemption::{DisruptionBudgets, Preemption, PreemptionExplanation, PreemptionOutcome};
 use crate::profile::{NamedFilter, Profile, WeightedScore};
+use berth_policy::FeatureGates;
 
 use diagnose::{Visited, rejected_everywhere, unscored};
 use feasible::Walk;

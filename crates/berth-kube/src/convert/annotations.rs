@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use berth_engine::model::{NamespaceNodeSelector, TolerationWhitelist};
+use berth_model::model::{NamespaceNodeSelector, TolerationWhitelist};
 use k8s_openapi::api::core::v1 as core;
 use serde::Deserialize;
 
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn toleration_whitelist_table() {
         use TolerationWhitelist::*;
-        use berth_engine::model::{TaintEffect, Toleration, TolerationOperator};
+        use berth_model::model::{TaintEffect, Toleration, TolerationOperator};
         let exists = |key: &str, effect| Toleration {
             key: key.into(),
             operator: TolerationOperator::Exists,

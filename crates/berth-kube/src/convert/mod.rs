@@ -18,8 +18,8 @@ mod workloads;
 
 use std::collections::BTreeMap;
 
-use berth_engine::model;
-use berth_engine::resources::{CPU, ResourceList};
+use berth_model::model;
+use berth_model::resources::{CPU, ResourceList};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::{ClusterResourceScope, Metadata, NamespaceResourceScope, Resource};

@@ -1,6 +1,6 @@
 //! Nodes.
 
-use berth_engine::model;
+use berth_model::model;
 use k8s_openapi::api::core::v1::Node;
 
 use super::field::{Field, Problem};

@@ -2,14 +2,14 @@
 
 use std::collections::HashMap;
 
-use berth_engine::model::{self, VolumeSource};
+use berth_model::model::{self, VolumeSource};
 use k8s_openapi::api::core::v1::{self as core, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
 use super::field::{Field, Problem};
 use super::selectors::{node_selector, node_selector_term, optional_selector};
 
-use berth_engine::resources::ResourceList;
+use berth_model::resources::ResourceList;
 
 use super::{
     ConvertError, DEFAULT_SCHEDULER_NAME, PREFERRED, REQUIRED, amount, convert, object_ref,
@@ -440,13 +440,13 @@ fn pod_affinity_term(
     super::selectors::add_label_keys(
         &mut label_selector,
         term.match_label_keys.as_deref(),
-        berth_engine::labels::Operator::In,
+        berth_model::labels::Operator::In,
         labels,
     );
     super::selectors::add_label_keys(
         &mut label_selector,
         term.mismatch_label_keys.as_deref(),
-        berth_engine::labels::Operator::NotIn,
+        berth_model::labels::Operator::NotIn,
         labels,
     );
     Ok(model::PodAffinityTerm {
@@ -522,7 +522,7 @@ fn spread_constraint(
     super::selectors::add_label_keys(
         &mut label_selector,
         constraint.match_label_keys.as_deref(),
-        berth_engine::labels::Operator::In,
+        berth_model::labels::Operator::In,
         labels,
     );
     Ok(model::TopologySpreadConstraint {

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use berth_engine::labels::{LabelSelector, Operator, Requirement};
-use berth_engine::model::NodeSelectorTerm;
+use berth_model::labels::{LabelSelector, Operator, Requirement};
+use berth_model::model::NodeSelectorTerm;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 

@@ -1,8 +1,8 @@
 //! A whole cluster file as a ready-to-schedule engine cluster plus the pods to schedule.
 
-use berth_engine::model;
-use berth_engine::preemption::DisruptionBudgets;
+use berth_engine::DisruptionBudgets;
 use berth_engine::{Cluster, ClusterError};
+use berth_model::model;
 
 use super::{
     ConvertError, Object, PriorityResolver, csi_node, is_terminal, namespace, node, object_ref,

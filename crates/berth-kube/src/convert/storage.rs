@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use berth_engine::model::{self, PvSource};
+use berth_model::model::{self, PvSource};
 use k8s_openapi::api::core::v1::{self as core, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use berth_engine::labels::LabelSelector;
-use berth_engine::model::{self, SelectorKind};
+use berth_model::labels::LabelSelector;
+use berth_model::model::{self, SelectorKind};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use berth_engine::labels::parse_node_selector;
+use berth_model::labels::parse_node_selector;
 use k8s_openapi::api::core::v1::{LimitRange, Namespace, Pod, PodSpec, Toleration};
 
 use super::limit_range;

@@ -8,9 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use berth_engine::labels::{Interner, Labels};
-use berth_engine::model::TaintEffect;
-use berth_engine::podinfo::{PodInfo, any_term_matches};
+use berth_engine::{PodInfo, any_term_matches};
+use berth_model::labels::{Interner, Labels};
+use berth_model::model::TaintEffect;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,

@@ -19,9 +19,10 @@ mod stateful_set;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use berth_engine::labels::{Interner, Labels, Selector};
-use berth_engine::resources::{ResourceList, Resources};
-use berth_engine::{model, podinfo};
+use berth_engine::effective_requests;
+use berth_model::labels::{Interner, Labels, Selector};
+use berth_model::model;
+use berth_model::resources::{ResourceList, Resources};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec};
@@ -277,7 +278,7 @@ impl PodRequests {
             init_containers: list(&init),
             pod_level: list(&Resources::from_list(&pod.resources)),
             overhead: list(&Resources::from_list(&pod.overhead)),
-            effective: list(&podinfo::effective_requests(pod)),
+            effective: list(&effective_requests(pod)),
         }
     }
 }

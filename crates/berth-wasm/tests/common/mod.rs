@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use berth_engine::model::{Node, Pod};
-use berth_engine::registry::scheduler_with_plugins;
+use berth_engine::scheduler_with_plugins;
 use berth_engine::simulation::schedule_all;
 use berth_engine::{Cluster, CycleConfig, Detail, Scheduler};
 use berth_wasm::{PluginHost, Runtime};

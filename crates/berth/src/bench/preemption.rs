@@ -9,8 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use berth_engine::model::{Container, Meta, Pod};
-use berth_engine::preemption::{DisruptionBudgets, PreemptionOutcome};
-use berth_engine::{Cluster, Decision, Nominator, Scheduler};
+use berth_engine::{Cluster, Decision, DisruptionBudgets, Nominator, PreemptionOutcome, Scheduler};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;

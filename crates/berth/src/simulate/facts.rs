@@ -17,7 +17,7 @@ use super::whatif::quantity;
 /// containers, sidecars, pod-level requests and overhead combined), `priority`,
 /// `priorityClass`, `labels`, `nodeSelector`, `tolerations`, `affinity` and `spread`.
 pub(super) fn pod(pod: &model::Pod) -> Value {
-    let requests = berth_engine::podinfo::effective_requests(pod);
+    let requests = berth_engine::effective_requests(pod);
     json!({
         "requests": resources(&requests),
         "priority": pod.priority,

@@ -13,7 +13,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use berth_engine::explain::RejectedBy;
+use berth_engine::RejectedBy;
 use berth_engine::simulation::{queue_order, schedule_all_with};
 use berth_engine::{CycleConfig, Decision, Detail};
 use berth_kube::ClusterObjects;

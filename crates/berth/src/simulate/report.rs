@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use base64::Engine as _;
-use berth_engine::explain::RejectedBy;
+use berth_engine::RejectedBy;
 use berth_engine::model;
 use berth_engine::simulation::Outcome;
 use berth_engine::{Cluster, Decision, Explanation, Scheduler};

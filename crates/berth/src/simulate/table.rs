@@ -6,9 +6,8 @@
 //! NodePreferAvoidPodsPriority x10000 adds 1,000,000 to every total), then the rejected nodes
 //! grouped by the rule and reason that rejected them.
 
-use berth_engine::explain::{NodeExplanation, RejectedBy};
 use berth_engine::simulation::{Outcome, PreemptionReport};
-use berth_engine::{Decision, Explanation};
+use berth_engine::{Decision, Explanation, NodeExplanation, RejectedBy};
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
 use super::RuleKinds;

@@ -48,6 +48,7 @@ impl Resources {
     }
 
     /// Adds `v` to the named quantity, saturating at the `i64` bounds.
+    #[inline]
     fn add_named(&mut self, name: &str, v: i64) {
         if let Some(q) = self.slot(name) {
             *q = q.saturating_add(v);
@@ -55,7 +56,8 @@ impl Resources {
     }
 
     /// Sets the named quantity.
-    pub(crate) fn set_named(&mut self, name: &str, v: i64) {
+    #[inline]
+    pub fn set_named(&mut self, name: &str, v: i64) {
         if let Some(q) = self.slot(name) {
             *q = v;
         }
@@ -63,6 +65,7 @@ impl Resources {
 
     /// The named quantity, created at 0 if it is an absent extended resource; None for
     /// `pods`, which is tracked separately.
+    #[inline]
     fn slot(&mut self, name: &str) -> Option<&mut i64> {
         match name {
             CPU => Some(&mut self.milli_cpu),
@@ -83,6 +86,7 @@ impl Resources {
     }
 
     /// The quantity of an extended resource (0 when absent).
+    #[inline]
     pub fn scalar(&self, name: &str) -> i64 {
         self.scalars
             .binary_search_by(|(n, _)| (**n).cmp(name))
@@ -90,6 +94,7 @@ impl Resources {
     }
 
     /// The quantity of any named resource (0 when absent).
+    #[inline]
     pub fn get(&self, name: &str) -> i64 {
         match name {
             CPU => self.milli_cpu,
@@ -102,6 +107,7 @@ impl Resources {
     /// Adds `other` into `self`, each quantity saturating at the `i64` bounds (a pod's
     /// containers asking for more than `i64::MAX` in all ask for `i64::MAX`). Not undone by
     /// subtracting once saturated: sums that shrink again are [`RequestSum`]s.
+    #[inline]
     pub fn add(&mut self, other: &Resources) {
         self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
         self.memory = self.memory.saturating_add(other.memory);
@@ -114,6 +120,7 @@ impl Resources {
     }
 
     /// Per resource, the larger of the two (init containers run one at a time).
+    #[inline]
     pub fn max_with(&mut self, other: &Resources) {
         self.milli_cpu = self.milli_cpu.max(other.milli_cpu);
         self.memory = self.memory.max(other.memory);
@@ -126,6 +133,7 @@ impl Resources {
     }
 
     /// Whether every quantity is zero.
+    #[inline]
     pub fn is_zero(&self) -> bool {
         self.milli_cpu == 0
             && self.memory == 0
@@ -135,6 +143,7 @@ impl Resources {
 }
 
 /// `v` clamped to the `i64` range.
+#[inline]
 pub fn clamp_i64(v: i128) -> i64 {
     v.clamp(i64::MIN.into(), i64::MAX.into()) as i64
 }
@@ -154,15 +163,18 @@ pub struct RequestSum {
 
 impl RequestSum {
     /// Adds a pod's requests.
+    #[inline]
     pub fn add(&mut self, r: &Resources) {
         self.apply(r, 1);
     }
 
     /// Removes a pod's requests (the inverse of [`RequestSum::add`]).
+    #[inline]
     pub fn sub(&mut self, r: &Resources) {
         self.apply(r, -1);
     }
 
+    #[inline]
     fn apply(&mut self, r: &Resources, sign: i128) {
         for (exact, v) in [
             (&mut self.milli_cpu, r.milli_cpu),
@@ -189,12 +201,12 @@ impl RequestSum {
     }
 }
 
-#[cfg(test)]
+#[cfg(feature = "testkit")]
 impl RequestSum {
     /// The same sum without extended resources at zero: a sum that went back to zero keeps
     /// its entry (as upstream's NodeInfo does), and every reader takes a missing one as zero,
     /// so two sums over the same pods may differ only in those entries.
-    pub(crate) fn without_zeros(&self) -> RequestSum {
+    pub fn without_zeros(&self) -> RequestSum {
         let mut sum = self.clone();
         sum.scalars.retain(|(_, v)| *v != 0);
         sum.clamped.scalars.retain(|(_, v)| *v != 0);
@@ -206,6 +218,7 @@ impl RequestSum {
 impl Deref for RequestSum {
     type Target = Resources;
 
+    #[inline]
     fn deref(&self) -> &Resources {
         &self.clamped
     }

@@ -27,6 +27,7 @@ pub struct HostPort {
 
 impl HostPort {
     /// Whether two host ports conflict (same protocol and port, and IPs equal or either wildcard).
+    #[inline]
     pub fn conflicts(&self, other: &HostPort) -> bool {
         self.port == other.port
             && self.protocol == other.protocol

@@ -33,17 +33,20 @@ impl Interner {
     }
 
     /// The symbol of `s` if it is interned; a string no object uses matches no label.
+    #[inline]
     pub fn get(&self, s: &str) -> Option<Sym> {
         self.0.get(s)
     }
 
     /// The text of a symbol.
+    #[inline]
     pub fn resolve(&self, sym: Sym) -> &str {
         self.0.resolve(&sym)
     }
 
     /// The text of a symbol that may not come from this interner (a plugin hands symbols
     /// back): None instead of a panic.
+    #[inline]
     pub fn try_resolve(&self, sym: Sym) -> Option<&str> {
         self.0.try_resolve(&sym)
     }
@@ -54,14 +57,15 @@ impl Interner {
     }
 
     /// The dense index of a symbol of this interner, for tables indexed by symbol.
-    pub(crate) fn index(sym: Sym) -> usize {
+    #[inline]
+    pub fn index(sym: Sym) -> usize {
         sym.into_usize()
     }
 
     /// Keeps only the strings whose symbols `live` marks (indexed by [`Interner::index`]),
     /// renumbered densely in their old order, so lists sorted by symbol stay sorted. Returns
     /// each old symbol's new one (None for a dropped string).
-    pub(crate) fn retain(&mut self, live: &[bool]) -> Vec<Option<Sym>> {
+    pub fn retain(&mut self, live: &[bool]) -> Vec<Option<Sym>> {
         let mut kept = Rodeo::new();
         let renumbered = self
             .0
@@ -136,6 +140,7 @@ impl Labels {
     }
 
     /// The key/value pairs, sorted by key symbol.
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (Sym, Sym)> + '_ {
         self.0.iter().copied()
     }
@@ -317,6 +322,7 @@ impl Selector {
 
     /// The key and values of the first `In` requirement: pods matching the selector must carry
     /// one of these labels, which lets the cluster narrow candidates through its label index.
+    #[inline]
     pub fn index_keys(&self) -> Option<(Sym, &[Sym])> {
         self.reqs.iter().find_map(|r| match &r.test {
             Test::In(vals) => Some((r.key, &vals[..])),
@@ -339,6 +345,7 @@ impl Selector {
     }
 
     /// Like [`Selector::matches`], also evaluating Gt/Lt by parsing the label value as an integer.
+    #[inline]
     pub fn matches_with_numbers(&self, labels: &Labels, interner: &Interner) -> bool {
         self.reqs
             .iter()
@@ -346,6 +353,7 @@ impl Selector {
     }
 
     /// Whether the selector uses Gt/Lt, which needs [`Selector::matches_with_numbers`].
+    #[inline]
     pub fn needs_numbers(&self) -> bool {
         self.reqs
             .iter()
