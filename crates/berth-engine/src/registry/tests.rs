@@ -184,11 +184,7 @@ fn read_write_once_pod_runs_where_v136_runs_volume_restrictions() {
     let pending = cl.compile_pod(pod("p").claim("data").build());
     let decision = s.schedule(&cl, &pending);
     assert_eq!(
-        decision
-            .fit_error()
-            .cloned()
-            .map(|e| e.to_string())
-            .as_deref(),
+        decision.fit_error().map(|e| e.to_string()).as_deref(),
         Some(
             "0/2 nodes are available: 1 node(s) unavailable due to PersistentVolumeClaim \
                  with ReadWriteOncePod access mode already in-use by another pod, 1 node(s) \
@@ -213,11 +209,7 @@ fn a_check_named_twice_reports_once() {
     let pending = cl.compile_pod(pod("p").host_port("", "TCP", 80).build());
     let decision = s.schedule(&cl, &pending);
     assert_eq!(
-        decision
-            .fit_error()
-            .cloned()
-            .map(|e| e.to_string())
-            .as_deref(),
+        decision.fit_error().map(|e| e.to_string()).as_deref(),
         Some(
             "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
         )
@@ -238,11 +230,7 @@ fn folded_label_presence_reports_once() {
     let pending = cl.compile_pod(pod("p").build());
     let decision = s.schedule(&cl, &pending);
     assert_eq!(
-        decision
-            .fit_error()
-            .cloned()
-            .map(|e| e.to_string())
-            .as_deref(),
+        decision.fit_error().map(|e| e.to_string()).as_deref(),
         Some("0/1 nodes are available: 1 node(s) didn't have the requested labels.")
     );
 }

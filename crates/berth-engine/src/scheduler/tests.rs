@@ -320,8 +320,6 @@ fn a_filter_rejecting_everywhere_is_named_on_every_node() {
         );
         assert!(
             d.fit_error()
-                .cloned()
-                .as_ref()
                 .expect("unschedulable")
                 .reasons
                 .contains_key(&n.rejections[0].reason)

@@ -8,8 +8,7 @@
 
 use anyhow::Result;
 use berth_engine::model::{
-    Container, Meta, OwnerRef, Pod, PodAffinityTerm, PodSelector, SelectorKind,
-    TopologySpreadConstraint, WhenUnsatisfiable,
+    Meta, Pod, PodSelector, SelectorKind, TopologySpreadConstraint, WhenUnsatisfiable,
 };
 use berth_engine::{Cluster, Scheduler};
 use rand::{Rng, SeedableRng};
@@ -17,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::args::{Args, Arrival};
 use super::measure::{schedule_timed, throughput};
-use super::workload::{MI, label_selector, synthetic_node};
+use super::workload::{MI, apart_on_hostname, app_pod, label_selector, synthetic_node};
 
 /// What one workload's replicas are.
 struct Workload {
@@ -39,39 +38,17 @@ impl Workload {
             SelectorKind::StatefulSet => "StatefulSet",
             _ => "ReplicaSet",
         };
-        let mut pod = Pod {
-            meta: Meta {
-                uid: name.clone(),
-                name,
-                namespace: "bench".into(),
-                labels: [("app".to_string(), self.name.clone())].into(),
-                owners: vec![OwnerRef {
-                    kind: owner.into(),
-                    name: self.name.clone(),
-                    uid: format!("{}-{owner}", self.name),
-                    controller: true,
-                }],
-                ..Meta::default()
-            },
-            node_name: node,
-            scheduler_name: "berth".into(),
-            containers: vec![Container {
-                name: "main".into(),
-                image: format!("registry.example/{}:1", self.name),
-                requests: vec![
-                    ("cpu".into(), self.milli_cpu),
-                    ("memory".into(), self.memory),
-                ],
-                ..Container::default()
-            }],
-            ..Pod::default()
-        };
+        let mut pod = app_pod(
+            &name,
+            &self.name,
+            owner,
+            (self.milli_cpu, self.memory),
+            node,
+        );
         if self.anti_affinity {
-            pod.affinity.anti_required.push(PodAffinityTerm {
-                label_selector: Some(label_selector("app", &self.name)),
-                topology_key: "kubernetes.io/hostname".into(),
-                ..PodAffinityTerm::default()
-            });
+            pod.affinity
+                .anti_required
+                .push(apart_on_hostname(&self.name));
         }
         if self.zone_spread {
             pod.topology_spread_constraints

@@ -127,16 +127,35 @@ pub(super) fn synthetic_pod(
     node: Option<String>,
 ) -> Pod {
     let app = app_name(rng.random_range(0..apps));
-    let mut pod = Pod {
+    let milli_cpu = rng.random_range(1..=10) * 100;
+    let memory = rng.random_range(1..=8) * 128 * MI;
+    let mut pod = app_pod(name, &app, "ReplicaSet", (milli_cpu, memory), node);
+    if workload == Workload::AntiAffinity {
+        pod.affinity.anti_required.push(apart_on_hostname(&app));
+    }
+    pod
+}
+
+/// A pod of app `app` (labelled `app=<app>`, image `registry.example/<app>:1`) owned by its
+/// controller, a ReplicaSet or StatefulSet named after the app, with one container
+/// requesting `milli_cpu` and `memory`.
+pub(super) fn app_pod(
+    name: &str,
+    app: &str,
+    owner: &str,
+    (milli_cpu, memory): (i64, i64),
+    node: Option<String>,
+) -> Pod {
+    Pod {
         meta: Meta {
             name: name.into(),
             namespace: "bench".into(),
             uid: name.into(),
-            labels: [("app".to_string(), app.clone())].into(),
+            labels: [("app".to_string(), app.to_string())].into(),
             owners: vec![OwnerRef {
-                kind: "ReplicaSet".into(),
-                name: app.clone(),
-                uid: format!("{app}-ReplicaSet"),
+                kind: owner.into(),
+                name: app.into(),
+                uid: format!("{app}-{owner}"),
                 controller: true,
             }],
             ..Meta::default()
@@ -146,23 +165,20 @@ pub(super) fn synthetic_pod(
         containers: vec![Container {
             name: "main".into(),
             image: format!("registry.example/{app}:1"),
-            requests: vec![
-                ("cpu".into(), rng.random_range(1..=10) * 100),
-                ("memory".into(), rng.random_range(1..=8) * 128 * MI),
-            ],
-            ports: Vec::new(),
+            requests: vec![("cpu".into(), milli_cpu), ("memory".into(), memory)],
             ..Container::default()
         }],
         ..Pod::default()
-    };
-    if workload == Workload::AntiAffinity {
-        pod.affinity.anti_required.push(PodAffinityTerm {
-            label_selector: Some(app_selector(&app)),
-            topology_key: "kubernetes.io/hostname".into(),
-            ..PodAffinityTerm::default()
-        });
     }
-    pod
+}
+
+/// Required anti-affinity against the pods of `app` on the hostname: one per node.
+pub(super) fn apart_on_hostname(app: &str) -> PodAffinityTerm {
+    PodAffinityTerm {
+        label_selector: Some(app_selector(app)),
+        topology_key: "kubernetes.io/hostname".into(),
+        ..PodAffinityTerm::default()
+    }
 }
 
 /// A selector of the pods of one app.
