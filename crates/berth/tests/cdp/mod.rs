@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 
 /// The longest wait for one answer or event.
 const TIMEOUT: Duration = Duration::from_secs(60);
+/// What Chromium answers a command sent to a page that a navigation has just replaced.
+const NAVIGATED: &str = "Inspected target navigated or closed";
 /// The viewport pages are laid out and captured at (CSS pixels, device scale 1).
 pub const VIEWPORT: (u32, u32) = (1280, 900);
 
@@ -150,7 +152,7 @@ impl Browser {
     /// Waits until `expression` is true in the page (polling every 20 ms).
     pub fn wait_until(&mut self, expression: &str) {
         let deadline = Instant::now() + TIMEOUT;
-        while self.eval(expression) != json!(true) {
+        while self.eval_unless_navigating(expression) != Some(json!(true)) {
             assert!(
                 Instant::now() < deadline,
                 "{expression} did not become true; problems: {:?}",
@@ -172,6 +174,29 @@ impl Browser {
             answer["exceptionDetails"]
         );
         answer["result"]["value"].clone()
+    }
+
+    /// [`Browser::eval`], or None when the page was navigating (a reload the test started)
+    /// and Chromium dropped the evaluation with the page it was in.
+    fn eval_unless_navigating(&mut self, expression: &str) -> Option<Value> {
+        let session = self.session.clone();
+        let answer = self.try_send(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+            Some(&session),
+        );
+        match answer {
+            Ok(answer) => {
+                assert!(
+                    answer.get("exceptionDetails").is_none(),
+                    "{expression} threw: {}",
+                    answer["exceptionDetails"]
+                );
+                Some(answer["result"]["value"].clone())
+            }
+            Err(error) if error["message"] == json!(NAVIGATED) => None,
+            Err(error) => panic!("Runtime.evaluate: {error}"),
+        }
     }
 
     /// A PNG of the viewport.
@@ -201,6 +226,17 @@ impl Browser {
     }
 
     fn send(&mut self, method: &str, params: Value, session: Option<&str>) -> Value {
+        self.try_send(method, params, session)
+            .unwrap_or_else(|error| panic!("{method}: {error}"))
+    }
+
+    /// Sends a command and waits for its answer: its result, or the error Chromium gave.
+    fn try_send(
+        &mut self,
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+    ) -> Result<Value, Value> {
         self.next_id += 1;
         let id = self.next_id;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -216,8 +252,10 @@ impl Browser {
         loop {
             let m = self.next_message(method);
             if m["id"] == json!(id) {
-                assert!(m.get("error").is_none(), "{method}: {}", m["error"]);
-                return m["result"].clone();
+                return match m.get("error") {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(m["result"].clone()),
+                };
             }
         }
     }
