@@ -111,6 +111,9 @@ pub struct Cluster {
     anti_affinity_terms: TermIndex,
     scoring_terms: TermIndex,
     image_node_counts: FxHashMap<Box<str>, u32>,
+    /// How many nodes' preferAvoidPods annotations list any controller: with none, every
+    /// node scores the same in NodePreferAvoidPods.
+    avoiding_nodes: u32,
     /// Interned strings after the last compaction: the next one waits until the interner
     /// has grown past twice that (plus a floor), so compacting costs O(1) per string.
     interned_after_compaction: usize,
@@ -193,6 +196,7 @@ impl Cluster {
             anti_affinity_terms: TermIndex::default(),
             scoring_terms: TermIndex::default(),
             image_node_counts: FxHashMap::default(),
+            avoiding_nodes: 0,
             interned_after_compaction: 0,
             protections: ProtectionState::default(),
             changes: ChangeLog::default(),
@@ -228,6 +232,7 @@ impl Cluster {
         for name in info.images.keys() {
             *self.image_node_counts.entry(name.clone()).or_default() += 1;
         }
+        self.avoiding_nodes += u32::from(!info.prefer_avoid.is_empty());
         self.node_by_name.insert(info.name().into(), id);
         let labels = info.labels.clone();
         let zone = self.zone_slot(info.zone_key);
@@ -293,6 +298,8 @@ impl Cluster {
         for name in fresh.images.keys() {
             *self.image_node_counts.entry(name.clone()).or_default() += 1;
         }
+        self.avoiding_nodes -= u32::from(!old.prefer_avoid.is_empty());
+        self.avoiding_nodes += u32::from(!fresh.prefer_avoid.is_empty());
         let zone_changed = old.zone_key != fresh.zone_key;
         let fresh_zone = fresh.zone_key;
         old.node = fresh.node;
@@ -355,6 +362,7 @@ impl Cluster {
         for img in info.images.keys() {
             uncount_image(&mut self.image_node_counts, img);
         }
+        self.avoiding_nodes -= u32::from(!info.prefer_avoid.is_empty());
         self.node_order = OnceLock::new();
         Some(*info.node)
     }
@@ -433,6 +441,11 @@ impl Cluster {
             term_label_pairs: self.anti_affinity_terms.by_label.len()
                 + self.scoring_terms.by_label.len(),
         }
+    }
+
+    /// How many nodes' preferAvoidPods annotations list any controller.
+    pub fn avoiding_nodes(&self) -> u32 {
+        self.avoiding_nodes
     }
 
     /// How many nodes have an image (normalised name), for image-locality spread.

@@ -139,16 +139,44 @@ impl Reuse {
     }
 }
 
+/// A check's verdict by node slot, read from dense tables (see [`NodeCheck::dense`]).
+#[derive(Clone, Copy)]
+pub enum Dense<'a> {
+    /// None: the cycle asks [`NodeCheck::check`].
+    No,
+    /// Every node's verdict, indexed by slot; a slot past the end fails.
+    Mask(&'a [bool]),
+    /// A node passes when, for every pair, its value in the label column (indexed by slot)
+    /// is the pair's value.
+    Labels(&'a [(&'a [Option<Sym>], Sym)]),
+}
+
+impl Dense<'_> {
+    /// The verdict on the node in `slot`, or None when only `check` can tell.
+    #[inline]
+    pub fn passes(&self, slot: usize) -> Option<bool> {
+        match self {
+            Dense::No => None,
+            Dense::Mask(mask) => Some(mask.get(slot).copied().unwrap_or(false)),
+            Dense::Labels(pairs) => Some(
+                pairs
+                    .iter()
+                    .all(|(column, value)| column.get(slot).copied().flatten() == Some(*value)),
+            ),
+        }
+    }
+}
+
 /// The per-node check of a filter, after preparation.
 pub trait NodeCheck: Send + Sync {
     /// Whether the node passes; on failure, pushes one or more reasons to `reasons`.
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool;
 
-    /// The verdict for every node at once, indexed by `NodeId.0`, when the check computed it
-    /// in `prepare` from dense cluster tables. The cycle then tests feasibility without
-    /// touching the node (`check` still gives the reasons). Must agree with `check`.
-    fn mask(&self) -> Option<&[bool]> {
-        None
+    /// How the cycle can test a node from dense cluster tables by its slot (`NodeId.0`),
+    /// without touching the node, when the check has such tables; `check` still gives the
+    /// reasons. Must agree with `check`.
+    fn dense(&self) -> Dense<'_> {
+        Dense::No
     }
 
     /// Whether the verdict on a node follows from that node (its object, its pods and their

@@ -532,11 +532,11 @@ pub fn run_filter(
                         "{}: verdict and reasons disagree",
                         node.name()
                     );
-                    if let Some(mask) = c.mask() {
+                    if let Some(dense) = c.dense().passes(id.0 as usize) {
                         assert_eq!(
-                            mask[id.0 as usize],
+                            dense,
                             passed,
-                            "{}: mask and check disagree",
+                            "{}: dense verdict and check disagree",
                             node.name()
                         );
                     }

@@ -24,8 +24,10 @@ pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 /// `cpu` in milli-CPU, everything else in base units (rounded up, as Kubernetes does).
 pub type ResourceList = Vec<(String, i64)>;
 
-/// Quantities of the first-class resources plus any extended (scalar) resources.
+/// Quantities of the first-class resources plus any extended (scalar) resources, in this
+/// order (`repr(C)`: a node's CPU, memory and ephemeral storage share a cache line).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Resources {
     /// Milli-CPU.
     pub milli_cpu: i64,
@@ -152,13 +154,16 @@ pub fn clamp_i64(v: i128) -> i64 {
 /// overflow adding `i64` quantities. Reads as a [`Resources`] clamped to `i64`, so the rules
 /// compare saturated totals, and removing a pod from a sum that passed `i64::MAX` gives the
 /// true remainder (a saturating sum would drop below it, and below zero as pods leave).
+///
+/// The clamped sum comes first (`repr(C)`): it is what the rules read, on the hot path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct RequestSum {
+    clamped: Resources,
     milli_cpu: i128,
     memory: i128,
     ephemeral_storage: i128,
     scalars: Vec<(Box<str>, i128)>,
-    clamped: Resources,
 }
 
 impl RequestSum {
@@ -227,6 +232,13 @@ impl Deref for RequestSum {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_clamped_sum_leads() {
+        assert_eq!(std::mem::offset_of!(RequestSum, clamped), 0);
+        assert_eq!(std::mem::offset_of!(Resources, milli_cpu), 0);
+        assert_eq!(std::mem::offset_of!(Resources, ephemeral_storage), 16);
+    }
 
     fn list(items: &[(&str, i64)]) -> ResourceList {
         items.iter().map(|(n, v)| (n.to_string(), *v)).collect()

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use berth_engine::framework::{
-    CycleContext, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore, Reason, Reuse,
-    ScorePrep, ScoreRule, normalize_reduce,
+    CycleContext, Dense, FilterPrep, FilterRule, MAX_NODE_SCORE, NodeCheck, NodeScore, Reason,
+    Reuse, ScorePrep, ScoreRule, normalize_reduce,
 };
 use berth_engine::{NodeId, NodeInfo};
 
@@ -50,10 +50,10 @@ impl NodeCheck for Verdicts {
         }
     }
 
-    fn mask(&self) -> Option<&[bool]> {
+    fn dense(&self) -> Dense<'_> {
         match &self.table {
-            Table::Verdicts { mask, .. } => Some(mask),
-            Table::Scores(_) => None,
+            Table::Verdicts { mask, .. } => Dense::Mask(mask),
+            Table::Scores(_) => Dense::No,
         }
     }
 }

@@ -273,6 +273,7 @@ pub(super) fn canonical(c: &Cluster) -> BTreeMap<String, String> {
     let images: BTreeMap<_, _> = c.image_node_counts.iter().collect();
     assert!(images.values().all(|n| **n > 0), "an image on no node");
     put("images".into(), format!("{images:?}"));
+    put("avoiding nodes".into(), c.avoiding_nodes.to_string());
 
     // The other objects.
     for (ns, info) in &c.namespaces {

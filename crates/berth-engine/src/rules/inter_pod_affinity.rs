@@ -13,7 +13,8 @@ use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeInfo};
 use crate::framework::{
-    CountChanges, CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, Reuse,
+    CountChanges, CycleContext, Dense, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason,
+    Reuse,
 };
 use crate::labels::{Labels, Sym};
 use crate::podinfo::{AffinityTerm, PodInfo};
@@ -246,8 +247,8 @@ impl NodeCheck for Check<'_> {
         )
     }
 
-    fn mask(&self) -> Option<&[bool]> {
-        Some(self.mask.get_or_init(|| self.mask_for(self.cluster)))
+    fn dense(&self) -> Dense<'_> {
+        Dense::Mask(self.mask.get_or_init(|| self.mask_for(self.cluster)))
     }
 
     /// Reusable across a class while the pods in the node's domains of the pod's own term

@@ -36,7 +36,11 @@ impl NodeScore for Score<'_> {
 impl ScoreRule for NodePreferAvoidPods {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
         match ctx.pod.pod.controller() {
-            Some(c) if c.kind == "ReplicationController" || c.kind == "ReplicaSet" => {
+            // With no node avoiding any controller, every node scores the maximum.
+            Some(c)
+                if (c.kind == "ReplicationController" || c.kind == "ReplicaSet")
+                    && ctx.cluster.avoiding_nodes() > 0 =>
+            {
                 ScorePrep::PerNode(Box::new(Score {
                     kind: &c.kind,
                     uid: &c.uid,
@@ -89,5 +93,39 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "{name}");
         }
+    }
+
+    /// With no node avoiding any controller the rule is one constant; the count behind
+    /// that follows nodes gaining, losing and taking the annotation away.
+    #[test]
+    fn constant_while_no_node_avoids() {
+        let pod_of_rs = || pod("p").owner("ReplicaSet", "web", "rs-1").build();
+        let is_constant = |cl: &mut crate::cluster::Cluster| {
+            let info = cl.compile_pod(pod_of_rs());
+            let ctx = CycleContext {
+                cluster: cl,
+                pod: &info,
+                nominated: false,
+            };
+            matches!(NodePreferAvoidPods.prepare(ctx), ScorePrep::Constant(100))
+        };
+        let mut cl = cluster(vec![node("a").build(), node("b").build()], vec![]);
+        assert!(is_constant(&mut cl));
+        cl.upsert_node(node("a").avoid_pods_of("ReplicaSet", "rs-1").build())
+            .unwrap();
+        assert_eq!(cl.avoiding_nodes(), 1);
+        assert!(!is_constant(&mut cl));
+        let got: Vec<i64> = run_score(&NodePreferAvoidPods, &mut cl, pod_of_rs())
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect();
+        assert_eq!(got, vec![0, 100]);
+        cl.upsert_node(node("a").build()).unwrap();
+        assert!(is_constant(&mut cl));
+        cl.upsert_node(node("b").avoid_pods_of("ReplicaSet", "rs-1").build())
+            .unwrap();
+        cl.remove_node("b");
+        assert_eq!(cl.avoiding_nodes(), 0);
+        assert!(is_constant(&mut cl));
     }
 }

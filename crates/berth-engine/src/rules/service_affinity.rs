@@ -12,10 +12,8 @@
 //! node order (zones interleaved), so the node used is the first node in that order running a
 //! matching pod. Terminating pods count, as upstream.
 
-use std::sync::OnceLock;
-
 use crate::cluster::{Cluster, NamespaceFilter, NodeId, NodeInfo};
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason, Reuse};
+use crate::framework::{CycleContext, Dense, FilterPrep, FilterRule, NodeCheck, Reason, Reuse};
 use crate::labels::{Selector, Sym};
 use crate::model::SelectorKind;
 use crate::podinfo::PodInfo;
@@ -39,51 +37,36 @@ impl CheckServiceAffinity {
     }
 }
 
-/// The label values a node must carry, read from the cluster's dense label columns. The
-/// verdict for every node at once (the mask) is built only when a cycle walks the nodes: a
-/// pod of a class whose kept answers hold asks about a few nodes or none.
+/// The label values a node must carry, read from the cluster's dense label columns by node
+/// slot.
 struct Check<'a> {
-    /// Per required pair, the key's label column and the value required.
+    /// (label column, required value) per collected label; not read when `always_fails`.
     columns: Vec<(&'a [Option<Sym>], Sym)>,
-    /// Whether no node can pass (a required value or key no node carries).
     always_fails: bool,
-    slots: usize,
-    mask: OnceLock<Vec<bool>>,
-    /// Digest of the label values required (and whether the pod can fit nowhere), which
-    /// is all the verdicts depend on besides each node's labels.
     required: u64,
-}
-
-impl Check<'_> {
-    #[inline]
-    fn passes(&self, slot: usize) -> bool {
-        !self.always_fails
-            && self
-                .columns
-                .iter()
-                .all(|(column, v)| column.get(slot).copied().flatten() == Some(*v))
-    }
 }
 
 impl NodeCheck for Check<'_> {
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
-        let ok = self.passes(node.id.0 as usize);
+        // `dense` always answers for this check.
+        let ok = self.dense().passes(node.id.0 as usize) == Some(true);
         if !ok {
             reasons.push(REASON.into());
         }
         ok
     }
 
-    fn mask(&self) -> Option<&[bool]> {
-        Some(
-            self.mask
-                .get_or_init(|| (0..self.slots).map(|slot| self.passes(slot)).collect()),
-        )
+    /// The label columns, read per node slot: an every-node mask would cost a pass over all
+    /// nodes per pod, more than the walk itself when it stops early.
+    fn dense(&self) -> Dense<'_> {
+        if self.always_fails {
+            Dense::Mask(&[])
+        } else {
+            Dense::Labels(&self.columns)
+        }
     }
 
-    /// Reusable across a class while the node's labels and the values required (taken
-    /// from a peer's node) stay.
     fn reuse(&self) -> Reuse {
         Reuse::While {
             keys: Vec::new(),
@@ -171,8 +154,6 @@ impl FilterRule for CheckServiceAffinity {
         FilterPrep::Check(Box::new(Check {
             columns,
             always_fails,
-            slots: cluster.node_slots(),
-            mask: OnceLock::new(),
             required: Reuse::digest(&(pairs, always_fails)),
         }))
     }

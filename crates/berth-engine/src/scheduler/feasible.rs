@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::classes::{Answers, Classes, Shape, stale_cap};
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::filters::PreparedFilters;
-use crate::framework::{NodeCheck, NodeScore, Reason, ScorePrep};
+use crate::framework::{Dense, NodeCheck, NodeScore, Reason, ScorePrep};
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 
@@ -161,7 +161,7 @@ fn evaluate(
         // rejects a node one place forward: the most selective filters drift to the front.
         // (Moving straight to the front thrashes when two filters take turns rejecting.)
         let mut check_order: Vec<usize> = (0..checks.len()).collect();
-        let masks: Vec<Option<&[bool]>> = checks.iter().map(|c| c.mask()).collect();
+        let dense: Vec<Dense<'_>> = checks.iter().map(|c| c.dense()).collect();
         for i in range {
             // `start + i < 2 * all`: one subtraction instead of a division per node.
             let at = start + i;
@@ -176,7 +176,8 @@ fn evaluate(
                 continue;
             }
             let node = cluster.node(id);
-            let rejected_by = first_rejecting(node, checks, &masks, &check_order, &mut scratch);
+            let rejected_by =
+                first_rejecting(slot, node, checks, &dense, &check_order, &mut scratch);
             if let Some(p) = rejected_by.filter(|p| *p > 0) {
                 check_order.swap(p - 1, p);
             }
@@ -214,7 +215,16 @@ fn evaluate(
         let batch = if want >= all {
             remaining
         } else {
-            remaining.min(((want - pass.feasible.len()) * 2).max(MIN_NODES_PER_TASK * 4))
+            // As many nodes as should hold the feasible ones still wanted, at the rate seen
+            // so far in this pass (every node before the first batch), and an eighth more:
+            // most cycles end in one batch, and few nodes are evaluated only to be dropped.
+            let need = want - pass.feasible.len();
+            let expected = if pass.visited == 0 {
+                need
+            } else {
+                need.saturating_mul(pass.visited) / pass.feasible.len().max(1)
+            };
+            remaining.min((expected + expected / 8).max(MIN_NODES_PER_TASK * 4))
         };
         let first = pass.visited;
         let chunks: Vec<Chunk> = if batch < PARALLEL_THRESHOLD || rayon::current_num_threads() == 1
@@ -265,21 +275,24 @@ fn evaluate(
     pass
 }
 
-/// The position in `check_order` of the first check that rejects `node`, if any.
+/// The position in `check_order` of the first check that rejects `node` (in `slot`), if
+/// any.
 #[inline]
 fn first_rejecting(
+    slot: usize,
     node: &NodeInfo,
     checks: &[Box<dyn NodeCheck + '_>],
-    masks: &[Option<&[bool]>],
+    dense: &[Dense<'_>],
     check_order: &[usize],
     scratch: &mut Vec<Reason>,
 ) -> Option<usize> {
     scratch.clear();
-    let slot = node.id.0 as usize;
-    check_order.iter().position(|&c| match masks[c] {
-        Some(mask) => !mask.get(slot).copied().unwrap_or(false),
-        None => !checks[c].check(node, scratch),
-    })
+    check_order
+        .iter()
+        .position(|&c| match dense[c].passes(slot) {
+            Some(passes) => !passes,
+            None => !checks[c].check(node, scratch),
+        })
 }
 
 /// Asks the rules about `nodes` (a class's few nodes without a kept answer) and keeps the
@@ -292,14 +305,23 @@ fn ask_few(
     kept: &mut Answers,
 ) {
     let checks = &prepared.checks;
-    // Each check on its own: a mask answers every node, which costs more than the few.
-    let masks: Vec<Option<&[bool]>> = vec![None; checks.len()];
+    // Each check through `check`: asking for dense tables may build an every-node mask,
+    // which costs more than the few.
+    let dense = vec![Dense::No; checks.len()];
     let check_order: Vec<usize> = (0..checks.len()).collect();
     let mut scratch = Vec::new();
     let mut raw = Vec::with_capacity(scorers.len());
     for id in nodes {
         let node = cluster.node(*id);
-        let feasible = first_rejecting(node, checks, &masks, &check_order, &mut scratch).is_none();
+        let feasible = first_rejecting(
+            id.0 as usize,
+            node,
+            checks,
+            &dense,
+            &check_order,
+            &mut scratch,
+        )
+        .is_none();
         raw.clear();
         if feasible {
             raw.extend(scorers.iter().map(|s| s.score(node)));
