@@ -28,6 +28,7 @@ mod changes;
 mod compaction;
 mod error;
 mod indexes;
+mod node_fit;
 mod node_info;
 
 pub use changes::{ChangeLog, Cursor};
@@ -37,6 +38,7 @@ pub use indexes::{TermIndex, TermRef};
 use indexes::{
     count_claims, index_terms, remove_from_index, remove_item, uncount_image, uses_volumes,
 };
+pub use node_fit::{FitRequest, NodeFit};
 pub(crate) use node_info::fresh_stamp;
 pub use node_info::{NodeInfo, WellKnown, normalize_image_name};
 
@@ -77,6 +79,8 @@ pub struct Cluster {
     /// Per node slot, the dense index of its zone key (`NO_ZONE` without one), so spreading
     /// can aggregate per zone in arrays.
     zone_slots: Vec<u32>,
+    /// Each node slot's [`NodeFit`] row, rewritten whenever the node or its pods change.
+    fit: Vec<NodeFit>,
     /// Zone keys by dense index.
     zones: Vec<Sym>,
     node_by_name: FxHashMap<Box<str>, NodeId>,
@@ -175,6 +179,7 @@ impl Cluster {
             keys,
             nodes: Vec::new(),
             zone_slots: Vec::new(),
+            fit: Vec::new(),
             zones: Vec::new(),
             node_by_name: FxHashMap::default(),
             node_order: OnceLock::new(),
@@ -236,6 +241,7 @@ impl Cluster {
         self.node_by_name.insert(info.name().into(), id);
         let labels = info.labels.clone();
         let zone = self.zone_slot(info.zone_key);
+        self.fit.push(NodeFit::of(&info));
         self.nodes.push(Some(Box::new(info)));
         self.zone_slots.push(zone);
         for column in self.label_columns.values_mut() {
@@ -315,6 +321,7 @@ impl Cluster {
         old.images = fresh.images;
         old.image_syms = fresh.image_syms;
         old.stamp = fresh.stamp;
+        self.fit[id.0 as usize] = NodeFit::of(old);
         if zone_changed {
             self.zone_slots[id.0 as usize] = self.zone_slot(fresh_zone);
             self.node_order = OnceLock::new();
@@ -358,6 +365,7 @@ impl Cluster {
         self.node_by_name.remove(name);
         let info = self.nodes[id.0 as usize].take()?;
         self.zone_slots[id.0 as usize] = NO_ZONE;
+        self.fit[id.0 as usize] = NodeFit::default();
         self.set_label_columns(id, &info.labels, false);
         for img in info.images.keys() {
             uncount_image(&mut self.image_node_counts, img);
@@ -441,6 +449,11 @@ impl Cluster {
             term_label_pairs: self.anti_affinity_terms.by_label.len()
                 + self.scoring_terms.by_label.len(),
         }
+    }
+
+    /// Every node slot's [`NodeFit`] row (a default row for a removed node's slot).
+    pub fn fit_rows(&self) -> &[NodeFit] {
+        &self.fit
     }
 
     /// How many nodes' preferAvoidPods annotations list any controller.
@@ -537,6 +550,7 @@ impl Cluster {
             .clone_into(pod.pod.node_name.get_or_insert_default());
         node.add_pod(pod, Some(id));
         node.stamp = fresh_stamp();
+        self.fit[node_id.0 as usize] = NodeFit::of(node);
         self.changes.record(node_id, pod);
         if pod.affinity.has_pod_terms() {
             self.pods_with_affinity.push(id);
@@ -568,6 +582,7 @@ impl Cluster {
         if let Some(node) = self.nodes[node_id.0 as usize].as_mut() {
             node.remove_pod(pod, id);
             node.stamp = fresh_stamp();
+            self.fit[node_id.0 as usize] = NodeFit::of(node);
             self.changes.record(node_id, pod);
         }
         if pod.affinity.has_pod_terms() {

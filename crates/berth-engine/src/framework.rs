@@ -9,7 +9,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cluster::{Cluster, NodeId, NodeInfo};
+use crate::cluster::{Cluster, FitRequest, NodeFit, NodeId, NodeInfo};
 use crate::labels::Sym;
 use crate::podinfo::PodInfo;
 
@@ -149,6 +149,17 @@ pub enum Dense<'a> {
     /// A node passes when, for every pair, its value in the label column (indexed by slot)
     /// is the pair's value.
     Labels(&'a [(&'a [Option<Sym>], Sym)]),
+    /// The node's row in the cluster's [`NodeFit`] table (indexed by slot) answers.
+    Rows(&'a [NodeFit], RowTest),
+}
+
+/// What a check reads of a node's [`NodeFit`] row.
+#[derive(Clone, Copy)]
+pub enum RowTest {
+    /// The node passes when none of these flags is set; with one set, only `check` can tell.
+    Clear(u32),
+    /// The node has room for these requests ([`NodeFit::fits`]).
+    Fits(FitRequest),
 }
 
 impl Dense<'_> {
@@ -163,6 +174,13 @@ impl Dense<'_> {
                     .iter()
                     .all(|(column, value)| column.get(slot).copied().flatten() == Some(*value)),
             ),
+            Dense::Rows(rows, test) => {
+                let row = rows.get(slot)?;
+                match test {
+                    RowTest::Clear(flags) => (!row.any(*flags)).then_some(true),
+                    RowTest::Fits(request) => row.fits(request),
+                }
+            }
         }
     }
 }
@@ -346,6 +364,13 @@ pub trait FilterRule: Send + Sync {
 pub trait NodeScore: Send + Sync {
     /// The node's raw score.
     fn score(&self, node: &NodeInfo) -> i64;
+    /// The raw score of the cluster's node in `slot` (which is `node`), read from dense
+    /// cluster tables without touching the node when the rule has them: the cycle's walk
+    /// over the nodes asks this. The default asks `score`. Must agree with `score`.
+    #[inline]
+    fn score_at(&self, _slot: usize, node: &NodeInfo) -> i64 {
+        self.score(node)
+    }
     /// Turns raw scores of the feasible nodes into 0..=MAX_NODE_SCORE, in place. The default
     /// keeps them: rules whose raw score is already in range need nothing.
     fn normalize(&self, _nodes: &[NodeId], _scores: &mut [i64]) {}

@@ -581,7 +581,17 @@ pub fn run_score_on(
         ScorePrep::PerNode(s) => {
             let mut raw: Vec<i64> = feasible
                 .iter()
-                .map(|id| s.score(cluster.node(*id)))
+                .map(|id| {
+                    let node = cluster.node(*id);
+                    let score = s.score(node);
+                    assert_eq!(
+                        s.score_at(id.0 as usize, node),
+                        score,
+                        "{}: score_at and score disagree",
+                        node.name()
+                    );
+                    score
+                })
                 .collect();
             s.normalize(feasible, &mut raw);
             raw

@@ -99,6 +99,12 @@ pub(super) fn canonical(c: &Cluster) -> BTreeMap<String, String> {
             n.name()
         );
         check_node_sums(c, n);
+        assert_eq!(
+            c.fit[n.id.0 as usize],
+            NodeFit::of(n),
+            "fit row of {}",
+            n.name()
+        );
         let images: BTreeSet<_> = n.image_syms.iter().map(|(s, b)| (text(*s), *b)).collect();
         let image_names: BTreeMap<_, _> = n.images.iter().collect();
         let mut ports: Vec<String> = n.used_ports.iter().map(|p| format!("{p:?}")).collect();

@@ -7,7 +7,7 @@
 //! the node's summed requests and the pod's own, with no 100m / 200 MiB default for a
 //! container that requests nothing.
 
-use crate::cluster::NodeInfo;
+use crate::cluster::{NodeFit, NodeInfo};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::rules::resource_allocation::PodRequest;
 
@@ -18,9 +18,23 @@ pub const UPSTREAM_PLUGIN: &str = "NodeResourcesBalancedAllocation";
 /// The rule.
 pub struct BalancedResourceAllocation;
 
-struct Score(PodRequest);
+struct Score<'a> {
+    request: PodRequest,
+    rows: &'a [NodeFit],
+}
 
-impl NodeScore for Score {
+/// (1 - std) x 100 for the node's CPU and memory usage (`PodRequest::on`).
+#[inline]
+fn balance(usage: [Option<(i64, i64)>; 2]) -> i64 {
+    let fraction = |(req, alloc): (i64, i64)| (req as f64 / alloc as f64).min(1.0);
+    let std = match usage {
+        [Some(cpu), Some(memory)] => (fraction(cpu) - fraction(memory)).abs() / 2.0,
+        _ => 0.0,
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+impl NodeScore for Score<'_> {
     /// Reusable across a class while the node is unchanged: The node's requests and allocatable, and the pod's.
     fn reuse(&self) -> Reuse {
         Reuse::node_local()
@@ -28,18 +42,24 @@ impl NodeScore for Score {
 
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
-        let fraction = |(req, alloc): (i64, i64)| (req as f64 / alloc as f64).min(1.0);
-        let std = match self.0.on(node) {
-            [Some(cpu), Some(memory)] => (fraction(cpu) - fraction(memory)).abs() / 2.0,
-            _ => 0.0,
-        };
-        ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+        balance(self.request.on(node))
+    }
+
+    #[inline]
+    fn score_at(&self, slot: usize, node: &NodeInfo) -> i64 {
+        match self.rows.get(slot) {
+            Some(row) => balance(self.request.on_row(row)),
+            None => self.score(node),
+        }
     }
 }
 
 impl ScoreRule for BalancedResourceAllocation {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
-        ScorePrep::PerNode(Box::new(Score(PodRequest::requested(ctx.pod))))
+        ScorePrep::PerNode(Box::new(Score {
+            request: PodRequest::requested(ctx.pod),
+            rows: ctx.cluster.fit_rows(),
+        }))
     }
 }
 

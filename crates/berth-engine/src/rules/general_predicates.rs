@@ -71,8 +71,7 @@ impl FilterRule for GeneralPredicates {
     }
 
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        let mut parts: Vec<Box<dyn NodeCheck + 'a>> =
-            vec![Box::new(self.resources.checker(ctx.pod))];
+        let mut parts: Vec<Box<dyn NodeCheck + 'a>> = vec![Box::new(self.resources.checker(&ctx))];
         if let Some(c) = HostName::checker(&ctx) {
             parts.push(Box::new(c));
         }

@@ -31,7 +31,11 @@ pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
 
 impl ScoreRule for LeastRequested {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
-        ScorePrep::PerNode(Box::new(MeanScore::new(ctx.pod, least_requested_score)))
+        ScorePrep::PerNode(Box::new(MeanScore::new(
+            ctx.pod,
+            ctx.cluster.fit_rows(),
+            least_requested_score,
+        )))
     }
 }
 

@@ -32,7 +32,11 @@ pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
 
 impl ScoreRule for MostRequested {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
-        ScorePrep::PerNode(Box::new(MeanScore::new(ctx.pod, most_requested_score)))
+        ScorePrep::PerNode(Box::new(MeanScore::new(
+            ctx.pod,
+            ctx.cluster.fit_rows(),
+            most_requested_score,
+        )))
     }
 }
 

@@ -1,8 +1,10 @@
 //! CheckNodeMemoryPressure, CheckNodeDiskPressure, CheckNodePIDPressure (v1.12 meaning):
 //! avoid nodes reporting resource pressure. Memory pressure only turns away BestEffort pods.
 
-use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::cluster::{NodeFit, NodeInfo};
+use crate::framework::{
+    CycleContext, Dense, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, RowTest,
+};
 
 /// MemoryPressure is True.
 pub const REASON_MEMORY: &str = "node(s) had memory pressure";
@@ -36,15 +38,30 @@ impl NodePressure {
     }
 }
 
-impl NodeCheck for NodePressure {
+/// The prepared check.
+struct Check<'a> {
+    kind: Kind,
+    rows: &'a [NodeFit],
+}
+
+impl NodeCheck for Check<'_> {
     fn node_local(&self) -> bool {
         true
+    }
+
+    fn dense(&self) -> Dense<'_> {
+        let flag = match self.kind {
+            Kind::Memory => NodeFit::MEMORY_PRESSURE,
+            Kind::Disk => NodeFit::DISK_PRESSURE,
+            Kind::Pid => NodeFit::PID_PRESSURE,
+        };
+        Dense::Rows(self.rows, RowTest::Clear(flag))
     }
 
     #[inline]
     fn check(&self, node: &NodeInfo, reasons: &mut Vec<Reason>) -> bool {
         let c = node.conditions();
-        let (under, reason) = match self.0 {
+        let (under, reason) = match self.kind {
             Kind::Memory => (c.memory_pressure, REASON_MEMORY),
             Kind::Disk => (c.disk_pressure, REASON_DISK),
             Kind::Pid => (c.pid_pressure, REASON_PID),
@@ -66,7 +83,10 @@ impl FilterRule for NodePressure {
         if self.0 == Kind::Memory && !ctx.pod.is_best_effort() {
             return FilterPrep::Skip;
         }
-        FilterPrep::Check(Box::new(NodePressure(self.0)))
+        FilterPrep::Check(Box::new(Check {
+            kind: self.0,
+            rows: ctx.cluster.fit_rows(),
+        }))
     }
 }
 

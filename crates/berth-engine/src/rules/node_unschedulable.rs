@@ -1,8 +1,10 @@
 //! CheckNodeUnschedulable (v1.22 NodeUnschedulable): no pods on a cordoned node, unless the
 //! pod tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
-use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::cluster::{NodeFit, NodeInfo};
+use crate::framework::{
+    CycleContext, Dense, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, RowTest,
+};
 use crate::model::{Taint, TaintEffect};
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
@@ -17,11 +19,15 @@ pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
 /// The rule.
 pub struct NodeUnschedulable;
 
-struct Check;
+struct Check<'a>(&'a [NodeFit]);
 
-impl NodeCheck for Check {
+impl NodeCheck for Check<'_> {
     fn node_local(&self) -> bool {
         true
+    }
+
+    fn dense(&self) -> Dense<'_> {
+        Dense::Rows(self.0, RowTest::Clear(NodeFit::UNSCHEDULABLE))
     }
 
     #[inline]
@@ -49,7 +55,7 @@ impl FilterRule for NodeUnschedulable {
         if ctx.pod.pod.tolerations.iter().any(|t| t.tolerates(&taint)) {
             FilterPrep::Skip
         } else {
-            FilterPrep::Check(Box::new(Check))
+            FilterPrep::Check(Box::new(Check(ctx.cluster.fit_rows())))
         }
     }
 }

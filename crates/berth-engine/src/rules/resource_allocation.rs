@@ -1,7 +1,7 @@
 //! What the resource scorers (LeastRequested, MostRequested, BalancedResourceAllocation) see
 //! of a node: per resource, the requested amount including the pod, and the allocatable.
 
-use crate::cluster::NodeInfo;
+use crate::cluster::{NodeFit, NodeInfo};
 use crate::framework::{NodeScore, Reuse};
 use crate::podinfo::PodInfo;
 
@@ -43,17 +43,37 @@ impl PodRequest {
     /// entry is None.
     #[inline]
     pub fn on(&self, node: &NodeInfo) -> [Option<(i64, i64)>; 2] {
-        let usage = |requested: i64, allocatable: i64| {
-            (allocatable != 0).then_some((requested, allocatable))
-        };
-        let (cpu, memory) = if self.use_requested {
+        let used = if self.use_requested {
             (node.requested.milli_cpu, node.requested.memory)
         } else {
             (node.nonzero_milli_cpu, node.nonzero_memory)
         };
+        self.usage(used, (node.allocatable.milli_cpu, node.allocatable.memory))
+    }
+
+    /// [`PodRequest::on`] the node whose row is `row`.
+    #[inline]
+    pub fn on_row(&self, row: &NodeFit) -> [Option<(i64, i64)>; 2] {
+        let used = if self.use_requested {
+            (row.requested_milli_cpu, row.requested_memory)
+        } else {
+            (row.nonzero_milli_cpu, row.nonzero_memory)
+        };
+        self.usage(used, (row.allocatable_milli_cpu, row.allocatable_memory))
+    }
+
+    #[inline]
+    fn usage(
+        &self,
+        (cpu, memory): (i64, i64),
+        (allocatable_cpu, allocatable_memory): (i64, i64),
+    ) -> [Option<(i64, i64)>; 2] {
+        let usage = |requested: i64, allocatable: i64| {
+            (allocatable != 0).then_some((requested, allocatable))
+        };
         [
-            usage(cpu.saturating_add(self.cpu), node.allocatable.milli_cpu),
-            usage(memory.saturating_add(self.memory), node.allocatable.memory),
+            usage(cpu.saturating_add(self.cpu), allocatable_cpu),
+            usage(memory.saturating_add(self.memory), allocatable_memory),
         ]
     }
 }
@@ -71,22 +91,24 @@ pub fn mean_score(usage: [Option<(i64, i64)>; 2], score: impl Fn(i64, i64) -> i6
 
 /// A scorer averaging a per-resource score over CPU and memory (LeastRequested,
 /// MostRequested).
-pub struct MeanScore {
+pub struct MeanScore<'a> {
     request: PodRequest,
+    rows: &'a [NodeFit],
     per_resource: fn(i64, i64) -> i64,
 }
 
-impl MeanScore {
-    /// The scorer for the pod being scheduled.
-    pub fn new(pod: &PodInfo, per_resource: fn(i64, i64) -> i64) -> Self {
+impl<'a> MeanScore<'a> {
+    /// The scorer for the pod being scheduled, on the nodes whose rows are `rows`.
+    pub fn new(pod: &PodInfo, rows: &'a [NodeFit], per_resource: fn(i64, i64) -> i64) -> Self {
         MeanScore {
             request: PodRequest::of(pod),
+            rows,
             per_resource,
         }
     }
 }
 
-impl NodeScore for MeanScore {
+impl NodeScore for MeanScore<'_> {
     /// Reusable across a class while the node is unchanged: The node's requests and allocatable, and the pod's.
     fn reuse(&self) -> Reuse {
         Reuse::node_local()
@@ -95,5 +117,13 @@ impl NodeScore for MeanScore {
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         mean_score(self.request.on(node), self.per_resource)
+    }
+
+    #[inline]
+    fn score_at(&self, slot: usize, node: &NodeInfo) -> i64 {
+        match self.rows.get(slot) {
+            Some(row) => mean_score(self.request.on_row(row), self.per_resource),
+            None => self.score(node),
+        }
     }
 }

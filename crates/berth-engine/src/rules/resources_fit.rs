@@ -1,8 +1,7 @@
 //! PodFitsResources (v1.22 NodeResourcesFit): the node has room for the pod's requests.
 
-use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FilterPrep, FilterRule, NodeCheck, Reason};
-use crate::podinfo::PodInfo;
+use crate::cluster::{FitRequest, NodeFit, NodeInfo};
+use crate::framework::{CycleContext, Dense, FilterPrep, FilterRule, NodeCheck, Reason, RowTest};
 use crate::resources::Resources;
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
@@ -32,18 +31,32 @@ impl PodFitsResources {
     }
 
     /// The per-node check for a pod (shared with GeneralPredicates).
-    pub fn checker<'a>(&'a self, pod: &'a PodInfo) -> ResourcesCheck<'a> {
+    pub fn checker<'a>(&'a self, ctx: &CycleContext<'a>) -> ResourcesCheck<'a> {
+        let request = &ctx.pod.request;
+        let requests_nothing = request.is_zero() && request.scalars.is_empty();
         ResourcesCheck {
-            request: &pod.request,
-            requests_nothing: pod.request.is_zero() && pod.request.scalars.is_empty(),
+            request,
+            requests_nothing,
             ignored: &self.ignored,
+            // Extended resources are not in the rows: a pod asking for any reads the node.
+            rows: request.scalars.is_empty().then(|| {
+                (
+                    ctx.cluster.fit_rows(),
+                    FitRequest {
+                        milli_cpu: request.milli_cpu,
+                        memory: request.memory,
+                        ephemeral_storage: request.ephemeral_storage,
+                        requests_nothing,
+                    },
+                )
+            }),
         }
     }
 }
 
 impl FilterRule for PodFitsResources {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> FilterPrep<'a> {
-        FilterPrep::Check(Box::new(self.checker(ctx.pod)))
+        FilterPrep::Check(Box::new(self.checker(&ctx)))
     }
 }
 
@@ -52,11 +65,19 @@ pub struct ResourcesCheck<'a> {
     request: &'a Resources,
     requests_nothing: bool,
     ignored: &'a [String],
+    rows: Option<(&'a [NodeFit], FitRequest)>,
 }
 
 impl NodeCheck for ResourcesCheck<'_> {
     fn node_local(&self) -> bool {
         true
+    }
+
+    fn dense(&self) -> Dense<'_> {
+        match self.rows {
+            Some((rows, request)) => Dense::Rows(rows, RowTest::Fits(request)),
+            None => Dense::No,
+        }
     }
 
     #[inline]

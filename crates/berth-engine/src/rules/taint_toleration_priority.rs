@@ -2,7 +2,7 @@
 //! PreferNoSchedule taints the pod does not tolerate. Only tolerations with effect
 //! PreferNoSchedule or no effect count.
 
-use crate::cluster::{NodeId, NodeInfo};
+use crate::cluster::{NodeFit, NodeId, NodeInfo};
 use crate::framework::{
     CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule, normalize_reduce,
 };
@@ -15,7 +15,10 @@ pub const UPSTREAM_PLUGIN: &str = crate::rules::taints::UPSTREAM_PLUGIN;
 /// The rule.
 pub struct TaintTolerationPriority;
 
-struct Score<'a>(Vec<&'a Toleration>);
+struct Score<'a> {
+    tolerations: Vec<&'a Toleration>,
+    rows: &'a [NodeFit],
+}
 
 impl NodeScore for Score<'_> {
     /// Reusable across a class while the node is unchanged: The node's taints and the pod's tolerations.
@@ -28,8 +31,17 @@ impl NodeScore for Score<'_> {
         node.taints()
             .iter()
             .filter(|t| t.effect == TaintEffect::PreferNoSchedule)
-            .filter(|t| !self.0.iter().any(|tol| tol.tolerates(t)))
+            .filter(|t| !self.tolerations.iter().any(|tol| tol.tolerates(t)))
             .count() as i64
+    }
+
+    /// A node without PreferNoSchedule taints counts none.
+    #[inline]
+    fn score_at(&self, slot: usize, node: &NodeInfo) -> i64 {
+        match self.rows.get(slot) {
+            Some(row) if !row.any(NodeFit::SOFT_TAINTS) => 0,
+            _ => self.score(node),
+        }
     }
 
     fn normalize(&self, _nodes: &[NodeId], scores: &mut [i64]) {
@@ -46,7 +58,10 @@ impl ScoreRule for TaintTolerationPriority {
             .iter()
             .filter(|t| t.effect.is_none_or(|e| e == TaintEffect::PreferNoSchedule))
             .collect();
-        ScorePrep::PerNode(Box::new(Score(tolerations)))
+        ScorePrep::PerNode(Box::new(Score {
+            tolerations,
+            rows: ctx.cluster.fit_rows(),
+        }))
     }
 }
 

@@ -1,8 +1,10 @@
 //! PodToleratesNodeTaints (v1.22 TaintToleration filter) and PodToleratesNodeNoExecuteTaints
 //! (v1.12): every NoSchedule/NoExecute taint (or only NoExecute ones) must be tolerated.
 
-use crate::cluster::NodeInfo;
-use crate::framework::{CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason};
+use crate::cluster::{NodeFit, NodeInfo};
+use crate::framework::{
+    CycleContext, Dense, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, RowTest,
+};
 use crate::model::{TaintEffect, Toleration};
 
 /// The kube-scheduler framework plugin that serves PodToleratesNodeTaints (v1.22's legacy
@@ -37,11 +39,17 @@ impl PodToleratesNodeTaints {
 struct Check<'a> {
     tolerations: &'a [Toleration],
     no_execute_only: bool,
+    rows: &'a [NodeFit],
 }
 
 impl NodeCheck for Check<'_> {
     fn node_local(&self) -> bool {
         true
+    }
+
+    /// A node without NoSchedule or NoExecute taints passes.
+    fn dense(&self) -> Dense<'_> {
+        Dense::Rows(self.rows, RowTest::Clear(NodeFit::HARD_TAINTS))
     }
 
     #[inline]
@@ -74,6 +82,7 @@ impl FilterRule for PodToleratesNodeTaints {
         FilterPrep::Check(Box::new(Check {
             tolerations: &ctx.pod.pod.tolerations,
             no_execute_only: self.no_execute_only,
+            rows: ctx.cluster.fit_rows(),
         }))
     }
 }

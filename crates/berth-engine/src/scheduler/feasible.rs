@@ -191,12 +191,14 @@ fn evaluate(
             if kept.is_some() {
                 // The raw scores go to the class's answers, and the cycle gathers every
                 // feasible node's from there.
-                chunk
-                    .asked
-                    .push(slot, feasible, scorers.iter().map(|s| s.score(node)));
+                chunk.asked.push(
+                    slot,
+                    feasible,
+                    scorers.iter().map(|s| s.score_at(slot, node)),
+                );
             } else if feasible {
                 for (column, s) in chunk.columns.iter_mut().zip(scorers) {
-                    column.push(s.score(node));
+                    column.push(s.score_at(slot, node));
                 }
             }
         }
