@@ -64,9 +64,15 @@ impl NodeScore for Score<'_> {
 
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
+        self.score_at(node.id.0 as usize, node)
+    }
+
+    /// The count by slot alone: the walk need not touch the node.
+    #[inline]
+    fn score_at(&self, slot: usize, _node: &NodeInfo) -> i64 {
         self.counts
             .as_ref()
-            .and_then(|c| c.get(node.id.0 as usize))
+            .and_then(|c| c.get(slot))
             .copied()
             .map_or(0, i64::from)
     }
