@@ -27,6 +27,7 @@ use crate::Input;
 use crate::extenders::ExtenderSet;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
+use crate::protobuf::{self, CreateClient};
 use crate::queue::QueuedPod;
 
 /// Why a binding was rejected.
@@ -57,16 +58,28 @@ pub struct BindOutcome {
 }
 
 /// Binds `namespace/name` (which must still have `uid`) to `node` through the pods/binding
-/// subresource.
+/// subresource, in the encoding `client` sends.
 pub async fn bind(
-    client: &Client,
+    client: &CreateClient,
     namespace: &str,
     name: &str,
     uid: &str,
     node: &str,
 ) -> Result<(), BindError> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let binding = Binding {
+    let binding = binding(namespace, name, uid, node);
+    client
+        .create(
+            &format!("/api/v1/namespaces/{namespace}/pods/{name}/binding"),
+            &binding,
+            protobuf::binding(&binding),
+        )
+        .await
+        .map_err(classify)
+}
+
+/// The binding of `namespace/name` with `uid` to `node`.
+pub(crate) fn binding(namespace: &str, name: &str, uid: &str, node: &str) -> Binding {
+    Binding {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
             namespace: Some(namespace.to_string()),
@@ -81,16 +94,7 @@ pub async fn bind(
             name: Some(node.to_string()),
             ..ObjectReference::default()
         },
-    };
-    pods.create_subresource::<_, kube::core::Status>(
-        "binding",
-        name,
-        &PostParams::default(),
-        &binding,
-    )
-    .await
-    .map(drop)
-    .map_err(classify)
+    }
 }
 
 /// Makes the API writes a placement's Reserve asked for, before the pod is bound, as
@@ -190,13 +194,13 @@ pub fn pod_reference(pod: &model::Pod) -> ObjectReference {
 /// 1,000 bindings a second it would hold 360,000 events that can never repeat.
 #[derive(Clone)]
 pub struct OneOffEvents {
-    client: Client,
+    client: CreateClient,
     reporter: Reporter,
 }
 
 impl OneOffEvents {
     /// Events through `client`, reported by `reporter`.
-    pub fn new(client: Client, reporter: Reporter) -> Self {
+    pub fn new(client: CreateClient, reporter: Reporter) -> Self {
         OneOffEvents { client, reporter }
     }
 
@@ -206,9 +210,26 @@ impl OneOffEvents {
         ev: &Event,
         regarding: &ObjectReference,
     ) -> Result<(), kube::Error> {
-        let now = Timestamp::now();
+        let event = self.event(ev, regarding, Timestamp::now());
+        let namespace = regarding.namespace.as_deref().unwrap_or("default");
+        self.client
+            .create(
+                &format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events"),
+                &event,
+                protobuf::event(&event),
+            )
+            .await
+    }
+
+    /// The event made at `now`.
+    pub(crate) fn event(
+        &self,
+        ev: &Event,
+        regarding: &ObjectReference,
+        now: Timestamp,
+    ) -> K8sEvent {
         let controller = &self.reporter.controller;
-        let event = K8sEvent {
+        K8sEvent {
             action: Some(ev.action.clone()),
             reason: Some(ev.reason.clone()),
             event_time: Some(MicroTime(now)),
@@ -239,15 +260,7 @@ impl OneOffEvents {
             ),
             related: ev.secondary.clone(),
             ..K8sEvent::default()
-        };
-        let events: Api<K8sEvent> = Api::namespaced(
-            self.client.clone(),
-            regarding.namespace.as_deref().unwrap_or("default"),
-        );
-        events
-            .create(&PostParams::default(), &event)
-            .await
-            .map(drop)
+        }
     }
 }
 
@@ -383,6 +396,9 @@ const MAX_IN_FLIGHT: usize = 32;
 #[derive(Clone)]
 pub struct Binder {
     client: Client,
+    /// The same client for bindings. In JSON: protobuf, as kube-scheduler sends them, cost
+    /// the API server no less CPU per pod on the binding ceiling (docs/performance.md).
+    bindings: CreateClient,
     /// `FailedScheduling` events, which repeat while a pod waits: the Recorder turns the
     /// repeats into a series.
     recorder: Recorder,
@@ -422,7 +438,8 @@ impl Binder {
         };
         Binder {
             recorder: Recorder::new(events.clone(), reporter.clone()),
-            one_off: OneOffEvents::new(events, reporter),
+            one_off: OneOffEvents::new(CreateClient::json(events), reporter),
+            bindings: CreateClient::json(client.clone()),
             client,
             runtime,
             tasks: TaskTracker::new(),
@@ -543,7 +560,7 @@ impl Backend for Binder {
                 };
                 let result = match (result.and_then(|()| this.still_leading()), extender) {
                     (Err(e), _) => Err(e),
-                    (Ok(()), None) => bind(&this.client, &namespace, &name, &uid, &node).await,
+                    (Ok(()), None) => bind(&this.bindings, &namespace, &name, &uid, &node).await,
                     (Ok(()), Some(extender)) => extender
                         .http()
                         .clone()
@@ -738,14 +755,21 @@ mod tests {
             "reason": reason, "message": message, "code": code})
     }
 
+    /// In JSON, as the binder sends it (protobuf.rs tests the protobuf form).
     #[tokio::test]
     async fn a_binding_names_the_pod_uid_and_the_node() {
         let (client, mut handle) = mock_client();
         let server =
             tokio::spawn(async move { answer(&mut handle, 201, status(201, "", "")).await });
-        bind(&client, "ns", "web-1", "uid-1", "node-7")
-            .await
-            .unwrap();
+        bind(
+            &CreateClient::json(client.clone()),
+            "ns",
+            "web-1",
+            "uid-1",
+            "node-7",
+        )
+        .await
+        .unwrap();
         let (method, path, _, sent) = server.await.unwrap();
         assert_eq!(method, Method::POST);
         assert_eq!(path, "/api/v1/namespaces/ns/pods/web-1/binding");
@@ -778,7 +802,14 @@ mod tests {
             let server = tokio::spawn(async move {
                 answer(&mut handle, code, status(code, reason, &message)).await
             });
-            let result = bind(&client, "ns", "web-1", "uid-1", "n").await;
+            let result = bind(
+                &CreateClient::json(client.clone()),
+                "ns",
+                "web-1",
+                "uid-1",
+                "n",
+            )
+            .await;
             server.await.unwrap();
             assert_eq!(result, Err(expected));
         }
@@ -786,7 +817,14 @@ mod tests {
         let server = tokio::spawn(async move {
             answer(&mut handle, 500, status(500, "InternalError", "etcd down")).await
         });
-        let result = bind(&client, "ns", "web-1", "uid-1", "n").await;
+        let result = bind(
+            &CreateClient::json(client.clone()),
+            "ns",
+            "web-1",
+            "uid-1",
+            "n",
+        )
+        .await;
         server.await.unwrap();
         assert!(matches!(result, Err(BindError::Other(_))), "{result:?}");
     }
@@ -867,7 +905,7 @@ mod tests {
         let (client, mut handle) = mock_client();
         let server =
             tokio::spawn(async move { answer(&mut handle, 201, json!({"metadata": {}})).await });
-        let events = OneOffEvents::new(client.clone(), reporter());
+        let events = OneOffEvents::new(CreateClient::json(client.clone()), reporter());
         record_scheduled(&events, &reference(), "node-7")
             .await
             .unwrap();

@@ -19,6 +19,7 @@ pub mod leader;
 pub mod metrics;
 pub mod policy_configmap;
 pub mod protections;
+pub mod protobuf;
 pub mod queue;
 pub mod reachability;
 pub mod reload;

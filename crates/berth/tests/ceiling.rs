@@ -16,7 +16,8 @@
 //!   the requests Berth's binder makes per pod (the pods/binding POST with the pod's UID,
 //!   then the `Scheduled` event), through `berth_daemon`'s own functions, its two clients
 //!   (bindings, events) built by `berth_daemon::client::connect` as Berth's ServiceAccount,
-//!   and the binder's 32 requests in flight;
+//!   and the binder's 32 requests in flight; `ceiling` sends them in JSON, `ceiling-pb` in
+//!   protobuf (as Berth's binder does);
 //! - Berth: `berth run` (this build's binary: a release one under `--release`) with the
 //!   OpenShift policy, as Berth's ServiceAccount, logging at its default level;
 //! - kube-scheduler: the control plane's v1.36 with its default profile, as the admin.
@@ -32,8 +33,8 @@
 //! for the ceiling), no node may be overcommitted, and every pod must get its `Scheduled`
 //! event. Each batch and the events are deleted after its run, so every run starts from the
 //! same cluster (the nodes, nothing bound). The order of the contenders rotates each round.
-//! `BERTH_CEILING_ROUNDS` (3) sets the rounds, `BERTH_CEILING_RUN` (`ceiling,berth,
-//! kube-scheduler`) which contenders run. Medians and fractions of the ceiling are printed
+//! `BERTH_CEILING_ROUNDS` (3) sets the rounds, `BERTH_CEILING_RUN` (`ceiling,ceiling-pb,
+//! berth,kube-scheduler`) which contenders run. Medians and fractions of the ceiling are printed
 //! last. `BERTH_CEILING_PROFILE=DIR` turns the apiserver's profiling on and writes a CPU
 //! profile of it, over `PROFILE_SECONDS` from a second after each contender starts, to
 //! `DIR/<contender>-<round>.pprof` (read it with `go tool pprof -top`).
@@ -48,6 +49,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use berth_daemon::binder::{OneOffEvents, bind, record_scheduled};
 use berth_daemon::client::{ClientSettings, connect};
+use berth_daemon::protobuf::CreateClient;
 use berth_testcluster::{ClusterOptions, node_template};
 use common::{
     Berth, Env, Placement, Process, SERIAL, bounded, cpu_seconds, kube_scheduler, median,
@@ -89,14 +91,18 @@ fn number(name: &str, default: u64) -> Result<u64> {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Contender {
+    /// The binder's requests in JSON.
     Ceiling,
+    /// The same in protobuf.
+    CeilingProtobuf,
     Berth,
     KubeScheduler,
 }
 
 impl Contender {
-    const ALL: [Contender; 3] = [
+    const ALL: [Contender; 4] = [
         Contender::Ceiling,
+        Contender::CeilingProtobuf,
         Contender::Berth,
         Contender::KubeScheduler,
     ];
@@ -104,6 +110,7 @@ impl Contender {
     fn name(self) -> &'static str {
         match self {
             Contender::Ceiling => "ceiling",
+            Contender::CeilingProtobuf => "ceiling-pb",
             Contender::Berth => "berth",
             Contender::KubeScheduler => "kube-scheduler",
         }
@@ -123,7 +130,7 @@ impl Contender {
                     .with_context(|| {
                         format!(
                             "BERTH_CEILING_RUN={list:?}: no contender {name:?} (expected a \
-                             comma-separated list of ceiling, berth, kube-scheduler)"
+                             comma-separated list of ceiling, ceiling-pb, berth, kube-scheduler)"
                         )
                     })
             })
@@ -142,9 +149,12 @@ struct Bench {
     hz: f64,
     apiserver: u32,
     etcd: u32,
-    /// The ceiling's clients.
-    client: kube::Client,
-    events: OneOffEvents,
+    /// The ceiling's clients: bindings, events, in JSON.
+    json: (CreateClient, OneOffEvents),
+    /// The same in protobuf.
+    protobuf: (CreateClient, OneOffEvents),
+    /// The protobuf events' client, to check it kept to protobuf.
+    protobuf_events: CreateClient,
     /// Where the apiserver's CPU profiles go, if anywhere.
     profiles: Option<PathBuf>,
 }
@@ -172,8 +182,7 @@ struct Run {
 
 /// Binds every `(name, uid)` to `node-{i % nodes}` as Berth's binder would.
 async fn bind_all(
-    client: kube::Client,
-    events: OneOffEvents,
+    (client, events): (CreateClient, OneOffEvents),
     pods: Vec<(String, String)>,
     nodes: usize,
 ) -> Result<()> {
@@ -493,6 +502,7 @@ async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> R
     let env = &bench.env;
     let (tag, scheduler) = match contender {
         Contender::Ceiling => ("c", NOBODY.to_string()),
+        Contender::CeilingProtobuf => ("p", NOBODY.to_string()),
         Contender::Berth => ("b", format!("berth-r{round}")),
         Contender::KubeScheduler => ("k", format!("kube-scheduler-r{round}")),
     };
@@ -507,12 +517,18 @@ async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> R
     let requests_before = request_counts(&env.admin).await?;
     let (q, b) = (bench.qps.to_string(), (bench.qps * 2).to_string());
     let mut running = match contender {
-        Contender::Ceiling => Running::Ceiling(Some(tokio::spawn(bind_all(
-            bench.client.clone(),
-            bench.events.clone(),
-            pods,
-            bench.nodes,
-        )))),
+        Contender::Ceiling | Contender::CeilingProtobuf => {
+            let clients = if contender == Contender::Ceiling {
+                &bench.json
+            } else {
+                &bench.protobuf
+            };
+            Running::Ceiling(Some(tokio::spawn(bind_all(
+                clients.clone(),
+                pods,
+                bench.nodes,
+            ))))
+        }
         Contender::Berth => Running::Berth(env.berth_measured(
             &format!("measure-r{round}"),
             &scheduler,
@@ -581,6 +597,10 @@ async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> R
         profile.await??;
     }
     check_batch(bench, contender, &prefix).await?;
+    ensure!(
+        !bench.protobuf.0.sends_json() && !bench.protobuf_events.sends_json(),
+        "the apiserver refused protobuf: ceiling-pb's clients turned to JSON"
+    );
     delete_batch(env, &batch).await?;
     let per_pod = |i: usize| seen.cpu[i] * 1000.0 / count as f64;
     Ok(Run {
@@ -613,7 +633,7 @@ async fn check_batch(bench: &Bench, contender: Contender, prefix: &str) -> Resul
         .iter()
         .filter_map(|&(name, node)| {
             let want = match contender {
-                Contender::Ceiling => {
+                Contender::Ceiling | Contender::CeilingProtobuf => {
                     let i: usize = name.strip_prefix(prefix)?.parse().ok()?;
                     Some(format!("node-{}", i % bench.nodes))
                 }
@@ -699,17 +719,19 @@ async fn ceiling_berth_and_kube_scheduler_alternating() {
             burst: u32::try_from(qps * 2).context("BERTH_CEILING_QPS too large")?,
             ..ClientSettings::default()
         };
+        let protobuf_events = CreateClient::new(connect(&settings).await?);
         let bench = Bench {
             apiserver: server_pid(&env, "kube-apiserver")?,
             etcd: server_pid(&env, "etcd")?,
-            client: connect(&settings).await?,
-            events: OneOffEvents::new(
-                connect(&settings).await?,
-                Reporter {
-                    controller: "berth".into(),
-                    instance: Some("ceiling".into()),
-                },
+            json: (
+                CreateClient::json(connect(&settings).await?),
+                OneOffEvents::new(CreateClient::json(connect(&settings).await?), reporter()),
             ),
+            protobuf: (
+                CreateClient::new(connect(&settings).await?),
+                OneOffEvents::new(protobuf_events.clone(), reporter()),
+            ),
+            protobuf_events,
             env,
             nodes,
             count,
@@ -759,12 +781,19 @@ fn summarize(
         let fraction = ceiling
             .filter(|_| *contender != Contender::Ceiling)
             .map_or_else(String::new, |c| {
-                let fractions = runs
-                    .iter()
-                    .zip(&results[c])
-                    .map(|(r, c)| r.pods_per_second / c.pods_per_second)
-                    .collect();
-                format!("; {:.2} of the ceiling", median(fractions))
+                let of_ceiling = |f: &dyn Fn(&Run) -> f64| {
+                    median(
+                        runs.iter()
+                            .zip(&results[c])
+                            .map(|(r, c)| f(r) / f(c))
+                            .collect(),
+                    )
+                };
+                format!(
+                    "; {:.2} of the ceiling's pods/s, {:.2} of its apiserver CPU per pod",
+                    of_ceiling(&|r| r.pods_per_second),
+                    of_ceiling(&|r| r.apiserver_ms)
+                )
             });
         eprintln!(
             "  {:>14}: {:.0} pods/s; CPU ms per pod: scheduler {:.3}, apiserver {:.3}, etcd \
@@ -777,6 +806,14 @@ fn summarize(
             m(&|r| r.apiserver_ms + r.etcd_ms),
             m(&|r| r.this_process_ms),
         );
+    }
+}
+
+/// The ceiling's events' reporter.
+fn reporter() -> Reporter {
+    Reporter {
+        controller: "berth".into(),
+        instance: Some("ceiling".into()),
     }
 }
 

@@ -2373,3 +2373,73 @@ async fn kubeadm_and_openshift_command_lines_run_as_they_are() {
     })
     .await;
 }
+
+/// The binding and the `Scheduled` event in protobuf (berth-daemon's `protobuf` module, the
+/// binding ceiling's `ceiling-pb` requests) round-trip through the real apiserver: the pod
+/// lands, the event reads back in upstream's words, the apiserver's protobuf answer to a
+/// second binding decodes as the conflict it is, and the clients never turned to JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protobuf_bindings_and_events_round_trip_through_the_apiserver() {
+    use berth_daemon::binder::{BindError, OneOffEvents, bind, record_scheduled};
+    use berth_daemon::client::{ClientSettings, connect};
+    use berth_daemon::protobuf::CreateClient;
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kube::runtime::events::Reporter;
+
+    let _one = SERIAL.lock().await;
+    bounded(Duration::from_secs(120), async {
+        let env = Env::start(ClusterOptions::default()).await?;
+        env.cluster
+            .create_nodes(2, &node_template("node", "4", "8Gi", 110))
+            .await?;
+        env.create_pods(vec![pod("pb", "nobody", "100m", json!({}))])
+            .await?;
+        let uid = env.pods().get("pb").await?.metadata.uid.context("a UID")?;
+        let settings = ClientSettings {
+            kubeconfig: Some(env.kubeconfig.clone()),
+            ..ClientSettings::default()
+        };
+        let bindings = CreateClient::new(connect(&settings).await?);
+        let events = CreateClient::new(connect(&settings).await?);
+        bind(&bindings, "default", "pb", &uid, "node-1").await?;
+        let reference = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            namespace: Some("default".into()),
+            name: Some("pb".into()),
+            uid: Some(uid.clone()),
+            ..ObjectReference::default()
+        };
+        let reporter = Reporter {
+            controller: "berth".into(),
+            instance: Some("e2e".into()),
+        };
+        record_scheduled(
+            &OneOffEvents::new(events.clone(), reporter),
+            &reference,
+            "node-1",
+        )
+        .await?;
+        let bound = env.pods().get("pb").await?;
+        assert_eq!(node_name(&bound), Some("node-1"));
+        let scheduled = env.events("Scheduled").await?;
+        let event = &scheduled["pb"][0];
+        assert_eq!(
+            event.note.as_deref(),
+            Some("Successfully assigned default/pb to node-1")
+        );
+        assert_eq!(
+            event.regarding.as_ref().and_then(|r| r.uid.as_deref()),
+            Some(uid.as_str())
+        );
+        assert_eq!(event.reporting_controller.as_deref(), Some("berth"));
+        let again = bind(&bindings, "default", "pb", &uid, "node-2").await;
+        assert!(
+            matches!(&again, Err(BindError::Conflict(m)) if m.contains("already assigned")),
+            "{again:?}"
+        );
+        assert!(!bindings.sends_json() && !events.sends_json());
+        Ok(())
+    })
+    .await;
+}
