@@ -94,7 +94,7 @@ fn scale_node(i: usize) -> Node {
 
 /// Node `i`'s pool in label generation `generation`.
 fn pool(generation: usize, i: usize) -> &'static str {
-    if mix(generation, i) % 2 == 0 {
+    if mix(generation, i).is_multiple_of(2) {
         "pool-a"
     } else {
         "pool-b"
@@ -706,7 +706,7 @@ impl Churn {
             self.delete(env, extra).await;
         }
 
-        if tick % 5 == 0 {
+        if tick.is_multiple_of(5) {
             self.label_generation += 1;
             let nodes: Api<Node> = Api::all(env.admin.clone());
             for k in 0..spec.relabel {
