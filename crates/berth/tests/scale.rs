@@ -17,18 +17,18 @@
 //! (cpu, memory, pods). Both schedulers get client QPS `BERTH_SCALE_QPS` (5000), burst twice
 //! that.
 //!
-//! The chaos run (`chaos`, after the scale run on the same cluster unless `BERTH_SCALE_PHASES`
-//! says otherwise): two `berth run` replicas with leader election for
-//! `BERTH_CHAOS_MINUTES` (30): every `BERTH_CHAOS_FAULT_SECONDS` (180) the leader is in turn
-//! SIGKILLed (and a new replica started in its place) or SIGSTOPped past its lease (then
-//! SIGCONTed); the apiserver is SIGKILLed and restarted twice; pods churn (created and
-//! deleted: `BERTH_CHAOS_PODS`, 5,000, live at a time), Deployment-like groups scale up and
-//! down and roll to a new `pod-template-hash` (there is no controller-manager: this process
-//! makes and deletes their pods), and nodes' pool labels flip. Checked throughout and at the
-//! end: no pod lost (every pod that exists ends bound, every pod created and not deleted
-//! exists), none bound twice (its node never changes; at most one `Scheduled` event per
-//! UID), no node overcommitted, and Berth's RSS (both replicas' VmRSS, every 20 s) in the
-//! last third within 10% of the middle third.
+//! The chaos run (on the same cluster, before the scale run, its pods deleted after it;
+//! `BERTH_SCALE_PHASES`, `scale,chaos`, picks the phases): two `berth run` replicas with
+//! leader election for `BERTH_CHAOS_MINUTES` (30): every `BERTH_CHAOS_FAULT_SECONDS` (180)
+//! the leader is in turn SIGKILLed (and a new replica started in its place) or SIGSTOPped
+//! past its lease (then SIGCONTed); the apiserver is SIGKILLed and restarted twice; pods
+//! churn (created and deleted: `BERTH_CHAOS_PODS`, 5,000, live at a time), Deployment-like
+//! groups scale up and down and roll to a new `pod-template-hash` (there is no
+//! controller-manager: this process makes and deletes their pods), and nodes' pool labels
+//! flip. Checked throughout and at the end: no pod lost (every pod that exists ends bound,
+//! every pod created and not deleted exists), none bound twice (its node never changes; at
+//! most one `Scheduled` event per UID), no node overcommitted, and Berth's RSS (both
+//! replicas' VmRSS, every 20 s) in the last third within 10% of the middle third.
 //!
 //! Measurements, run explicitly, in release mode:
 //! `cargo test --release -p berth --test scale -- --ignored --nocapture`
@@ -223,7 +223,10 @@ impl Contender {
                     .into_iter()
                     .find(|c| c.name() == name.trim())
                     .with_context(|| {
-                        format!("BERTH_SCALE_RUN={list:?}: no contender {name:?} (berth, kube-scheduler)")
+                        format!(
+                            "BERTH_SCALE_RUN={list:?}: no contender {name:?} (expected berth, \
+                             kube-scheduler)"
+                        )
                     })
             })
             .collect()
