@@ -52,14 +52,14 @@ use berth_daemon::client::{ClientSettings, connect};
 use berth_daemon::protobuf::CreateClient;
 use berth_testcluster::{ClusterOptions, node_template};
 use common::{
-    Berth, Env, Placement, Process, SERIAL, bounded, cpu_seconds, kube_scheduler, median,
-    peak_rss_mib, pod, ticks_per_second,
+    Berth, Env, Placement, Process, SERIAL, bounded, cpu_seconds, kube_scheduler_measured, median,
+    number, peak_rss_mib, pod, server_pid, setting, ticks_per_second,
 };
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, DeleteParams, ListParams};
+use kube::api::{Api, ListParams};
 use kube::runtime::events::Reporter;
 use kube::runtime::watcher;
 use serde_json::json;
@@ -77,17 +77,6 @@ const RUN_LIMIT: Duration = Duration::from_secs(300);
 const PROFILE_SECONDS: u64 = 5;
 /// The label that names a run's batch, for deleting it.
 const BATCH: &str = "berth-ceiling-batch";
-
-fn number(name: &str, default: u64) -> Result<u64> {
-    match std::env::var(name) {
-        Err(_) => Ok(default),
-        Ok(v) => v
-            .parse()
-            .ok()
-            .filter(|&n| n > 0)
-            .with_context(|| format!("{name}={v:?}: expected a positive whole number")),
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Contender {
@@ -261,28 +250,10 @@ async fn create_batch(
         .with_context(|| format!("not all {count} pods {prefix}* were listed"))
 }
 
-/// Deletes batch `batch` (at once: no kubelet would confirm a graceful deletion) and every
-/// event in the namespace, and waits until the pods are gone.
+/// Deletes batch `batch` and every event in the namespace, and waits until the pods are
+/// gone.
 async fn delete_batch(env: &Env, batch: &str) -> Result<()> {
-    let now = DeleteParams {
-        grace_period_seconds: Some(0),
-        ..DeleteParams::default()
-    };
-    let selector = ListParams::default().labels(&format!("{BATCH}={batch}"));
-    env.pods().delete_collection(&now, &selector).await?;
-    let events: Api<Event> = Api::namespaced(env.admin.clone(), "default");
-    events
-        .delete_collection(&DeleteParams::default(), &ListParams::default())
-        .await?;
-    common::eventually(
-        &format!("batch {batch} deleted"),
-        Duration::from_secs(120),
-        || async {
-            let left = env.pods().list(&selector.clone().limit(1)).await?;
-            Ok(left.items.is_empty().then_some(()))
-        },
-    )
-    .await
+    common::delete_pods_and_events(env, &format!("{BATCH}={batch}"), Duration::from_secs(120)).await
 }
 
 /// This process's watches of bound pods and of events, opened (their initial lists read)
@@ -534,24 +505,13 @@ async fn run(bench: &Bench, contender: Contender, round: usize, dir: &Path) -> R
             &scheduler,
             &["--qps", &q, "--burst", &b],
         )?),
-        Contender::KubeScheduler => {
-            let config = format!(
-                "apiVersion: kubescheduler.config.k8s.io/v1\n\
-                 kind: KubeSchedulerConfiguration\n\
-                 clientConnection:\n  kubeconfig: {}\n  qps: {q}\n  burst: {b}\n\
-                 leaderElection:\n  leaderElect: true\n  resourceName: {scheduler}\n  \
-                 resourceNamespace: kube-system\n\
-                 profiles:\n- schedulerName: {scheduler}\n",
-                env.cluster.kubeconfig_path().display()
-            );
-            Running::KubeScheduler(kube_scheduler(
-                env,
-                dir,
-                &scheduler,
-                &config,
-                RUN_LIMIT * 2,
-            )?)
-        }
+        Contender::KubeScheduler => Running::KubeScheduler(kube_scheduler_measured(
+            env,
+            dir,
+            &scheduler,
+            bench.qps,
+            RUN_LIMIT * 2,
+        )?),
     };
     let profile = bench.profiles.as_ref().map(|dir| {
         let path = dir.join(format!("{}-{round}.pprof", contender.name()));
@@ -685,9 +645,6 @@ fn report(contender: Contender, round: usize, count: usize, nodes: usize, r: &Ru
 #[ignore = "a measurement of this machine: run explicitly, in release mode"]
 async fn ceiling_berth_and_kube_scheduler_alternating() {
     let _one = SERIAL.lock().await;
-    let setting = |name: &str, default: u64| {
-        number(name, default).unwrap_or_else(|e| panic!("{e:#}")) as usize
-    };
     let nodes = setting("BERTH_CEILING_NODES", 1000);
     let count = setting("BERTH_CEILING_PODS", 5000);
     let rounds = setting("BERTH_CEILING_ROUNDS", 3);
@@ -808,22 +765,10 @@ fn summarize(
         );
     }
 }
-
 /// The ceiling's events' reporter.
 fn reporter() -> Reporter {
     Reporter {
         controller: "berth".into(),
         instance: Some("ceiling".into()),
     }
-}
-
-/// The pid of the cluster's server whose command name is `comm`.
-fn server_pid(env: &Env, comm: &str) -> Result<u32> {
-    env.cluster
-        .pids()
-        .into_iter()
-        .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
-        })
-        .with_context(|| format!("no {comm} among the cluster's processes"))
 }

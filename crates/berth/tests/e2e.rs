@@ -1592,25 +1592,6 @@ impl Sample {
     }
 }
 
-/// The resident set of a process, from /proc/PID/status.
-fn rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS line")
-}
-
-/// A well-mixed 64-bit value for (round, index): stands in for the random hashes and UIDs
-/// controllers put in labels, reproducibly.
-fn mix(round: usize, index: usize) -> u64 {
-    let mut x = (round as u64) << 32 ^ index as u64 ^ 0x9e37_79b9_7f4a_7c15;
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// Round `round`'s pods: one generation of the churning workload.
 fn churn_pods(round: usize, count: usize) -> Vec<Pod> {
     let hash = format!("{:010x}", mix(round, usize::MAX) >> 24);

@@ -816,6 +816,98 @@ pub fn kube_scheduler(
     Ok(Process { child, log })
 }
 
+/// The resident set of a process, from /proc/PID/status.
+pub fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS line")
+}
+
+/// A well-mixed 64-bit value for (round, index): stands in for the random hashes and UIDs
+/// controllers put in labels, reproducibly.
+pub fn mix(round: usize, index: usize) -> u64 {
+    let mut x = (round as u64) << 32 ^ index as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The setting `name` from the environment: a positive whole number, `default` if unset.
+pub fn number(name: &str, default: u64) -> Result<u64> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(v) => v
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .with_context(|| format!("{name}={v:?}: expected a positive whole number")),
+    }
+}
+
+/// [`number`] for a test's size: panics, naming the setting, on a bad value.
+pub fn setting(name: &str, default: usize) -> usize {
+    number(name, default as u64).unwrap_or_else(|e| panic!("{e:#}")) as usize
+}
+
+/// The pid of the cluster's server whose command name is `comm`.
+pub fn server_pid(env: &Env, comm: &str) -> Result<u32> {
+    env.cluster
+        .pids()
+        .into_iter()
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
+        })
+        .with_context(|| format!("no {comm} among the cluster's processes"))
+}
+
+/// Deletes the default namespace's pods that `selector` picks (at once: no kubelet need
+/// confirm) and every event there, and waits up to `timeout` until the pods are gone.
+pub async fn delete_pods_and_events(env: &Env, selector: &str, timeout: Duration) -> Result<()> {
+    let now = kube::api::DeleteParams {
+        grace_period_seconds: Some(0),
+        ..kube::api::DeleteParams::default()
+    };
+    let list = ListParams::default().labels(selector);
+    let events: Api<Event> = Api::namespaced(env.admin.clone(), "default");
+    eventually(&format!("pods {selector} deleted"), timeout, || async {
+        // The apiserver ends a request after a minute, a deletion of tens of thousands of
+        // pods included, having deleted some: ask again until none is left.
+        env.pods().delete_collection(&now, &list).await?;
+        events
+            .delete_collection(&kube::api::DeleteParams::default(), &ListParams::default())
+            .await?;
+        let left = env.pods().list(&list.clone().limit(1)).await?;
+        Ok(left.items.is_empty().then_some(()))
+    })
+    .await
+}
+
+/// Starts kube-scheduler (v1.36) as [`kube_scheduler`] does, with its default profile
+/// for pods of `scheduler`, client QPS `qps` and burst twice that, and leader election on
+/// a lease of its own (named `scheduler`), as the measurements run it.
+pub fn kube_scheduler_measured(
+    env: &Env,
+    dir: &Path,
+    scheduler: &str,
+    qps: u64,
+    lifetime: Duration,
+) -> Result<Process> {
+    let config = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n\
+         kind: KubeSchedulerConfiguration\n\
+         clientConnection:\n  kubeconfig: {}\n  qps: {qps}\n  burst: {}\n\
+         leaderElection:\n  leaderElect: true\n  resourceName: {scheduler}\n  \
+         resourceNamespace: kube-system\n\
+         profiles:\n- schedulerName: {scheduler}\n",
+        env.cluster.kubeconfig_path().display(),
+        qps * 2
+    );
+    kube_scheduler(env, dir, scheduler, &config, lifetime)
+}
+
 /// The peak resident set of `pid` so far (VmHWM), in MiB.
 pub fn peak_rss_mib(pid: u32) -> Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
