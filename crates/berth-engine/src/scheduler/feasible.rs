@@ -237,8 +237,11 @@ fn evaluate(
             remaining.min((expected + expected / 8).max(MIN_NODES_PER_TASK * 4))
         };
         let first = pass.visited;
-        let chunks: Vec<Chunk> = if batch < PARALLEL_THRESHOLD || rayon::current_num_threads() == 1
-        {
+        // A batch of a cluster too large for the caches runs in parallel even when short:
+        // its nodes' rows and columns are read cold, so a node costs several times what it
+        // does in a small cluster.
+        let short = batch < PARALLEL_THRESHOLD && all < PARALLEL_THRESHOLD * 2;
+        let chunks: Vec<Chunk> = if short || rayon::current_num_threads() == 1 {
             vec![run(first..first + batch)]
         } else {
             let tasks = (rayon::current_num_threads() * TASKS_PER_THREAD)
