@@ -84,12 +84,12 @@ impl NodeFit {
         let pod_room = i128::from(node.allowed_pods) - node.pods.len() as i128;
         let ephemeral_room = i128::from(node.allocatable.ephemeral_storage)
             - i128::from(node.requested.ephemeral_storage);
-        let pod_room_fits = i32::try_from(pod_room).ok();
-        if pod_room_fits.is_none() || i64::try_from(ephemeral_room).is_err() {
+        let clamped_room = pod_room.clamp(i32::MIN.into(), i32::MAX.into()) as i32;
+        if i128::from(clamped_room) != pod_room || i64::try_from(ephemeral_room).is_err() {
             flags |= Self::INEXACT;
         }
         NodeFit {
-            pod_room: pod_room_fits.unwrap_or(if pod_room < 0 { i32::MIN } else { i32::MAX }),
+            pod_room: clamped_room,
             flags,
             allocatable_milli_cpu: node.allocatable.milli_cpu,
             allocatable_memory: node.allocatable.memory,

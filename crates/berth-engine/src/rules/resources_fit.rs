@@ -33,23 +33,11 @@ impl PodFitsResources {
     /// The per-node check for a pod (shared with GeneralPredicates).
     pub fn checker<'a>(&'a self, ctx: &CycleContext<'a>) -> ResourcesCheck<'a> {
         let request = &ctx.pod.request;
-        let requests_nothing = request.is_zero() && request.scalars.is_empty();
         ResourcesCheck {
             request,
-            requests_nothing,
+            requests_nothing: request.is_zero() && request.scalars.is_empty(),
             ignored: &self.ignored,
-            // Extended resources are not in the rows: a pod asking for any reads the node.
-            rows: request.scalars.is_empty().then(|| {
-                (
-                    ctx.cluster.fit_rows(),
-                    FitRequest {
-                        milli_cpu: request.milli_cpu,
-                        memory: request.memory,
-                        ephemeral_storage: request.ephemeral_storage,
-                        requests_nothing,
-                    },
-                )
-            }),
+            rows: ctx.cluster.fit_rows(),
         }
     }
 }
@@ -65,7 +53,7 @@ pub struct ResourcesCheck<'a> {
     request: &'a Resources,
     requests_nothing: bool,
     ignored: &'a [String],
-    rows: Option<(&'a [NodeFit], FitRequest)>,
+    rows: &'a [NodeFit],
 }
 
 impl NodeCheck for ResourcesCheck<'_> {
@@ -73,11 +61,20 @@ impl NodeCheck for ResourcesCheck<'_> {
         true
     }
 
+    /// Extended resources are not in the rows: a pod asking for any reads the node.
     fn dense(&self) -> Dense<'_> {
-        match self.rows {
-            Some((rows, request)) => Dense::Rows(rows, RowTest::Fits(request)),
-            None => Dense::No,
+        if !self.request.scalars.is_empty() {
+            return Dense::No;
         }
+        Dense::Rows(
+            self.rows,
+            RowTest::Fits(FitRequest {
+                milli_cpu: self.request.milli_cpu,
+                memory: self.request.memory,
+                ephemeral_storage: self.request.ephemeral_storage,
+                requests_nothing: self.requests_nothing,
+            }),
+        )
     }
 
     #[inline]

@@ -7,9 +7,9 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::classes::{Answers, Classes, Shape, stale_cap};
-use crate::cluster::{Cluster, FitRequest, NodeFit, NodeId, NodeInfo};
+use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::filters::PreparedFilters;
-use crate::framework::{Dense, NodeCheck, NodeScore, Reason, RowTest, ScorePrep};
+use crate::framework::{Dense, NodeCheck, NodeScore, Reason, ScorePrep};
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 
@@ -162,7 +162,6 @@ fn evaluate(
         // (Moving straight to the front thrashes when two filters take turns rejecting.)
         let mut check_order: Vec<usize> = (0..checks.len()).collect();
         let dense: Vec<Dense<'_>> = checks.iter().map(|c| c.dense()).collect();
-        let merged = MergedRows::of(&dense);
         for i in range {
             // `start + i < 2 * all`: one subtraction instead of a division per node.
             let at = start + i;
@@ -177,15 +176,8 @@ fn evaluate(
                 continue;
             }
             let node = cluster.node(id);
-            let rows_pass = merged.as_ref().is_some_and(|m| m.all_pass(slot));
-            let rejected_by = first_rejecting(
-                slot,
-                node,
-                checks,
-                (&dense, rows_pass),
-                &check_order,
-                &mut scratch,
-            );
+            let rejected_by =
+                first_rejecting(slot, node, checks, &dense, &check_order, &mut scratch);
             if let Some(p) = rejected_by.filter(|p| *p > 0) {
                 check_order.swap(p - 1, p);
             }
@@ -289,72 +281,23 @@ fn evaluate(
 }
 
 /// The position in `check_order` of the first check that rejects `node` (in `slot`), if
-/// any. `rows_pass`: the node's row already passed every check reading rows.
+/// any.
 #[inline]
 fn first_rejecting(
     slot: usize,
     node: &NodeInfo,
     checks: &[Box<dyn NodeCheck + '_>],
-    (dense, rows_pass): (&[Dense<'_>], bool),
+    dense: &[Dense<'_>],
     check_order: &[usize],
     scratch: &mut Vec<Reason>,
 ) -> Option<usize> {
     scratch.clear();
-    check_order.iter().position(|&c| match &dense[c] {
-        Dense::Rows(..) if rows_pass => false,
-        d => match d.passes(slot) {
+    check_order
+        .iter()
+        .position(|&c| match dense[c].passes(slot) {
             Some(passes) => !passes,
             None => !checks[c].check(node, scratch),
-        },
-    })
-}
-
-/// The checks that read [`NodeFit`] rows, merged: one read of a node's row tells whether
-/// every one of them passes (most nodes), and only a node failing one asks them in turn.
-struct MergedRows<'a> {
-    rows: &'a [NodeFit],
-    clear: u32,
-    fits: Option<FitRequest>,
-}
-
-impl<'a> MergedRows<'a> {
-    /// The merge of the row checks among `dense`, when two or more read one table.
-    fn of(dense: &[Dense<'a>]) -> Option<Self> {
-        let mut merged: Option<MergedRows<'a>> = None;
-        let mut count = 0;
-        for d in dense {
-            let Dense::Rows(rows, test) = d else {
-                continue;
-            };
-            let m = merged.get_or_insert(MergedRows {
-                rows,
-                clear: 0,
-                fits: None,
-            });
-            if !std::ptr::eq(m.rows, *rows) {
-                return None;
-            }
-            match test {
-                RowTest::Clear(flags) => m.clear |= flags,
-                RowTest::Fits(request) if m.fits.is_none() => m.fits = Some(*request),
-                RowTest::Fits(_) => return None,
-            }
-            count += 1;
-        }
-        merged.filter(|_| count >= 2)
-    }
-
-    /// Whether the node in `slot` passes every merged check, from its row alone.
-    #[inline]
-    fn all_pass(&self, slot: usize) -> bool {
-        self.rows.get(slot).is_some_and(|row| {
-            !row.any(self.clear)
-                && self
-                    .fits
-                    .as_ref()
-                    .is_none_or(|request| row.fits(request) == Some(true))
         })
-    }
 }
 
 /// Asks the rules about `nodes` (a class's few nodes without a kept answer) and keeps the
@@ -379,7 +322,7 @@ fn ask_few(
             id.0 as usize,
             node,
             checks,
-            (&dense, false),
+            &dense,
             &check_order,
             &mut scratch,
         )
