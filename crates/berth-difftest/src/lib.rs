@@ -142,7 +142,7 @@ async fn run_scenario(
         lifetime,
     )
     .await?;
-    replay::touch_nodes(client, scenario).await?;
+    replay::touch_nodes(client, &mut reference, scenario).await?;
     for index in 0..scenario.pending.len() {
         let state = replay::list_state(client).await?;
         let pod = replay::create_pod(client, scenario, index).await?;

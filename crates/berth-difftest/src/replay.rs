@@ -104,25 +104,60 @@ async fn write_status(client: &Client, object: &Value) -> Result<()> {
     Ok(())
 }
 
-/// Updates every node of the scenario once (an annotation), after the reference started.
+/// Node that stands in for a barrier in the reference's node event stream (see
+/// [`touch_nodes`]); it never holds a pod.
+const SENTINEL_NODE: &str = "difftest-sentinel";
+
+/// Updates every node of the scenario once (an annotation), after the reference's cache
+/// holds them, and returns once the reference handled the updates.
 ///
 /// v1.22's cache gives a node's images the number of nodes holding them *when the node was
 /// added*, so right after start the first nodes listed see too few holders and
 /// ImageLocality scores them lower. A node update recomputes it with every node known.
 /// Berth always uses the current count (docs/fidelity.md lists this deviation).
-pub async fn touch_nodes(client: &Client, scenario: &Scenario) -> Result<()> {
+///
+/// v1.22 logs no node update, so a sentinel node is added and deleted behind the updates:
+/// one informer hands a kind's events over in order, so once the reference logged the
+/// sentinel's deletion it handled every update before it, and the sentinel is gone from
+/// its cache before the first pod.
+pub async fn touch_nodes(
+    client: &Client,
+    reference: &mut ReferenceScheduler,
+    scenario: &Scenario,
+) -> Result<()> {
+    let names: Vec<&str> = scenario
+        .objects
+        .iter()
+        .filter(|o| o["kind"] == "Node")
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect();
+    reference
+        .await_node_events("Add event for node", &names)
+        .await?;
     let nodes: Api<Node> = Api::all(client.clone());
     let patch = json!({"metadata": {"annotations": {"difftest.berth.local/touched": "yes"}}});
-    for object in scenario.objects.iter().filter(|o| o["kind"] == "Node") {
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    for name in &names {
         nodes
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .with_context(|| format!("updating node {name}"))?;
     }
-    // The reference sees the updates through its watch; give it a moment.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    Ok(())
+    let sentinel: Node = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": SENTINEL_NODE},
+        "spec": {"unschedulable": true},
+    }))?;
+    nodes
+        .create(&PostParams::default(), &sentinel)
+        .await
+        .context("creating the sentinel node")?;
+    nodes
+        .delete(SENTINEL_NODE, &DeleteParams::default())
+        .await
+        .context("deleting the sentinel node")?;
+    reference
+        .await_node_events("Delete event for node", &[SENTINEL_NODE])
+        .await
 }
 
 /// Creates pending pod `index` and returns it as the apiserver stored it (with admission's

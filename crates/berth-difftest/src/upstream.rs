@@ -2,7 +2,7 @@
 //! kube-scheduler v1.36.3 with its default profile; and what either logs about each pod's
 //! scores.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -211,6 +211,41 @@ impl ReferenceScheduler {
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
 
+    /// Waits until the reference logged `event` (v1.22's node informer handlers log "Add
+    /// event for node" and "Delete event for node" at -v=3) for every node of `names`.
+    ///
+    /// The reference's start is logged, and its health port opens, before its informers
+    /// list anything, so only these lines tell what its cache holds.
+    pub async fn await_node_events(&mut self, event: &str, names: &[&str]) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let quoted = format!("\"{event}\"");
+        loop {
+            self.check_running()?;
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let seen: BTreeSet<&str> = text
+                .lines()
+                .filter(|line| line.contains(&quoted))
+                .filter_map(|line| field(line, "node"))
+                .collect();
+            let missing: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|name| !seen.contains(name))
+                .collect();
+            if missing.is_empty() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!(
+                    "{} logged no {quoted} for nodes {missing:?} within 60 s; its log:\n{}",
+                    self.label,
+                    self.log_tail()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The score lines logged for `pod` (`namespace/name`) since the last call.
     pub fn take_scores(&mut self, pod: &str) -> Result<ScoreLog> {
         let mut file = File::open(&self.log)?;
@@ -320,9 +355,10 @@ fn v122_arguments(
         .arg(format!("--policy-config-file={}", policy_path.display()))
         .arg(gates)
         // The score lines are logged at -v=10 by generic_scheduler.go; -v=10 everywhere
-        // would also log every API request and response body.
+        // would also log every API request and response body. eventhandlers.go logs each
+        // node added or deleted at -v=3 (see `await_node_events`).
         .arg("-v=2")
-        .arg("--vmodule=generic_scheduler=10")
+        .arg("--vmodule=generic_scheduler=10,eventhandlers=3")
         .arg("--port=0");
     Ok(())
 }
