@@ -19,6 +19,11 @@
 //! say how long their answers hold ([`Reuse::Never`]: WASM plugins unless they declare
 //! otherwise, history-based protections) keep the class from reusing anything, and nothing
 //! is reused while a pod is nominated somewhere.
+//!
+//! The classes kept share a memory budget ([`ANSWER_BUDGET`]), so how many are kept follows
+//! the cluster's size. When pods of many controllers take turns in the queue, a full set
+//! keeps its classes rather than evicting one just before its next pod; a class idle for
+//! long gives its room to a new one.
 
 use crate::cluster::{Cluster, Cursor};
 use crate::framework::Reuse;
@@ -26,12 +31,20 @@ use crate::labels::Sym;
 use crate::model;
 use crate::types::NodeId;
 
-/// How many classes keep their answers; the least recently used one goes when another
-/// arrives. Memory stays bounded by classes x node slots x (score rules + 2) words.
-const MAX_CLASSES: usize = 8;
+/// Bytes the classes' kept answers may take together. A class keeps a few words per node
+/// slot and score rule, so the number of classes kept follows the cluster's size: about 200
+/// at 5,000 nodes, a handful at 100,000.
+const ANSWER_BUDGET: usize = 64 << 20;
+/// Fewest classes kept whatever the budget says.
+const MIN_CLASSES: usize = 2;
+/// Most classes kept, whatever the budget allows: looking a class up costs a scan of them.
+const MAX_CLASSES: usize = 1024;
+/// A class idle for more cycles than this many times the classes kept gives its room to a
+/// new one (see [`Classes::admit`]).
+const IDLE_BEFORE_EVICTION: u64 = 8;
 /// How many classes seen once are remembered: a class keeps answers from its second pod on,
 /// so a stream of pods that are all different pays for no answers it never reuses.
-const MAX_SEEN: usize = 32;
+const MAX_SEEN: usize = 2048;
 /// A class whose cycle reused less than 1/this of its answers (every placement moved most of
 /// them, as with affinity over a domain holding every node) sits out some cycles.
 const POOR_REUSE: u64 = 4;
@@ -51,6 +64,19 @@ pub(crate) fn class_of(pod: &model::Pod) -> model::Pod {
     p.nominated_node_name = None;
     p.start_time = None;
     p
+}
+
+/// A digest of the fields that tell most classes apart (namespace, labels, owners), so a
+/// lookup compares whole signatures only with classes whose digest matches.
+fn signature_key(signature: &model::Pod) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    signature.meta.namespace.hash(&mut h);
+    signature.meta.labels.hash(&mut h);
+    for owner in &signature.meta.owners {
+        owner.uid.hash(&mut h);
+    }
+    h.finish()
 }
 
 /// The rules that answered for a class: which filters check it and which score rules score
@@ -89,10 +115,13 @@ impl Shape {
 #[derive(Debug)]
 pub(crate) struct Answers {
     signature: model::Pod,
+    key: u64,
     shape: Shape,
     keys: Vec<Sym>,
     cursor: Cursor,
     last_used: u64,
+    /// Whether this class also ran the cycle before this one.
+    consecutive: bool,
     known: Vec<bool>,
     /// How many of the cluster's nodes have no kept answer.
     unknown: usize,
@@ -107,25 +136,46 @@ pub(crate) struct Answers {
     dormant: u32,
     backoff: u32,
     feasible: Vec<bool>,
-    /// Raw scores, one column per per-node score rule, indexed by node slot: a cycle
-    /// gathers each column for its feasible nodes in one tight loop.
-    raw: Vec<Vec<i64>>,
+    /// Raw scores, one row per node slot of one score per per-node score rule (`width`):
+    /// a cycle visits nodes in an order unrelated to their slots, and a row is one or two
+    /// cache lines where a column per rule would cost a miss per rule.
+    raw: Raw,
+    width: usize,
     /// What the last cycle over every node gathered, while it still holds.
     view: Option<View>,
 }
 
-/// A class's feasible nodes in visiting order from one start, with their raw scores in that
-/// order: what a cycle over every node gathers from the kept answers. A placement moves the
-/// answers of a few nodes and rarely a verdict, and a cycle over every node ends where it
-/// started, so the next such cycle copies these arrays instead of walking every verdict and
-/// gathering every score. Kept in step with [`Answers::keep`]; dropped when a verdict flips.
+/// A class's feasible nodes in visiting order from one start: what a cycle over every node
+/// finds from the kept answers. A placement moves the answers of a few nodes and rarely a
+/// verdict, and a cycle over every node ends where it started, so the next such cycle copies
+/// this list instead of walking every verdict. Dropped when a verdict flips.
 #[derive(Debug)]
 struct View {
     start: usize,
     feasible: Vec<NodeId>,
+    /// The raw scores of `feasible` in its order, kept only by the class that ran the last
+    /// cycle too (pods of one controller arriving together): copying them is cheaper than
+    /// gathering them from the per-slot columns, but a copy per class would halve the
+    /// classes the budget keeps.
+    copy: Option<CopiedScores>,
+}
+
+/// See [`View::copy`].
+#[derive(Debug)]
+struct CopiedScores {
     columns: Vec<Vec<i64>>,
     /// The row in `feasible` of each node slot (`u32::MAX` for a node not in it).
     rows: Vec<u32>,
+}
+
+impl CopiedScores {
+    fn of(feasible: &[NodeId], columns: Vec<Vec<i64>>, slots: usize) -> CopiedScores {
+        let mut rows = vec![u32::MAX; slots];
+        for (row, id) in feasible.iter().enumerate() {
+            rows[id.0 as usize] = row as u32;
+        }
+        CopiedScores { columns, rows }
+    }
 }
 
 impl Answers {
@@ -174,49 +224,59 @@ impl Answers {
         self.known[slot] = true;
         if self.feasible[slot] != feasible {
             self.view = None;
-        } else if let Some(view) = self.view.as_mut().filter(|_| feasible) {
-            let row = view.rows[slot] as usize;
-            for (column, r) in view.columns.iter_mut().zip(raw) {
+        } else if let Some(copy) = self.view.as_mut().and_then(|v| v.copy.as_mut())
+            && feasible
+        {
+            let row = copy.rows[slot] as usize;
+            for (column, r) in copy.columns.iter_mut().zip(raw) {
                 column[row] = *r;
             }
         }
         self.feasible[slot] = feasible;
-        for (column, r) in self.raw.iter_mut().zip(raw) {
-            column[slot] = *r;
-        }
+        self.raw.set(slot * self.width, raw);
     }
 
     /// The kept raw scores of `nodes` (each known and feasible), one column per per-node
     /// score rule. `whole`: `nodes` are every feasible node, in visiting order from this
     /// start, which [`Answers::view`] then gives while they hold.
     pub fn columns(&mut self, nodes: &[NodeId], whole: Option<usize>) -> Vec<Vec<i64>> {
-        let columns: Vec<Vec<i64>> = self
-            .raw
-            .iter()
-            .map(|column| nodes.iter().map(|id| column[id.0 as usize]).collect())
-            .collect();
-        self.view = whole.filter(|_| self.all_known()).map(|start| {
-            let mut rows = vec![u32::MAX; self.known.len()];
-            for (row, id) in nodes.iter().enumerate() {
-                rows[id.0 as usize] = row as u32;
-            }
-            View {
-                start,
-                feasible: nodes.to_vec(),
-                columns: columns.clone(),
-                rows,
-            }
+        let columns = self.gather(nodes);
+        let slots = self.known.len();
+        self.view = whole.filter(|_| self.all_known()).map(|start| View {
+            start,
+            feasible: nodes.to_vec(),
+            copy: self
+                .consecutive
+                .then(|| CopiedScores::of(nodes, columns.clone(), slots)),
         });
         columns
     }
 
+    fn gather(&self, nodes: &[NodeId]) -> Vec<Vec<i64>> {
+        self.raw.gather(self.width, nodes)
+    }
+
     /// Every feasible node in visiting order from `start`, with their raw score columns, when
-    /// every answer is known and the last cycle over every node gathered them from there.
-    pub fn view(&self, start: usize) -> Option<(Vec<NodeId>, Vec<Vec<i64>>)> {
-        self.view
-            .as_ref()
-            .filter(|v| v.start == start && self.all_known())
-            .map(|v| (v.feasible.clone(), v.columns.clone()))
+    /// every answer is known and the last cycle over every node found them from there.
+    pub fn view(&mut self, start: usize) -> Option<(Vec<NodeId>, Vec<Vec<i64>>)> {
+        if !self.all_known() {
+            return None;
+        }
+        let slots = self.known.len();
+        let consecutive = self.consecutive;
+        let (raw, width) = (&self.raw, self.width);
+        let view = self.view.as_mut().filter(|v| v.start == start)?;
+        let columns = match &view.copy {
+            Some(copy) => copy.columns.clone(),
+            None => {
+                let columns = raw.gather(width, &view.feasible);
+                if consecutive {
+                    view.copy = Some(CopiedScores::of(&view.feasible, columns.clone(), slots));
+                }
+                columns
+            }
+        };
+        Some((view.feasible.clone(), columns))
     }
 
     /// Forgets everything, sized for the cluster's node slots and the shape's scorers.
@@ -232,11 +292,8 @@ impl Answers {
         self.fresh = true;
         self.feasible.clear();
         self.feasible.resize(slots, false);
-        self.raw.resize_with(self.shape.scorers.len(), Vec::new);
-        for column in &mut self.raw {
-            column.clear();
-            column.resize(slots, 0);
-        }
+        self.width = self.shape.scorers.len();
+        self.raw = Raw::Narrow(vec![0; slots * self.width]);
     }
 
     /// Forgets the kept answer of `node`.
@@ -294,6 +351,54 @@ impl Answers {
     }
 }
 
+/// A class's raw scores by node slot. Built-in rules score within `i32`, and the classes
+/// kept are read from memory on every cycle of theirs, so they are kept in half the bytes
+/// until a score does not fit; then every score is widened.
+#[derive(Debug)]
+enum Raw {
+    Narrow(Vec<i32>),
+    Wide(Vec<i64>),
+}
+
+impl Raw {
+    /// Keeps `scores` from index `at` on.
+    fn set(&mut self, at: usize, scores: &[i64]) {
+        if let Raw::Narrow(narrow) = self {
+            let fit: Option<Vec<i32>> = scores.iter().map(|s| i32::try_from(*s).ok()).collect();
+            match fit {
+                Some(fit) => {
+                    narrow[at..at + fit.len()].copy_from_slice(&fit);
+                    return;
+                }
+                None => *self = Raw::Wide(narrow.iter().map(|s| i64::from(*s)).collect()),
+            }
+        }
+        if let Raw::Wide(wide) = self {
+            wide[at..at + scores.len()].copy_from_slice(scores);
+        }
+    }
+
+    /// The raw scores of `nodes` from rows of `width` scores by node slot, one column per
+    /// score rule.
+    fn gather(&self, width: usize, nodes: &[NodeId]) -> Vec<Vec<i64>> {
+        match self {
+            Raw::Narrow(raw) => gather(raw, width, nodes),
+            Raw::Wide(raw) => gather(raw, width, nodes),
+        }
+    }
+}
+
+fn gather<T: Copy + Into<i64>>(raw: &[T], width: usize, nodes: &[NodeId]) -> Vec<Vec<i64>> {
+    let mut columns: Vec<Vec<i64>> = vec![vec![0; nodes.len()]; width];
+    for (row, id) in nodes.iter().enumerate() {
+        let at = id.0 as usize * width;
+        for (column, r) in columns.iter_mut().zip(&raw[at..at + width]) {
+            column[row] = (*r).into();
+        }
+    }
+    columns
+}
+
 /// How many forgotten nodes a class lists for asking at once: the few-unknown threshold of
 /// the cycle, so that the list stays as small as the work it saves.
 pub(crate) fn stale_cap(nodes: usize) -> usize {
@@ -311,9 +416,13 @@ const MIN_FEW_UNKNOWN: usize = 128;
 pub(crate) struct Classes {
     enabled: bool,
     classes: Vec<Answers>,
-    /// Signatures seen once, newest last.
-    seen: Vec<model::Pod>,
+    /// Signatures seen once with their keys, newest last.
+    seen: Vec<(u64, model::Pod)>,
     clock: u64,
+    /// Bytes the kept answers may take ([`ANSWER_BUDGET`] but in tests).
+    budget: usize,
+    /// The class of the last cycle that kept answers, which alone may keep a [`View::copy`].
+    last: Option<usize>,
     reused: u64,
     asked: u64,
 }
@@ -326,9 +435,18 @@ impl Classes {
             classes: Vec::new(),
             seen: Vec::new(),
             clock: 0,
+            budget: ANSWER_BUDGET,
+            last: None,
             reused: 0,
             asked: 0,
         }
+    }
+
+    /// Keeps answers within `bytes` instead of [`ANSWER_BUDGET`], so tests can make classes
+    /// compete for room.
+    #[cfg(test)]
+    pub fn set_budget(&mut self, bytes: usize) {
+        self.budget = bytes;
     }
 
     /// Whether answers are kept at all.
@@ -358,22 +476,55 @@ impl Classes {
         shape: Shape,
     ) -> Option<&mut Answers> {
         self.clock += 1;
+        let capacity = capacity(cluster, &shape, self.budget);
+        while self.classes.len() > capacity {
+            // The cluster grew past what the budget keeps for this many classes.
+            if let Some(oldest) = self.least_recently_used() {
+                self.classes.swap_remove(oldest);
+                self.last = None;
+            }
+        }
         let signature = class_of(pod);
-        let (at, new) = match self.classes.iter().position(|c| c.signature == signature) {
+        let key = signature_key(&signature);
+        let resident = self
+            .classes
+            .iter()
+            .position(|c| c.key == key && c.signature == signature);
+        let (at, new) = match resident {
             Some(i) => (i, false),
             None => {
-                let Some(seen) = self.seen.iter().position(|s| *s == signature) else {
+                let seen = self
+                    .seen
+                    .iter()
+                    .position(|(k, s)| *k == key && *s == signature);
+                let Some(seen) = seen else {
                     if self.seen.len() == MAX_SEEN {
                         self.seen.remove(0);
                     }
-                    self.seen.push(signature);
+                    self.seen.push((key, signature));
+                    return None;
+                };
+                let Some(at) = self.admit(capacity, &shape) else {
+                    // Full, and every kept class ran lately: keeping this one would evict
+                    // answers about to be reused. It stays seen, and is admitted once an
+                    // older class ages out.
                     return None;
                 };
                 self.seen.remove(seen);
-                (self.admit(signature, &shape), true)
+                let class = &mut self.classes[at];
+                class.signature = signature;
+                class.key = key;
+                (at, true)
             }
         };
+        let previous = self.last.replace(at);
+        if let Some(p) = previous.filter(|p| *p != at)
+            && let Some(view) = self.classes.get_mut(p).and_then(|c| c.view.as_mut())
+        {
+            view.copy = None;
+        }
         let class = &mut self.classes[at];
+        class.consecutive = previous == Some(at);
         class.last_used = self.clock;
         if class.dormant > 0 {
             class.dormant -= 1;
@@ -392,37 +543,92 @@ impl Classes {
         Some(class)
     }
 
-    /// Room for a class that keeps answers: a new entry, or the least recently used one's
-    /// (whose buffers then serve the new class).
-    fn admit(&mut self, signature: model::Pod, shape: &Shape) -> usize {
-        if self.classes.len() < MAX_CLASSES {
-            self.classes.push(Answers {
-                signature,
-                shape: shape.clone(),
-                keys: Vec::new(),
-                cursor: Cursor::default(),
-                last_used: 0,
-                known: Vec::new(),
-                unknown: 0,
-                stale: Vec::new(),
-                stale_cap: 0,
-                stale_overflow: true,
-                fresh: true,
-                dormant: 0,
-                backoff: 0,
-                feasible: Vec::new(),
-                raw: Vec::new(),
-                view: None,
-            });
-            return self.classes.len() - 1;
+    /// Room for a class that keeps answers: the least recently used class's, if it sat idle
+    /// long (its buffers, warm in memory, then serve the new class), else a new entry while
+    /// the budget allows. A full set evicts no class that ran lately: pods of more classes
+    /// than fit taking turns would evict each class just before its next pod, and none would
+    /// reuse anything; keeping the ones in place lets those reuse.
+    fn admit(&mut self, capacity: usize, shape: &Shape) -> Option<usize> {
+        let oldest = self.least_recently_used().filter(|i| {
+            let idle = self.clock - self.classes[*i].last_used;
+            idle > IDLE_BEFORE_EVICTION * self.classes.len() as u64
+        });
+        if let Some(oldest) = oldest {
+            if self.last == Some(oldest) {
+                self.last = None;
+            }
+            let class = &mut self.classes[oldest];
+            class.dormant = 0;
+            class.backoff = 0;
+            return Some(oldest);
         }
-        let oldest = (0..self.classes.len())
-            .min_by_key(|i| self.classes[*i].last_used)
-            .expect("MAX_CLASSES > 0");
-        let class = &mut self.classes[oldest];
-        class.signature = signature;
-        class.dormant = 0;
-        class.backoff = 0;
-        oldest
+        if self.classes.len() >= capacity {
+            return None;
+        }
+        self.classes.push(Answers {
+            signature: model::Pod::default(),
+            key: 0,
+            shape: shape.clone(),
+            keys: Vec::new(),
+            cursor: Cursor::default(),
+            last_used: 0,
+            consecutive: false,
+            known: Vec::new(),
+            unknown: 0,
+            stale: Vec::new(),
+            stale_cap: 0,
+            stale_overflow: true,
+            fresh: true,
+            dormant: 0,
+            backoff: 0,
+            feasible: Vec::new(),
+            raw: Raw::Narrow(Vec::new()),
+            width: 0,
+            view: None,
+        });
+        Some(self.classes.len() - 1)
+    }
+
+    fn least_recently_used(&self) -> Option<usize> {
+        (0..self.classes.len()).min_by_key(|i| self.classes[*i].last_used)
+    }
+}
+
+/// How many classes [`ANSWER_BUDGET`] keeps on this cluster, for a class scored by `shape`:
+/// per node slot, a verdict, a known flag, a raw score per score rule and a place in the
+/// view.
+fn capacity(cluster: &Cluster, shape: &Shape, budget: usize) -> usize {
+    let per_class = cluster.node_slots().max(1) * (2 + 4 + 4 * shape.scorers.len());
+    (budget / per_class).clamp(MIN_CLASSES, MAX_CLASSES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scores are kept in 32 bits until one does not fit; then all are widened, and every
+    /// score kept before or after reads back as it was given.
+    #[test]
+    fn raw_scores_widen_when_one_does_not_fit() {
+        let ids = [NodeId(2), NodeId(0), NodeId(1)];
+        let mut raw = Raw::Narrow(vec![0; 6]);
+        raw.set(0, &[1, -2]);
+        raw.set(2, &[3, i64::from(i32::MAX)]);
+        assert!(matches!(raw, Raw::Narrow(_)));
+        assert_eq!(
+            raw.gather(2, &ids),
+            vec![vec![0, 1, 3], vec![0, -2, i64::from(i32::MAX)]]
+        );
+        raw.set(4, &[i64::from(i32::MIN) - 1, i64::MAX]);
+        assert!(matches!(raw, Raw::Wide(_)));
+        assert_eq!(
+            raw.gather(2, &ids),
+            vec![
+                vec![i64::from(i32::MIN) - 1, 1, 3],
+                vec![i64::MAX, -2, i64::from(i32::MAX)]
+            ]
+        );
+        raw.set(0, &[7, 8]);
+        assert_eq!(raw.gather(2, &ids[1..2]), vec![vec![7], vec![8]]);
     }
 }

@@ -295,6 +295,10 @@ fn decisions(seed: u64, classes: bool, percentage: u32) -> (Vec<String>, (u64, u
         .collect();
     let mut c = random_cluster(&mut rng, &templates);
     let mut s = scheduler(classes, percentage, seed);
+    if seed % 3 == 1 {
+        // Room for the fewest classes: classes evict one another, or wait for room.
+        s.set_class_budget(1);
+    }
     let mut out = Vec::new();
     for round in 0..3 {
         let pods = pending(&mut rng, &templates, round);

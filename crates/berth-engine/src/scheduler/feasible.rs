@@ -75,14 +75,28 @@ pub(super) fn find(
         ask_few(cluster, prepared, scorers, &nodes, answers);
         asked_first = nodes.len();
     }
-    let mut pass = evaluate(
-        cluster,
-        walk,
-        prepared,
-        scorers,
-        nominated.map(|n| (n, pod)),
-        kept.as_deref(),
-    );
+    let viewed = kept
+        .as_deref_mut()
+        .filter(|_| walk.want >= all)
+        .and_then(|answers| answers.view(walk.start));
+    let mut pass = match viewed {
+        Some((feasible, columns)) => Pass {
+            feasible,
+            columns,
+            gathered: true,
+            visited: all,
+            asked: Asked::new(0),
+            reused: all,
+        },
+        None => evaluate(
+            cluster,
+            walk,
+            prepared,
+            scorers,
+            nominated.map(|n| (n, pod)),
+            kept.as_deref(),
+        ),
+    };
     if let Some(answers) = kept {
         for (slot, feasible, raw) in pass.asked.iter() {
             answers.keep(slot, feasible, raw);
@@ -129,18 +143,6 @@ fn evaluate(
     let order = cluster.node_order();
     let all = order.len();
     if let Some(k) = kept.filter(|k| k.all_known()) {
-        if want >= all
-            && let Some((feasible, columns)) = k.view(start)
-        {
-            return Pass {
-                feasible,
-                columns,
-                gathered: true,
-                visited: all,
-                asked: Asked::new(0),
-                reused: all,
-            };
-        }
         return walk_kept(order, walk, k);
     }
     // Columns the pass builds itself: none when the class's answers hold the raw scores.

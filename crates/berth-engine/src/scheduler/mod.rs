@@ -256,6 +256,13 @@ impl Scheduler {
         self.classes.counts()
     }
 
+    /// Keeps class answers within `bytes` (see [`crate::classes`]), so tests can make
+    /// classes compete for room.
+    #[cfg(test)]
+    pub(crate) fn set_class_budget(&mut self, bytes: usize) {
+        self.classes.set_budget(bytes);
+    }
+
     /// Records the trackers the policy's protections need; whoever feeds the cluster runs them.
     pub fn with_trackers(mut self, trackers: Trackers) -> Self {
         self.trackers = trackers;
