@@ -419,17 +419,36 @@ pub fn highest(values: &[i64]) -> Option<i64> {
     lanes.into_iter().max()
 }
 
+/// The smallest and the largest of `values`, None when empty: one pass with four running
+/// pairs, as [`highest`], where separate passes for each would read the scores twice.
+pub fn bounds(values: &[i64]) -> Option<(i64, i64)> {
+    let first = *values.first()?;
+    let (mut low, mut high) = ([first; 4], [first; 4]);
+    let mut quads = values.chunks_exact(4);
+    for quad in &mut quads {
+        for ((l, h), v) in low.iter_mut().zip(high.iter_mut()).zip(quad) {
+            *l = (*l).min(*v);
+            *h = (*h).max(*v);
+        }
+    }
+    for v in quads.remainder() {
+        low[0] = low[0].min(*v);
+        high[0] = high[0].max(*v);
+    }
+    Some((low.into_iter().min()?, high.into_iter().max()?))
+}
+
 /// Upstream's `reduce(max, reverse)` normalisation: scale to 0..=max by the largest raw
 /// score (integer division); all zero gives 0 (or `max` if reversed).
 pub fn normalize_reduce(scores: &mut [i64], max: i64, reverse: bool) {
-    let highest = highest(scores).unwrap_or(0);
+    let (lowest, highest) = bounds(scores).unwrap_or((0, 0));
     if highest == 0 {
         if reverse {
             scores.fill(max);
         }
         return;
     }
-    map_scores(scores, |s| {
+    map_scores_within(scores, lowest, highest, |s| {
         let v = max * s / highest;
         if reverse { max - v } else { v }
     });
@@ -439,10 +458,14 @@ pub fn normalize_reduce(scores: &mut [i64], max: i64, reverse: bool) {
 /// of their cost; when the scores span fewer distinct values than half the nodes (counts,
 /// small percentages), `f` runs once per value of the span and each node reads a table.
 pub fn map_scores(scores: &mut [i64], f: impl Fn(i64) -> i64) {
-    let (Some(min), Some(max)) = (scores.iter().copied().min(), scores.iter().copied().max())
-    else {
-        return;
-    };
+    if let Some((min, max)) = bounds(scores) {
+        map_scores_within(scores, min, max, f);
+    }
+}
+
+/// [`map_scores`] for a caller that found the scores' bounds already: `min <= s <= max` for
+/// every score `s`.
+pub fn map_scores_within(scores: &mut [i64], min: i64, max: i64, f: impl Fn(i64) -> i64) {
     let span = max
         .checked_sub(min)
         .and_then(|d| usize::try_from(d).ok())
@@ -483,6 +506,25 @@ mod tests {
             map_scores(&mut got, |s| f(s.clamp(-1000, 1000)));
             let want: Vec<i64> = scores.iter().map(|s| f((*s).clamp(-1000, 1000))).collect();
             assert_eq!(got, want, "{scores:?}");
+        }
+    }
+
+    #[test]
+    fn bounds_table() {
+        type Case<'a> = (&'a [i64], Option<(i64, i64)>);
+        let cases: &[Case<'_>] = &[
+            (&[], None),
+            (&[7], Some((7, 7))),
+            (&[3, -1, 9, 4, 2], Some((-1, 9))),
+            (&[5, 6, 7, 8, 1], Some((1, 8))),
+            (
+                &[1, 2, 3, 4, 5, 6, 7, i64::MAX, i64::MIN],
+                Some((i64::MIN, i64::MAX)),
+            ),
+            (&[4, 4, 4, 4, 4, 4, 4, 4], Some((4, 4))),
+        ];
+        for (values, want) in cases {
+            assert_eq!(bounds(values), *want, "{values:?}");
         }
     }
 

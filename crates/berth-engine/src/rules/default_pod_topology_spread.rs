@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId};
 use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule, map_scores,
+    CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule, map_scores_within,
 };
 use crate::labels::Sym;
 use crate::rules::domain_rows::DomainRows;
@@ -65,26 +65,25 @@ impl NodeScore for Score<'_> {
     }
 
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
-        self.raw(nodes, scores);
-        let min = scores.iter().copied().min().unwrap_or(0);
-        let max = scores.iter().copied().max().unwrap_or(0).max(0);
-        if max == 0 {
+        let (min, max) = self.raw(nodes, scores).unwrap_or((0, 0));
+        if max <= 0 {
             scores.fill(MAX_NODE_SCORE);
             return;
         }
-        map_scores(scores, |s| MAX_NODE_SCORE * (max + min - s) / max);
+        map_scores_within(scores, min, max, |s| MAX_NODE_SCORE * (max + min - s) / max);
     }
 
     fn raw_scores(&self, nodes: &[NodeId], scores: &mut [i64]) {
-        self.raw(nodes, scores);
+        let _ = self.raw(nodes, scores);
     }
 }
 
 impl Score<'_> {
     /// Upstream's Score: each feasible node's matching pods on it and in its zone, weighted
     /// by ln(number of feasible nodes + 2) and ln(number of their zones + 2), plus the
-    /// default constraints' maxSkew - 1, truncated.
-    fn raw(&self, nodes: &[NodeId], scores: &mut [i64]) {
+    /// default constraints' maxSkew - 1, truncated. Returns the lowest and highest raw
+    /// score (None without nodes), found as they are written.
+    fn raw(&self, nodes: &[NodeId], scores: &mut [i64]) -> Option<(i64, i64)> {
         let keys = &self.cluster.keys();
         // The dense label columns, so no node is touched (None: no node has the key).
         // The dense label column, so no node is touched (None: no node has the key).
@@ -104,6 +103,7 @@ impl Score<'_> {
                 count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64
             })
             .collect();
+        let (mut low, mut high) = (i64::MAX, i64::MIN);
         for ((id, zone), s) in nodes.iter().zip(&domains.of).zip(scores.iter_mut()) {
             let mut raw = 0f64;
             if at(host_column, *id).is_some() {
@@ -114,7 +114,10 @@ impl Score<'_> {
                 raw += *term;
             }
             *s = raw as i64;
+            low = low.min(*s);
+            high = high.max(*s);
         }
+        (!nodes.is_empty()).then_some((low, high))
     }
 }
 
