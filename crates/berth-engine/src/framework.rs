@@ -441,14 +441,16 @@ pub fn bounds(values: &[i64]) -> Option<(i64, i64)> {
 /// Upstream's `reduce(max, reverse)` normalisation: scale to 0..=max by the largest raw
 /// score (integer division); all zero gives 0 (or `max` if reversed).
 pub fn normalize_reduce(scores: &mut [i64], max: i64, reverse: bool) {
-    let (lowest, highest) = bounds(scores).unwrap_or((0, 0));
+    // The largest alone first: rules with nothing to prefer (no preferred affinity, no
+    // tolerated soft taint) score every node 0, and one pass settles those.
+    let highest = highest(scores).unwrap_or(0);
     if highest == 0 {
         if reverse {
             scores.fill(max);
         }
         return;
     }
-    map_scores_within(scores, lowest, highest, |s| {
+    map_scores(scores, |s| {
         let v = max * s / highest;
         if reverse { max - v } else { v }
     });
