@@ -33,9 +33,9 @@ use crate::labels::Sym;
 use crate::model;
 use crate::types::NodeId;
 
-/// Bytes the classes' kept answers may take together. A class keeps a few words per node
-/// slot and score rule, so the number of classes kept follows the cluster's size: about 200
-/// at 5,000 nodes, a handful at 100,000.
+/// Bytes the classes' kept answers may take together. A class keeps a few bytes per node
+/// slot and score rule (see [`capacity`]), so the number of classes kept follows the
+/// cluster's size: with six per-node score rules, some 450 at 5,000 nodes, 22 at 100,000.
 const ANSWER_BUDGET: usize = 64 << 20;
 /// Fewest classes kept whatever the budget says.
 const MIN_CLASSES: usize = 2;
