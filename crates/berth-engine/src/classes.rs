@@ -160,8 +160,8 @@ struct View {
     feasible: Vec<NodeId>,
     /// The raw scores of `feasible` in its order, kept only by the class that ran the last
     /// cycle too (pods of one controller arriving together): copying them is cheaper than
-    /// gathering them from the per-slot columns, but a copy per class would halve the
-    /// classes the budget keeps.
+    /// gathering them from the per-slot rows, but a copy per class would halve the classes
+    /// the budget keeps.
     copy: Option<CopiedScores>,
 }
 
@@ -369,14 +369,15 @@ impl Raw {
     /// Keeps `scores` from index `at` on.
     fn set(&mut self, at: usize, scores: &[i64]) {
         if let Raw::Narrow(narrow) = self {
-            let fit: Option<Vec<i32>> = scores.iter().map(|s| i32::try_from(*s).ok()).collect();
-            match fit {
-                Some(fit) => {
-                    narrow[at..at + fit.len()].copy_from_slice(&fit);
-                    return;
+            // Checked first, then copied: this runs for every node a cycle asks, and
+            // collecting the narrowed scores would allocate each time.
+            if scores.iter().all(|s| i32::try_from(*s).is_ok()) {
+                for (kept, s) in narrow[at..at + scores.len()].iter_mut().zip(scores) {
+                    *kept = i32::try_from(*s).unwrap_or_default();
                 }
-                None => *self = Raw::Wide(narrow.iter().map(|s| i64::from(*s)).collect()),
+                return;
             }
+            *self = Raw::Wide(narrow.iter().map(|s| i64::from(*s)).collect());
         }
         if let Raw::Wide(wide) = self {
             wide[at..at + scores.len()].copy_from_slice(scores);
