@@ -709,16 +709,18 @@ impl Backend for Binder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use http::{Method, Request, Response, StatusCode};
     use kube::client::Body;
     use serde_json::{Value, json};
     use tower_test::mock;
 
-    type Handle = mock::Handle<Request<Body>, Response<Body>>;
+    /// The server side of [`mock_client`] (the protobuf tests use both too).
+    pub(crate) type Handle = mock::Handle<Request<Body>, Response<Body>>;
 
-    fn mock_client() -> (Client, Handle) {
+    /// A client whose requests the test answers through the handle.
+    pub(crate) fn mock_client() -> (Client, Handle) {
         let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
         (Client::new(service, "default"), handle)
     }

@@ -421,21 +421,14 @@ fn from_protobuf(status: pb_meta::Status, code: StatusCode) -> kube::core::Statu
 mod tests {
     use std::path::PathBuf;
 
-    use http::{Method, Request, Response};
+    use http::{Method, Response};
     use k8s_openapi::jiff::Timestamp;
     use kube::runtime::events::{Event, EventType, Reporter};
     use serde_json::Value;
-    use tower_test::mock;
 
     use super::*;
+    use crate::binder::tests::{Handle, mock_client};
     use crate::binder::{BindError, OneOffEvents, bind, binding, record_scheduled};
-
-    type Handle = mock::Handle<Request<Body>, Response<Body>>;
-
-    fn mock_client() -> (Client, Handle) {
-        let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-        (Client::new(service, "default"), handle)
-    }
 
     /// A request as the server saw it.
     struct Sent {

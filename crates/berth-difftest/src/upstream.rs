@@ -158,32 +158,36 @@ impl ReferenceScheduler {
         Ok(reference)
     }
 
+    /// Waits until the start is logged and the health port answers. Both come before the
+    /// informers list anything (see [`ReferenceScheduler::await_node_events`]).
     async fn wait_healthy(&mut self, port: u16) -> Result<()> {
+        self.poll_log(|text| {
+            let up = text.contains("Starting Kubernetes Scheduler")
+                && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+            (!up).then(|| "was not ready".to_string())
+        })
+        .await
+    }
+
+    /// Reads the log every 50 ms until `waiting` finds nothing left to wait for (None);
+    /// fails with what it still waits for ("was not ready") after 60 s, or if the process
+    /// exits.
+    async fn poll_log(&mut self, mut waiting: impl FnMut(&str) -> Option<String>) -> Result<()> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
-            if let Some(status) = self.child.try_wait()? {
-                bail!(
-                    "{} exited ({status}); its log:\n{}",
-                    self.label,
-                    self.log_tail()
-                );
-            }
-            // The scheduler starts its queue only after its informers synced; the log line
-            // of the leader-election-free start says so.
+            self.check_running()?;
             let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            if text.contains("Starting Kubernetes Scheduler")
-                && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-            {
+            let Some(what) = waiting(&text) else {
                 return Ok(());
-            }
+            };
             if tokio::time::Instant::now() > deadline {
                 bail!(
-                    "{} was not ready within 60 s; its log:\n{}",
+                    "{} {what} within 60 s; its log:\n{}",
                     self.label,
                     self.log_tail()
                 );
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
@@ -217,33 +221,17 @@ impl ReferenceScheduler {
     /// The reference's start is logged, and its health port opens, before its informers
     /// list anything, so only these lines tell what its cache holds.
     pub async fn await_node_events(&mut self, event: &str, names: &[&str]) -> Result<()> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         let quoted = format!("\"{event}\"");
-        loop {
-            self.check_running()?;
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        self.poll_log(|text| {
             let seen: BTreeSet<&str> = text
                 .lines()
                 .filter(|line| line.contains(&quoted))
                 .filter_map(|line| field(line, "node"))
                 .collect();
-            let missing: Vec<&str> = names
-                .iter()
-                .copied()
-                .filter(|name| !seen.contains(name))
-                .collect();
-            if missing.is_empty() {
-                return Ok(());
-            }
-            if tokio::time::Instant::now() > deadline {
-                bail!(
-                    "{} logged no {quoted} for nodes {missing:?} within 60 s; its log:\n{}",
-                    self.label,
-                    self.log_tail()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            let missing: Vec<&&str> = names.iter().filter(|name| !seen.contains(*name)).collect();
+            (!missing.is_empty()).then(|| format!("logged no {quoted} for nodes {missing:?}"))
+        })
+        .await
     }
 
     /// The score lines logged for `pod` (`namespace/name`) since the last call.

@@ -87,7 +87,7 @@ fn signature_key(signature: &model::Pod) -> u64 {
 /// The rules that answered for a class: which filters check it and which score rules score
 /// it per node (indices into the scheduler's lists), with how long each answer holds (the
 /// checks' in order, then the scorers').
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Shape {
     pub checks: Vec<usize>,
     pub scorers: Vec<usize>,
@@ -511,7 +511,7 @@ impl Classes {
                     self.seen.push_back((key, Box::new(signature)));
                     return None;
                 };
-                let Some(at) = self.admit(capacity, &shape) else {
+                let Some(at) = self.admit(capacity) else {
                     // Full, and every kept class ran lately: keeping this one would evict
                     // answers about to be reused. It stays seen, and is admitted once an
                     // older class ages out.
@@ -555,7 +555,7 @@ impl Classes {
     /// the budget allows. A full set evicts no class that ran lately: pods of more classes
     /// than fit taking turns would evict each class just before its next pod, and none would
     /// reuse anything; keeping the ones in place lets those reuse.
-    fn admit(&mut self, capacity: usize, shape: &Shape) -> Option<usize> {
+    fn admit(&mut self, capacity: usize) -> Option<usize> {
         let oldest = self.least_recently_used().filter(|i| {
             let idle = self.clock - self.classes[*i].last_used;
             idle > IDLE_BEFORE_EVICTION * self.classes.len() as u64
@@ -575,7 +575,8 @@ impl Classes {
         self.classes.push(Answers {
             signature: model::Pod::default(),
             key: 0,
-            shape: shape.clone(),
+            // The caller sets the shape, and sizes the buffers, when it resets a new class.
+            shape: Shape::default(),
             keys: Vec::new(),
             cursor: Cursor::default(),
             last_used: 0,
