@@ -2,16 +2,14 @@
 //! chosen so a test states only what it is about: a node has 4 CPUs, 8 GiB and room for 110
 //! pods; a pod has one container requesting nothing, in namespace `default`.
 
-use std::collections::BTreeMap;
-
 use crate::cluster::{Cluster, NodeId};
 use crate::framework::{CycleContext, FilterPrep, FilterRule, ScorePrep, ScoreRule};
 use crate::labels::{LabelSelector, Operator, Requirement};
 use crate::model::VolumeMode;
 use crate::model::{
     Container, ContainerPort, CsiNode, Meta, Node, NodeSelectorTerm, OwnerRef, PersistentVolume,
-    PersistentVolumeClaim, Pod, PodAffinityTerm, PvSource, StorageClass, Taint, TaintEffect,
-    Toleration, TolerationOperator, Volume, VolumeBindingMode, VolumeSource,
+    PersistentVolumeClaim, Pod, PodAffinityTerm, PvSource, StorageClass, StringMap, Taint,
+    TaintEffect, Toleration, TolerationOperator, Volume, VolumeBindingMode, VolumeSource,
     WeightedPodAffinityTerm,
 };
 
@@ -605,7 +603,7 @@ pub fn run_score_on(
 }
 
 /// Labels as a map, for building objects.
-pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+pub fn labels(pairs: &[(&str, &str)]) -> StringMap {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

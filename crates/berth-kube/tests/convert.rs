@@ -1,12 +1,10 @@
 //! Tests for converting typed Kubernetes objects into the engine's model.
 
-use std::collections::BTreeMap;
-
 use berth_kube::convert::{self, ConvertError, PriorityResolver};
 use berth_kube::{ClusterObjects, parse_cluster, snapshot};
 use berth_model::labels::{LabelSelector, Operator, Requirement};
 use berth_model::model::{
-    self, NodeInclusionPolicy, NodeSelectorTerm, PvSource, SelectorKind, TaintEffect,
+    self, NodeInclusionPolicy, NodeSelectorTerm, PvSource, SelectorKind, StringMap, TaintEffect,
     TolerationOperator, VolumeBindingMode, VolumeSource, WhenUnsatisfiable,
 };
 use k8s_openapi::api::core::v1::Pod;
@@ -52,7 +50,7 @@ fn selector(requirements: Vec<Requirement>) -> Option<LabelSelector> {
     Some(LabelSelector { requirements })
 }
 
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn map(pairs: &[(&str, &str)]) -> StringMap {
     pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

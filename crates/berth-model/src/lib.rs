@@ -10,4 +10,5 @@
 pub mod labels;
 pub mod model;
 pub mod resources;
+mod string_map;
 pub mod types;

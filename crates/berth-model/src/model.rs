@@ -2,7 +2,7 @@
 //! Rust values. `berth-kube` converts API objects into these; tests build them directly.
 //! Quantities are already integers (see [`crate::resources::ResourceList`]).
 
-use std::collections::BTreeMap;
+pub use crate::string_map::{Iter as StringMapIter, StringMap};
 
 use crate::labels::{LabelSelector, Requirement};
 use crate::resources::ResourceList;
@@ -17,9 +17,9 @@ pub struct Meta {
     /// UID.
     pub uid: String,
     /// Labels.
-    pub labels: BTreeMap<String, String>,
+    pub labels: StringMap,
     /// Annotations.
-    pub annotations: BTreeMap<String, String>,
+    pub annotations: StringMap,
     /// Creation time, seconds since the epoch (queue order among equal priorities).
     pub creation_timestamp: i64,
     /// Whether the object is being deleted (`deletionTimestamp` set).
@@ -414,7 +414,7 @@ pub struct Pod {
     /// wrote (filled in by the converter). Such a pod fits nowhere.
     pub refused: Vec<String>,
     /// `spec.nodeSelector`.
-    pub node_selector: BTreeMap<String, String>,
+    pub node_selector: StringMap,
     /// `spec.affinity`.
     pub affinity: Affinity,
     /// `spec.tolerations`.

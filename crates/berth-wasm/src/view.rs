@@ -3,17 +3,26 @@
 //! rest in base units), as the engine holds them. docs/plugin-abi.md lists every field.
 
 use berth_engine::PodInfo;
-use berth_engine::model::{Container, Meta, Taint};
+use berth_engine::model::{Container, Meta, StringMap, Taint};
 use berth_engine::{Cluster, NodeInfo};
 use serde_json::{Map, Value, json};
+
+/// Labels, annotations or a node selector as a JSON object.
+fn string_map(m: &StringMap) -> Value {
+    Value::Object(
+        m.iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+}
 
 fn meta(m: &Meta) -> Value {
     json!({
         "name": m.name,
         "namespace": m.namespace,
         "uid": m.uid,
-        "labels": m.labels,
-        "annotations": m.annotations,
+        "labels": string_map(&m.labels),
+        "annotations": string_map(&m.annotations),
     })
 }
 
@@ -64,7 +73,7 @@ pub(crate) fn pod_json(pod: &PodInfo) -> Vec<u8> {
             "initContainers": p.init_containers.iter().map(container).collect::<Vec<_>>(),
             "overhead": quantities(&p.overhead),
             "resources": {"requests": quantities(&p.resources)},
-            "nodeSelector": p.node_selector,
+            "nodeSelector": string_map(&p.node_selector),
             "tolerations": tolerations,
             "hostNetwork": p.host_network,
         },
@@ -110,7 +119,7 @@ pub(crate) fn node_pods_json(cluster: &Cluster, info: &NodeInfo) -> Vec<u8> {
         .iter()
         .map(|id| {
             let p = &cluster.pod(*id).pod;
-            json!({"namespace": p.meta.namespace, "name": p.meta.name, "labels": p.meta.labels})
+            json!({"namespace": p.meta.namespace, "name": p.meta.name, "labels": string_map(&p.meta.labels)})
         })
         .collect();
     Value::Array(pods).to_string().into_bytes()

@@ -48,7 +48,7 @@ use crate::framework::{
     ApiWrite, CycleContext, FailureKind, FilterPrep, FilterRule, NodeCheck, Reason, ReserveState,
 };
 use crate::labels::{Interner, LabelSelector, Operator, Sym};
-use crate::model::{PersistentVolume, PersistentVolumeClaim};
+use crate::model::{PersistentVolume, PersistentVolumeClaim, StringMap};
 use crate::podinfo::PodInfo;
 use crate::rules::volume_util::{
     BIND_COMPLETED_ANNOTATION, NodeMatcher, SELECTED_NODE_ANNOTATION, can_provision, claim_class,
@@ -478,7 +478,7 @@ fn candidates(
 }
 
 /// Whether a claim's label selector selects a volume with these labels.
-fn selects(selector: &LabelSelector, labels: &std::collections::BTreeMap<String, String>) -> bool {
+fn selects(selector: &LabelSelector, labels: &StringMap) -> bool {
     selector.requirements.iter().all(|r| {
         let value = labels.get(&r.key);
         match r.operator {

@@ -2,9 +2,7 @@
 //! typed values: a node's preferAvoidPods list (JSON), a namespace's node selector and its
 //! tolerations whitelist (JSON).
 
-use std::collections::BTreeMap;
-
-use berth_model::model::{NamespaceNodeSelector, TolerationWhitelist};
+use berth_model::model::{NamespaceNodeSelector, StringMap, TolerationWhitelist};
 use k8s_openapi::api::core::v1 as core;
 use serde::Deserialize;
 
@@ -49,7 +47,7 @@ struct Controller {
 
 /// The (controller kind, controller uid) pairs of a node's preferAvoidPods annotation. A
 /// malformed annotation yields nothing, as upstream ignores it.
-pub fn prefer_avoid_pods(annotations: &BTreeMap<String, String>) -> Vec<(String, String)> {
+pub fn prefer_avoid_pods(annotations: &StringMap) -> Vec<(String, String)> {
     let Some(text) = annotations.get(PREFER_AVOID_PODS_ANNOTATION) else {
         return Vec::new();
     };
@@ -67,9 +65,7 @@ pub fn prefer_avoid_pods(annotations: &BTreeMap<String, String>) -> Vec<(String,
 /// A namespace's node selector, OpenShift's annotation first; None when neither is set. One
 /// that does not parse is kept as [`NamespaceNodeSelector::Invalid`]: the scheduler reports it
 /// on each of the namespace's pods rather than rejecting the namespace.
-pub fn namespace_node_selector(
-    annotations: &BTreeMap<String, String>,
-) -> Option<NamespaceNodeSelector> {
+pub fn namespace_node_selector(annotations: &StringMap) -> Option<NamespaceNodeSelector> {
     annotations
         .get(OPENSHIFT_NODE_SELECTOR_ANNOTATION)
         .or_else(|| annotations.get(KUBERNETES_NODE_SELECTOR_ANNOTATION))
@@ -81,7 +77,7 @@ pub fn namespace_node_selector(
 /// parse, or lists a toleration with an unknown operator or effect, is kept as
 /// [`TolerationWhitelist::Invalid`] with the reason, so the scheduler can say why it grants
 /// nothing rather than the namespace vanishing.
-pub fn toleration_whitelist(annotations: &BTreeMap<String, String>) -> Option<TolerationWhitelist> {
+pub fn toleration_whitelist(annotations: &StringMap) -> Option<TolerationWhitelist> {
     let text = annotations.get(TOLERATIONS_WHITELIST_ANNOTATION)?;
     if text.trim().is_empty() {
         return Some(TolerationWhitelist::Tolerations(Vec::new()));
@@ -113,7 +109,7 @@ pub fn toleration_whitelist(annotations: &BTreeMap<String, String>) -> Option<To
 mod tests {
     use super::*;
 
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    fn map(pairs: &[(&str, &str)]) -> StringMap {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -268,7 +264,7 @@ mod tests {
         for (name, text, want) in cases {
             let annotations = match text {
                 Some(text) => map(&[(TOLERATIONS_WHITELIST_ANNOTATION, text)]),
-                None => BTreeMap::new(),
+                None => StringMap::new(),
             };
             assert_eq!(toleration_whitelist(&annotations), want, "{name}");
         }

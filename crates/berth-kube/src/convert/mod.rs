@@ -133,8 +133,8 @@ fn meta<K: Object>(meta: &ObjectMeta) -> Result<model::Meta, Problem> {
         name,
         namespace,
         uid: meta.uid.clone().unwrap_or_default(),
-        labels: meta.labels.clone().unwrap_or_default(),
-        annotations: meta.annotations.clone().unwrap_or_default(),
+        labels: meta.labels.iter().flatten().collect(),
+        annotations: meta.annotations.iter().flatten().collect(),
         creation_timestamp: meta
             .creation_timestamp
             .as_ref()

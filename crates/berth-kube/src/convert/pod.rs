@@ -235,7 +235,7 @@ pub fn pod(
                 .flatten()
                 .map(|c| c.name.clone())
                 .collect(),
-            node_selector: spec.node_selector.clone().unwrap_or_default(),
+            node_selector: spec.node_selector.iter().flatten().collect(),
             affinity,
             tolerations,
             volumes,
@@ -559,7 +559,7 @@ fn inclusion_policy(
 }
 
 /// A pod's labels, read by `matchLabelKeys` and `mismatchLabelKeys`.
-type Labels = std::collections::BTreeMap<String, String>;
+type Labels = model::StringMap;
 
 /// The volume's source as the volume rules see it. A generic ephemeral volume is the PVC
 /// `<pod>-<volume>` its controller creates, which is how upstream's rules treat it.

@@ -1,9 +1,7 @@
 //! Label selectors and node selector terms, validated as the API server validates them.
 
-use std::collections::BTreeMap;
-
 use berth_model::labels::{LabelSelector, Operator, Requirement};
-use berth_model::model::NodeSelectorTerm;
+use berth_model::model::{NodeSelectorTerm, StringMap};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
@@ -220,7 +218,7 @@ pub(crate) fn add_label_keys(
     selector: &mut Option<LabelSelector>,
     keys: Option<&[String]>,
     operator: Operator,
-    labels: &BTreeMap<String, String>,
+    labels: &StringMap,
 ) {
     let Some(selector) = selector else {
         return;

@@ -14,7 +14,7 @@ use berth_engine::labels::{Operator, Requirement};
 use berth_engine::model::VolumeMode;
 use berth_engine::model::{
     Container, Meta, Node, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod,
-    PodAffinityTerm, PvSource, TopologySpreadConstraint, Volume, VolumeSource,
+    PodAffinityTerm, PvSource, StringMap, TopologySpreadConstraint, Volume, VolumeSource,
     WeightedPodAffinityTerm, WhenUnsatisfiable,
 };
 use berth_engine::rules::volume_util::BIND_COMPLETED_ANNOTATION;
@@ -168,7 +168,7 @@ pub(super) fn measure(
 /// node-default.yaml, named and labelled.
 fn node(i: usize, zone: Option<&str>) -> Node {
     let name = format!("node-{i}");
-    let mut labels = BTreeMap::from([(HOSTNAME_KEY.to_string(), name.clone())]);
+    let mut labels = StringMap::from([(HOSTNAME_KEY.to_string(), name.clone())]);
     if let Some(zone) = zone {
         labels.insert(ZONE_KEY.into(), zone.into());
     }

@@ -4,13 +4,11 @@
 //! It builds its objects itself rather than with the engine's test kit, which only tests
 //! compile in.
 
-use std::collections::BTreeMap;
-
 use anyhow::Result;
 use berth_engine::Cluster;
 use berth_engine::labels::{LabelSelector, Operator, Requirement};
 use berth_engine::model::{
-    Container, Meta, Node, OwnerRef, Pod, PodAffinityTerm, PodSelector, SelectorKind,
+    Container, Meta, Node, OwnerRef, Pod, PodAffinityTerm, PodSelector, SelectorKind, StringMap,
 };
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -77,7 +75,7 @@ pub(crate) fn synthetic_node(rng: &mut ChaCha8Rng, i: usize) -> Node {
     let name = format!("node-{i}");
     let zone_name = format!("region-{region}-zone-{zone}");
     let region_name = format!("region-{region}");
-    let labels: BTreeMap<String, String> = [
+    let labels: StringMap = [
         ("kubernetes.io/hostname", name.as_str()),
         ("topology.kubernetes.io/region", &region_name),
         ("topology.kubernetes.io/zone", &zone_name),
@@ -97,7 +95,7 @@ pub(crate) fn synthetic_node(rng: &mut ChaCha8Rng, i: usize) -> Node {
 /// A Ready node with these labels and allocatable CPU (millicores), memory and pods.
 pub(super) fn ready_node(
     name: String,
-    labels: BTreeMap<String, String>,
+    labels: StringMap,
     milli_cpu: i64,
     memory: i64,
     pods: i64,

@@ -141,7 +141,7 @@ impl Report {
             .iter()
             .map(|id| {
                 let labels = &cluster.node(*id).node.meta.labels;
-                ZONE_LABELS.iter().find_map(|k| labels.get(*k).cloned())
+                ZONE_LABELS.iter().find_map(|k| labels.get(k).cloned())
             })
             .collect();
         let node_index = nodes
