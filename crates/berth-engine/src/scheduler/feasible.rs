@@ -3,6 +3,7 @@
 //! with the answers kept for the pod's class (see [`crate::classes`]).
 
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -13,14 +14,53 @@ use crate::framework::{Dense, NodeCheck, NodeScore, Reason, ScorePrep};
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 
-/// Below this many nodes a pass runs on the calling thread: a pass over fewer nodes takes
-/// well under 100 µs, and waking the other workers costs more than it saves. Measured with
-/// `berth bench --workload basic` on a 2-core machine, one thread against two: 5,000 nodes
-/// 12,500 vs 10,500 pods/s, 7,000 nodes 8,300 vs 7,300, 10,000 nodes 5,800 vs 6,700,
-/// 40,000 nodes 1,400 vs 1,800.
-pub(super) const PARALLEL_THRESHOLD: usize = 8192;
+/// A batch expected to take less than this on one thread runs on the calling thread:
+/// waking the other workers and gathering their chunks costs about as much as they save.
+/// Measured with `berth bench --workload basic` (the OpenShift policy, some 40 ns a node)
+/// on a 2-core machine, one thread against two: 500 nodes (20 µs a batch) 28,400 vs 27,800
+/// pods/s, 1,000 nodes (40 µs) even, 2,000 nodes 12,300 vs 14,800, 5,000 nodes 5,800 vs
+/// 8,100.
+const PARALLEL_WORK: Duration = Duration::from_micros(50);
 /// Fewest nodes per parallel task.
 const MIN_NODES_PER_TASK: usize = 128;
+/// What a node is taken to cost before any pass was timed (the OpenShift policy's figure).
+const FIRST_GUESS_NS_PER_NODE: f64 = 40.0;
+/// Fewest nodes a timed chunk must hold to update the estimate: shorter ones are mostly the
+/// clock and the chunk's set-up.
+const MIN_TIMED_NODES: usize = 64;
+
+/// What evaluating one node has cost lately on one thread, so that a pass goes parallel by
+/// the work it holds rather than by its node count alone: the same 5,000 nodes take 25 µs
+/// under a policy of two rules and several milliseconds under plugins. Only speed depends
+/// on it; chunks are consumed in visiting order whichever way a pass runs.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NodeCost {
+    ns_per_node: f64,
+}
+
+impl Default for NodeCost {
+    fn default() -> Self {
+        NodeCost {
+            ns_per_node: FIRST_GUESS_NS_PER_NODE,
+        }
+    }
+}
+
+impl NodeCost {
+    /// Takes in one timed chunk, an eighth of the way (a moving average that one slow,
+    /// preempted chunk does not swing).
+    fn record(&mut self, nodes: usize, took: Duration) {
+        if nodes >= MIN_TIMED_NODES {
+            let sample = took.as_nanos() as f64 / nodes as f64;
+            self.ns_per_node += (sample - self.ns_per_node) / 8.0;
+        }
+    }
+
+    /// Whether `nodes` are expected to take long enough on one thread to split them.
+    fn worth_splitting(&self, nodes: usize) -> bool {
+        nodes as f64 * self.ns_per_node >= PARALLEL_WORK.as_nanos() as f64
+    }
+}
 /// Parallel tasks per worker thread in one pass, for load balance.
 const TASKS_PER_THREAD: usize = 4;
 
@@ -46,6 +86,7 @@ pub(super) fn find(
     scorers: &[&dyn NodeScore],
     nominated: Option<&Nominator>,
     pod: &PodInfo,
+    cost: &mut NodeCost,
 ) -> Found {
     let all = cluster.node_count();
     let mut kept = classes
@@ -95,6 +136,7 @@ pub(super) fn find(
             scorers,
             nominated.map(|n| (n, pod)),
             kept.as_deref(),
+            cost,
         ),
     };
     if let Some(answers) = kept {
@@ -137,6 +179,7 @@ fn evaluate(
     scorers: &[&dyn NodeScore],
     nominated: Option<(&Nominator, &PodInfo)>,
     kept: Option<&Answers>,
+    cost: &mut NodeCost,
 ) -> Pass {
     let Walk { start, want } = walk;
     let checks = &prepared.checks;
@@ -148,6 +191,7 @@ fn evaluate(
     // Columns the pass builds itself: none when the class's answers hold the raw scores.
     let width = if kept.is_some() { 0 } else { scorers.len() };
     let run = |range: Range<usize>| {
+        let began = Instant::now();
         let mut chunk = Chunk {
             len: range.len(),
             positions: Vec::with_capacity(range.len()),
@@ -155,6 +199,7 @@ fn evaluate(
             columns: vec![Vec::with_capacity(range.len()); width],
             asked: Asked::new(scorers.len()),
             reused: 0,
+            took: Duration::ZERO,
         };
         let first = range.start;
         let mut scratch = Vec::new();
@@ -204,6 +249,7 @@ fn evaluate(
                 }
             }
         }
+        chunk.took = began.elapsed();
         chunk
     };
     let mut pass = Pass {
@@ -231,11 +277,12 @@ fn evaluate(
             remaining.min((expected + expected / 8).max(MIN_NODES_PER_TASK * 4))
         };
         let first = pass.visited;
-        // A batch of a cluster too large for the caches runs in parallel even when short:
-        // its nodes' rows and columns are read cold, so a node costs several times what it
-        // does in a small cluster.
-        let short = batch < PARALLEL_THRESHOLD && all < PARALLEL_THRESHOLD * 2;
-        let chunks: Vec<Chunk> = if short || rayon::current_num_threads() == 1 {
+        // A batch of a cluster too large for the caches costs more a node (its rows are read
+        // cold), which the timed cost shows.
+        let split = rayon::current_num_threads() > 1
+            && batch >= MIN_NODES_PER_TASK * 2
+            && cost.worth_splitting(batch);
+        let chunks: Vec<Chunk> = if !split {
             vec![run(first..first + batch)]
         } else {
             let tasks = (rayon::current_num_threads() * TASKS_PER_THREAD)
@@ -248,6 +295,7 @@ fn evaluate(
                 .collect()
         };
         for chunk in chunks {
+            cost.record(chunk.len, chunk.took);
             // Every asked answer is right for this cluster, whether or not the pass uses it.
             pass.asked.append(&chunk.asked);
             pass.reused += chunk.reused;
@@ -443,4 +491,6 @@ struct Chunk {
     asked: Asked,
     /// How many nodes were answered from kept answers.
     reused: usize,
+    /// How long the chunk took, on its thread.
+    took: Duration,
 }

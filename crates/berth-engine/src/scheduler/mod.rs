@@ -35,7 +35,7 @@ use crate::profile::{NamedFilter, Profile, WeightedScore};
 use berth_policy::FeatureGates;
 
 use diagnose::{Visited, rejected_everywhere, unscored};
-use feasible::Walk;
+use feasible::{NodeCost, Walk};
 
 /// Upstream's floor on the number of feasible nodes to look for.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -228,6 +228,8 @@ pub struct Scheduler {
     trackers: Trackers,
     /// Answers kept for classes of equal pods (see [`crate::classes`]).
     classes: Classes,
+    /// What a node has cost the filter walk lately (whether a pass is worth splitting).
+    node_cost: NodeCost,
 }
 
 impl Scheduler {
@@ -247,6 +249,7 @@ impl Scheduler {
             preemption: Preemption::new(config.seed),
             trackers: Trackers::default(),
             classes: Classes::new(config.equivalence_classes),
+            node_cost: NodeCost::default(),
         }
     }
 
@@ -445,6 +448,7 @@ impl Scheduler {
             &scorers,
             nominated,
             pod,
+            &mut self.node_cost,
         );
         self.next_start = (walk.start + found.visited) % all;
         let extenders = &self.profile.extenders;

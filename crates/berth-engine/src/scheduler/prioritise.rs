@@ -10,7 +10,9 @@ use crate::framework::{NodeScore, ScorePrep};
 use crate::podinfo::PodInfo;
 use crate::profile::{Profile, WeightedScore};
 
-use super::feasible::PARALLEL_THRESHOLD;
+/// Below this many feasible nodes the normalisers run one after another: each costs a few
+/// nanoseconds a node, so handing columns to other threads pays only in large clusters.
+const NORMALIZE_IN_PARALLEL: usize = 8192;
 
 /// What prioritising found: every column with its weight, the totals, and for explaining
 /// the raw scores and the extenders' names.
@@ -187,7 +189,7 @@ fn normalized_columns(
             Column::Values(col)
         }
     };
-    if feasible.len() < PARALLEL_THRESHOLD || rayon::current_num_threads() == 1 {
+    if feasible.len() < NORMALIZE_IN_PARALLEL || rayon::current_num_threads() == 1 {
         jobs.into_iter().map(normalize).collect()
     } else {
         jobs.into_par_iter().map(normalize).collect()
