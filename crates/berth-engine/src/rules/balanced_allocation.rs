@@ -7,7 +7,7 @@
 //! the node's summed requests and the pod's own, with no 100m / 200 MiB default for a
 //! container that requests nothing.
 
-use crate::cluster::{NodeFit, NodeInfo};
+use crate::cluster::{Cluster, NodeFit, NodeId, NodeInfo};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::rules::resource_allocation::PodRequest;
 
@@ -51,6 +51,13 @@ impl NodeScore for Score<'_> {
             Some(row) => balance(self.request.on_row(row)),
             None => self.score(node),
         }
+    }
+
+    fn score_batch(&self, cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
+        out.extend(nodes.iter().map(|id| match self.rows.get(id.0 as usize) {
+            Some(row) => balance(self.request.on_row(row)),
+            None => self.score(cluster.node(*id)),
+        }));
     }
 }
 

@@ -1,7 +1,7 @@
 //! What the resource scorers (LeastRequested, MostRequested, BalancedResourceAllocation) see
 //! of a node: per resource, the requested amount including the pod, and the allocatable.
 
-use crate::cluster::{NodeFit, NodeInfo};
+use crate::cluster::{Cluster, NodeFit, NodeId, NodeInfo};
 use crate::framework::{NodeScore, Reuse};
 use crate::podinfo::PodInfo;
 
@@ -91,15 +91,15 @@ pub fn mean_score(usage: [Option<(i64, i64)>; 2], score: impl Fn(i64, i64) -> i6
 
 /// A scorer averaging a per-resource score over CPU and memory (LeastRequested,
 /// MostRequested).
-pub struct MeanScore<'a> {
+pub struct MeanScore<'a, F> {
     request: PodRequest,
     rows: &'a [NodeFit],
-    per_resource: fn(i64, i64) -> i64,
+    per_resource: F,
 }
 
-impl<'a> MeanScore<'a> {
+impl<'a, F: Fn(i64, i64) -> i64 + Copy> MeanScore<'a, F> {
     /// The scorer for the pod being scheduled, on the nodes whose rows are `rows`.
-    pub fn new(pod: &PodInfo, rows: &'a [NodeFit], per_resource: fn(i64, i64) -> i64) -> Self {
+    pub fn new(pod: &PodInfo, rows: &'a [NodeFit], per_resource: F) -> Self {
         MeanScore {
             request: PodRequest::of(pod),
             rows,
@@ -108,7 +108,7 @@ impl<'a> MeanScore<'a> {
     }
 }
 
-impl NodeScore for MeanScore<'_> {
+impl<F: Fn(i64, i64) -> i64 + Copy + Send + Sync> NodeScore for MeanScore<'_, F> {
     /// Reusable across a class while the node is unchanged: The node's requests and allocatable, and the pod's.
     fn reuse(&self) -> Reuse {
         Reuse::node_local()
@@ -125,5 +125,12 @@ impl NodeScore for MeanScore<'_> {
             Some(row) => mean_score(self.request.on_row(row), self.per_resource),
             None => self.score(node),
         }
+    }
+
+    fn score_batch(&self, cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
+        out.extend(nodes.iter().map(|id| match self.rows.get(id.0 as usize) {
+            Some(row) => mean_score(self.request.on_row(row), self.per_resource),
+            None => self.score(cluster.node(*id)),
+        }));
     }
 }

@@ -209,6 +209,9 @@ fn evaluate(
         // (Moving straight to the front thrashes when two filters take turns rejecting.)
         let mut check_order: Vec<usize> = (0..checks.len()).collect();
         let dense: Vec<Dense<'_>> = checks.iter().map(|c| c.dense()).collect();
+        // With a class, the nodes asked of the rules that pass: only they are scored here
+        // (the kept ones have their raw scores in the class's answers).
+        let mut asked_feasible = Vec::new();
         for i in range {
             // `start + i < 2 * all`: one subtraction instead of a division per node.
             let at = start + i;
@@ -236,17 +239,26 @@ fn evaluate(
                 chunk.feasible.push(id);
             }
             if kept.is_some() {
-                // The raw scores go to the class's answers, and the cycle gathers every
-                // feasible node's from there.
-                chunk.asked.push(
-                    slot,
-                    feasible,
-                    scorers.iter().map(|s| s.score_at(slot, node)),
-                );
-            } else if feasible {
-                for (column, s) in chunk.columns.iter_mut().zip(scorers) {
-                    column.push(s.score_at(slot, node));
+                chunk.asked.verdict(slot, feasible);
+                if feasible {
+                    asked_feasible.push(id);
                 }
+            }
+        }
+        // Scored a rule at a time once the chunk is filtered: one call a rule and chunk, and
+        // a rule reading dense rows runs a tight loop (raw scores do not depend on which
+        // other nodes are feasible).
+        if kept.is_some() {
+            // The raw scores go to the class's answers, and the cycle gathers every
+            // feasible node's from there.
+            let mut columns = vec![Vec::with_capacity(asked_feasible.len()); scorers.len()];
+            for (column, s) in columns.iter_mut().zip(scorers) {
+                s.score_batch(cluster, &asked_feasible, column);
+            }
+            chunk.asked.raw_rows(&columns);
+        } else {
+            for (column, s) in chunk.columns.iter_mut().zip(scorers) {
+                s.score_batch(cluster, &chunk.feasible, column);
             }
         }
         chunk.took = began.elapsed();
@@ -428,10 +440,19 @@ impl Asked {
         }
     }
 
-    fn push(&mut self, slot: usize, feasible: bool, raw: impl Iterator<Item = i64>) {
+    /// Records a node's verdict; a feasible node's raw scores follow with
+    /// [`Asked::raw_rows`], in the same order.
+    fn verdict(&mut self, slot: usize, feasible: bool) {
         self.nodes.push((slot as u32, feasible));
-        if feasible {
-            self.raw.extend(raw);
+    }
+
+    /// Appends the raw scores of feasible nodes given as one column per rule (`width` of
+    /// them, equally long), a node's row at a time.
+    fn raw_rows(&mut self, columns: &[Vec<i64>]) {
+        let rows = columns.first().map_or(0, Vec::len);
+        self.raw.reserve(rows * columns.len());
+        for row in 0..rows {
+            self.raw.extend(columns.iter().map(|c| c[row]));
         }
     }
 
