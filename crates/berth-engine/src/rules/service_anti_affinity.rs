@@ -77,6 +77,17 @@ impl NodeScore for Score<'_> {
             .map_or(0, i64::from)
     }
 
+    fn score_batch(&self, _cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
+        match &self.counts {
+            Some(counts) => out.extend(
+                nodes
+                    .iter()
+                    .map(|id| counts.get(id.0 as usize).copied().map_or(0, i64::from)),
+            ),
+            None => out.extend(std::iter::repeat_n(0, nodes.len())),
+        }
+    }
+
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let total: i64 = scores.iter().sum();
         if let [key] = self.keys.as_slice() {

@@ -2,7 +2,7 @@
 //! PreferNoSchedule taints the pod does not tolerate. Only tolerations with effect
 //! PreferNoSchedule or no effect count.
 
-use crate::cluster::{NodeFit, NodeId, NodeInfo};
+use crate::cluster::{Cluster, NodeFit, NodeId, NodeInfo};
 use crate::framework::{
     CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule, normalize_reduce,
 };
@@ -42,6 +42,13 @@ impl NodeScore for Score<'_> {
             Some(row) if !row.any(NodeFit::SOFT_TAINTS) => 0,
             _ => self.score(node),
         }
+    }
+
+    fn score_batch(&self, cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
+        out.extend(nodes.iter().map(|id| match self.rows.get(id.0 as usize) {
+            Some(row) if !row.any(NodeFit::SOFT_TAINTS) => 0,
+            _ => self.score(cluster.node(*id)),
+        }));
     }
 
     fn normalize(&self, _nodes: &[NodeId], scores: &mut [i64]) {

@@ -9,8 +9,10 @@ use rayon::prelude::*;
 
 use crate::classes::{Answers, Classes, Shape, stale_cap};
 use crate::cluster::{Cluster, NodeId, NodeInfo};
+use crate::cluster::{FitRequest, NodeFit};
 use crate::filters::PreparedFilters;
-use crate::framework::{Dense, NodeCheck, NodeScore, Reason, ScorePrep};
+use crate::framework::{Dense, NodeCheck, NodeScore, Reason, RowTest, ScorePrep};
+use crate::labels::Sym;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 
@@ -209,6 +211,7 @@ fn evaluate(
         // (Moving straight to the front thrashes when two filters take turns rejecting.)
         let mut check_order: Vec<usize> = (0..checks.len()).collect();
         let dense: Vec<Dense<'_>> = checks.iter().map(|c| c.dense()).collect();
+        let fused = Fused::new(&dense);
         // With a class, the nodes asked of the rules that pass: only they are scored here
         // (the kept ones have their raw scores in the class's answers).
         let mut asked_feasible = Vec::new();
@@ -226,12 +229,20 @@ fn evaluate(
                 continue;
             }
             let node = cluster.node(id);
-            let rejected_by =
-                first_rejecting(slot, node, checks, &dense, &check_order, &mut scratch);
-            if let Some(p) = rejected_by.filter(|p| *p > 0) {
-                check_order.swap(p - 1, p);
-            }
-            let feasible = rejected_by.is_none()
+            let passes = if fused.passes(slot) {
+                fused.rest.iter().all(|&c| {
+                    scratch.clear();
+                    checks[c].check(node, &mut scratch)
+                })
+            } else {
+                let rejected_by =
+                    first_rejecting(slot, node, checks, &dense, &check_order, &mut scratch);
+                if let Some(p) = rejected_by.filter(|p| *p > 0) {
+                    check_order.swap(p - 1, p);
+                }
+                rejected_by.is_none()
+            };
+            let feasible = passes
                 && nominated
                     .is_none_or(|(n, pod)| prepared.passes_nominated(node, n.for_node(id), pod));
             if feasible {
@@ -340,6 +351,70 @@ fn evaluate(
         }
     }
     pass
+}
+
+/// A pass's dense checks folded into one test a node: one read of the node's row for every
+/// row test, then the label columns and masks. A node that passes it needs only the checks
+/// without dense tables (`rest`); any other node, rejected or undecided by a table, takes the
+/// checks one by one ([`first_rejecting`]).
+struct Fused<'a> {
+    rows: Option<&'a [NodeFit]>,
+    /// The row flags every `RowTest::Clear` wants clear.
+    clear: u32,
+    fits: Vec<FitRequest>,
+    /// (label column by slot, the value it must hold), of every `Dense::Labels` check.
+    labels: Vec<(&'a [Option<Sym>], Sym)>,
+    masks: Vec<&'a [bool]>,
+    /// The checks the test leaves out, in policy order.
+    rest: Vec<usize>,
+}
+
+impl<'a> Fused<'a> {
+    fn new(dense: &[Dense<'a>]) -> Self {
+        let mut fused = Fused {
+            rows: None,
+            clear: 0,
+            fits: Vec::new(),
+            labels: Vec::new(),
+            masks: Vec::new(),
+            rest: Vec::new(),
+        };
+        for (c, d) in dense.iter().enumerate() {
+            match *d {
+                Dense::Rows(rows, test) if fused.rows.is_none_or(|r| std::ptr::eq(r, rows)) => {
+                    fused.rows = Some(rows);
+                    match test {
+                        RowTest::Clear(flags) => fused.clear |= flags,
+                        RowTest::Fits(request) => fused.fits.push(request),
+                    }
+                }
+                Dense::Labels(pairs) => fused.labels.extend_from_slice(pairs),
+                Dense::Mask(mask) => fused.masks.push(mask),
+                Dense::Rows(..) | Dense::No => fused.rest.push(c),
+            }
+        }
+        fused
+    }
+
+    /// Whether every folded check surely passes the node in `slot`.
+    #[inline]
+    fn passes(&self, slot: usize) -> bool {
+        if let Some(rows) = self.rows {
+            let Some(row) = rows.get(slot) else {
+                return false;
+            };
+            if row.any(self.clear) || self.fits.iter().any(|f| row.fits(f) != Some(true)) {
+                return false;
+            }
+        }
+        self.labels
+            .iter()
+            .all(|(column, value)| column.get(slot).copied().flatten() == Some(*value))
+            && self
+                .masks
+                .iter()
+                .all(|mask| mask.get(slot).copied().unwrap_or(false))
+    }
 }
 
 /// The position in `check_order` of the first check that rejects `node` (in `slot`), if
