@@ -229,18 +229,20 @@ fn evaluate(
                 continue;
             }
             let node = cluster.node(id);
-            let passes = if fused.passes(slot) {
-                fused.rest.iter().all(|&c| {
+            let passes = match fused.verdict(slot) {
+                Some(true) => fused.rest.iter().all(|&c| {
                     scratch.clear();
                     checks[c].check(node, &mut scratch)
-                })
-            } else {
-                let rejected_by =
-                    first_rejecting(slot, node, checks, &dense, &check_order, &mut scratch);
-                if let Some(p) = rejected_by.filter(|p| *p > 0) {
-                    check_order.swap(p - 1, p);
+                }),
+                Some(false) => false,
+                None => {
+                    let rejected_by =
+                        first_rejecting(slot, node, checks, &dense, &check_order, &mut scratch);
+                    if let Some(p) = rejected_by.filter(|p| *p > 0) {
+                        check_order.swap(p - 1, p);
+                    }
+                    rejected_by.is_none()
                 }
-                rejected_by.is_none()
             };
             let feasible = passes
                 && nominated
@@ -353,10 +355,10 @@ fn evaluate(
     pass
 }
 
-/// A pass's dense checks folded into one test a node: one read of the node's row for every
-/// row test, then the label columns and masks. A node that passes it needs only the checks
-/// without dense tables (`rest`); any other node, rejected or undecided by a table, takes the
-/// checks one by one ([`first_rejecting`]).
+/// A pass's dense checks folded into one test a node: the label columns and masks, then one
+/// read of the node's row for every row test. A node that passes it needs only the checks
+/// without dense tables (`rest`); a node a table rejects is infeasible whatever the others
+/// say; a node a table cannot decide takes the checks one by one ([`first_rejecting`]).
 struct Fused<'a> {
     rows: Option<&'a [NodeFit]>,
     /// The row flags every `RowTest::Clear` wants clear.
@@ -396,24 +398,37 @@ impl<'a> Fused<'a> {
         fused
     }
 
-    /// Whether every folded check surely passes the node in `slot`.
+    /// Whether every folded check passes the node in `slot` (true), one rejects it (false),
+    /// or a row cannot tell (None: a flag is set that only the check can judge, or a room
+    /// did not fit its field).
     #[inline]
-    fn passes(&self, slot: usize) -> bool {
-        if let Some(rows) = self.rows {
-            let Some(row) = rows.get(slot) else {
-                return false;
-            };
-            if row.any(self.clear) || self.fits.iter().any(|f| row.fits(f) != Some(true)) {
-                return false;
-            }
-        }
-        self.labels
+    fn verdict(&self, slot: usize) -> Option<bool> {
+        let tables = self
+            .labels
             .iter()
             .all(|(column, value)| column.get(slot).copied().flatten() == Some(*value))
             && self
                 .masks
                 .iter()
-                .all(|mask| mask.get(slot).copied().unwrap_or(false))
+                .all(|mask| mask.get(slot).copied().unwrap_or(false));
+        if !tables {
+            return Some(false);
+        }
+        if let Some(rows) = self.rows {
+            let row = rows.get(slot)?;
+            let mut undecided = row.any(self.clear);
+            for request in &self.fits {
+                match row.fits(request) {
+                    Some(true) => {}
+                    Some(false) => return Some(false),
+                    None => undecided = true,
+                }
+            }
+            if undecided {
+                return None;
+            }
+        }
+        Some(true)
     }
 }
 
@@ -589,4 +604,84 @@ struct Chunk {
     reused: usize,
     /// How long the chunk took, on its thread.
     took: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labels::Interner;
+
+    /// The folded test against each dense table asked alone: true only when every table
+    /// passes, false when any rejects, None when a row cannot tell and none rejects.
+    #[test]
+    fn fused_verdict_agrees_with_the_tables_one_by_one() {
+        let mut interner = Interner::default();
+        let (east, west) = (interner.intern("east"), interner.intern("west"));
+        let roomy = NodeFit {
+            pod_room: 10,
+            allocatable_milli_cpu: 4000,
+            allocatable_memory: 4000,
+            ..NodeFit::default()
+        };
+        let rows = [
+            roomy,
+            NodeFit {
+                pod_room: 0,
+                ..roomy
+            },
+            NodeFit {
+                flags: NodeFit::HARD_TAINTS,
+                ..roomy
+            },
+            NodeFit {
+                flags: NodeFit::INEXACT,
+                ..roomy
+            },
+            NodeFit {
+                flags: NodeFit::HARD_TAINTS,
+                pod_room: 0,
+                ..roomy
+            },
+        ];
+        let zones = [Some(east), Some(east), Some(east), Some(east), Some(west)];
+        let pairs = [(&zones[..], east)];
+        let mask = [true, true, true, true, true];
+        let request = FitRequest {
+            milli_cpu: 100,
+            memory: 100,
+            ephemeral_storage: 0,
+            requests_nothing: false,
+        };
+        let dense = [
+            Dense::Rows(&rows, RowTest::Clear(NodeFit::HARD_TAINTS)),
+            Dense::Rows(&rows, RowTest::Fits(request)),
+            Dense::Labels(&pairs),
+            Dense::Mask(&mask),
+            Dense::No,
+        ];
+        let fused = Fused::new(&dense);
+        assert_eq!(fused.rest, vec![4]);
+        // (slot, want): room and no flag; no pod room; a taint only the check can judge; a
+        // clamped room; a taint but another zone.
+        let cases = [
+            (0, Some(true)),
+            (1, Some(false)),
+            (2, None),
+            (3, None),
+            (4, Some(false)),
+            (5, Some(false)),
+        ];
+        for (slot, want) in cases {
+            assert_eq!(fused.verdict(slot), want, "slot {slot}");
+            let alone: Vec<Option<bool>> = dense[..4].iter().map(|d| d.passes(slot)).collect();
+            let expected = if alone.contains(&Some(false)) {
+                Some(false)
+            } else if alone.contains(&None) {
+                None
+            } else {
+                Some(true)
+            };
+            assert_eq!(expected, want, "slot {slot}: {alone:?}");
+        }
+    }
 }
