@@ -80,7 +80,10 @@ impl PodRequest {
 
 /// The mean of `score(requested, allocatable)` over the resources present (equal weights,
 /// integer division); 0 when no resource has allocatable capacity.
-#[inline]
+// Always: the walk calls it for every feasible node in LeastRequested's and
+// MostRequested's batch loops; left to the compiler it stayed out of line, and inlining it
+// made `basic` 5% faster.
+#[inline(always)]
 pub fn mean_score(usage: [Option<(i64, i64)>; 2], score: impl Fn(i64, i64) -> i64) -> i64 {
     match usage {
         [Some((r1, a1)), Some((r2, a2))] => (score(r1, a1) + score(r2, a2)) / 2,
