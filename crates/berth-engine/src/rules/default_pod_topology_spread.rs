@@ -64,6 +64,10 @@ impl NodeScore for Score<'_> {
         0
     }
 
+    fn score_batch(&self, _cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
+        out.extend(std::iter::repeat_n(0, nodes.len()));
+    }
+
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let (min, max) = self.raw(nodes, scores).unwrap_or((0, 0));
         if max <= 0 {
@@ -85,7 +89,6 @@ impl Score<'_> {
     /// score (None without nodes), found as they are written.
     fn raw(&self, nodes: &[NodeId], scores: &mut [i64]) -> Option<(i64, i64)> {
         let keys = &self.cluster.keys();
-        // The dense label columns, so no node is touched (None: no node has the key).
         // The dense label column, so no node is touched (None: no node has the key).
         let host_column = self.cluster.label_column(keys.hostname);
         let at = |column: Option<&[Option<Sym>]>, id: NodeId| {

@@ -196,14 +196,12 @@ fn evaluate(
         let began = Instant::now();
         let mut chunk = Chunk {
             len: range.len(),
-            positions: Vec::with_capacity(range.len()),
             feasible: Vec::with_capacity(range.len()),
             columns: vec![Vec::with_capacity(range.len()); width],
             asked: Asked::new(scorers.len()),
             reused: 0,
             took: Duration::ZERO,
         };
-        let first = range.start;
         let mut scratch = Vec::new();
         // Feasibility does not depend on the order filters run in (only reported reasons
         // do, and those are recomputed in policy order), so each task moves a filter that
@@ -223,7 +221,6 @@ fn evaluate(
             if let Some(feasible) = kept.and_then(|k| k.feasible(slot)) {
                 chunk.reused += 1;
                 if feasible {
-                    chunk.positions.push(i - first);
                     chunk.feasible.push(id);
                 }
                 continue;
@@ -248,7 +245,6 @@ fn evaluate(
                 && nominated
                     .is_none_or(|(n, pod)| prepared.passes_nominated(node, n.for_node(id), pod));
             if feasible {
-                chunk.positions.push(i - first);
                 chunk.feasible.push(id);
             }
             if kept.is_some() {
@@ -330,9 +326,17 @@ fn evaluate(
             }
             let take = chunk.feasible.len().min(room);
             // Stop right after the node that fills the quota; later nodes of the chunk
-            // count as not visited, so the next cycle starts there.
+            // count as not visited, so the next cycle starts there. That node's offset is
+            // looked up in visiting order, once a pass, rather than kept for every node.
+            let base = pass.visited;
             pass.visited += if take == room {
-                chunk.positions[take - 1] + 1
+                let last = chunk.feasible[take - 1];
+                (0..chunk.len)
+                    .position(|i| {
+                        let at = start + base + i;
+                        order[if at >= all { at - all } else { at }] == last
+                    })
+                    .map_or(chunk.len, |offset| offset + 1)
             } else {
                 chunk.len
             };
@@ -592,8 +596,6 @@ struct Pass {
 struct Chunk {
     /// Nodes evaluated.
     len: usize,
-    /// Offsets (within the chunk) of the feasible nodes.
-    positions: Vec<usize>,
     /// The feasible nodes.
     feasible: Vec<NodeId>,
     /// Their raw scores, one column per per-node score rule.
