@@ -11,7 +11,9 @@ use crate::podinfo::PodInfo;
 use crate::profile::{Profile, WeightedScore};
 
 /// Below this many feasible nodes the normalisers run one after another: each costs a few
-/// nanoseconds a node, so handing columns to other threads pays only in large clusters.
+/// nanoseconds a node, so handing columns to other threads pays only in large clusters (at
+/// 5,000 nodes on a 2-core machine, splitting them made `basic` 5% and interleaved
+/// `deployments` 8% slower).
 const NORMALIZE_IN_PARALLEL: usize = 8192;
 
 /// What prioritising found: every column with its weight, the totals, and for explaining
