@@ -371,16 +371,14 @@ pub trait NodeScore: Send + Sync {
     fn score_at(&self, _slot: usize, node: &NodeInfo) -> i64 {
         self.score(node)
     }
-    /// Appends the raw scores of the cluster's `nodes` to `out`, in order: the walk asks this
-    /// once for each chunk's feasible nodes, so a rule reading dense tables runs one tight
-    /// loop instead of a call a node. The default asks `score_at` of each. Must agree with
-    /// `score`.
-    fn score_batch(&self, cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
-        out.extend(
-            nodes
-                .iter()
-                .map(|id| self.score_at(id.0 as usize, cluster.node(*id))),
-        );
+    /// Writes the raw scores of the cluster's `nodes` into `out` (as long as `nodes`), in
+    /// order: the walk asks this once for each share of the feasible nodes, so a rule reading
+    /// dense tables runs one tight loop instead of a call a node. The default asks `score_at`
+    /// of each. Must agree with `score`.
+    fn score_batch(&self, cluster: &Cluster, nodes: &[NodeId], out: &mut [i64]) {
+        for (score, id) in out.iter_mut().zip(nodes) {
+            *score = self.score_at(id.0 as usize, cluster.node(*id));
+        }
     }
     /// Turns raw scores of the feasible nodes into 0..=MAX_NODE_SCORE, in place. The default
     /// keeps them: rules whose raw score is already in range need nothing.

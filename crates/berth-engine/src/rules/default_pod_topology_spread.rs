@@ -64,8 +64,8 @@ impl NodeScore for Score<'_> {
         0
     }
 
-    fn score_batch(&self, _cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
-        out.extend(std::iter::repeat_n(0, nodes.len()));
+    fn score_batch(&self, _cluster: &Cluster, _nodes: &[NodeId], out: &mut [i64]) {
+        out.fill(0);
     }
 
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {

@@ -130,10 +130,12 @@ impl<F: Fn(i64, i64) -> i64 + Copy + Send + Sync> NodeScore for MeanScore<'_, F>
         }
     }
 
-    fn score_batch(&self, cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
-        out.extend(nodes.iter().map(|id| match self.rows.get(id.0 as usize) {
-            Some(row) => mean_score(self.request.on_row(row), self.per_resource),
-            None => self.score(cluster.node(*id)),
-        }));
+    fn score_batch(&self, cluster: &Cluster, nodes: &[NodeId], out: &mut [i64]) {
+        for (score, id) in out.iter_mut().zip(nodes) {
+            *score = match self.rows.get(id.0 as usize) {
+                Some(row) => mean_score(self.request.on_row(row), self.per_resource),
+                None => self.score(cluster.node(*id)),
+            };
+        }
     }
 }

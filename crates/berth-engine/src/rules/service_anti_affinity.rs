@@ -77,14 +77,14 @@ impl NodeScore for Score<'_> {
             .map_or(0, i64::from)
     }
 
-    fn score_batch(&self, _cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
+    fn score_batch(&self, _cluster: &Cluster, nodes: &[NodeId], out: &mut [i64]) {
         match &self.counts {
-            Some(counts) => out.extend(
-                nodes
-                    .iter()
-                    .map(|id| counts.get(id.0 as usize).copied().map_or(0, i64::from)),
-            ),
-            None => out.extend(std::iter::repeat_n(0, nodes.len())),
+            Some(counts) => {
+                for (score, id) in out.iter_mut().zip(nodes) {
+                    *score = counts.get(id.0 as usize).copied().map_or(0, i64::from);
+                }
+            }
+            None => out.fill(0),
         }
     }
 

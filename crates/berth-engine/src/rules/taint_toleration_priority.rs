@@ -44,11 +44,13 @@ impl NodeScore for Score<'_> {
         }
     }
 
-    fn score_batch(&self, cluster: &Cluster, nodes: &[NodeId], out: &mut Vec<i64>) {
-        out.extend(nodes.iter().map(|id| match self.rows.get(id.0 as usize) {
-            Some(row) if !row.any(NodeFit::SOFT_TAINTS) => 0,
-            _ => self.score(cluster.node(*id)),
-        }));
+    fn score_batch(&self, cluster: &Cluster, nodes: &[NodeId], out: &mut [i64]) {
+        for (score, id) in out.iter_mut().zip(nodes) {
+            *score = match self.rows.get(id.0 as usize) {
+                Some(row) if !row.any(NodeFit::SOFT_TAINTS) => 0,
+                _ => self.score(cluster.node(*id)),
+            };
+        }
     }
 
     fn normalize(&self, _nodes: &[NodeId], scores: &mut [i64]) {

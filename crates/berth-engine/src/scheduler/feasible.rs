@@ -27,8 +27,8 @@ const PARALLEL_WORK: Duration = Duration::from_micros(50);
 const MIN_NODES_PER_TASK: usize = 128;
 /// What a node is taken to cost before any pass was timed (the OpenShift policy's figure).
 const FIRST_GUESS_NS_PER_NODE: f64 = 40.0;
-/// Fewest nodes a timed chunk must hold to update the estimate: shorter ones are mostly the
-/// clock and the chunk's set-up.
+/// Fewest nodes a timed pass must visit to update the estimate: shorter ones are mostly the
+/// clock and the pass's set-up.
 const MIN_TIMED_NODES: usize = 64;
 
 /// What evaluating one node has cost lately on one thread, so that a pass goes parallel by
@@ -49,8 +49,8 @@ impl Default for NodeCost {
 }
 
 impl NodeCost {
-    /// Takes in one timed chunk, an eighth of the way (a moving average that one slow,
-    /// preempted chunk does not swing).
+    /// Takes in one timed pass (its nodes' filtering and scoring, summed over threads), an
+    /// eighth of the way (a moving average that one slow, preempted pass does not swing).
     fn record(&mut self, nodes: usize, took: Duration) {
         if nodes >= MIN_TIMED_NODES {
             let sample = took.as_nanos() as f64 / nodes as f64;
@@ -190,14 +190,11 @@ fn evaluate(
     if let Some(k) = kept.filter(|k| k.all_known()) {
         return walk_kept(order, walk, k);
     }
-    // Columns the pass builds itself: none when the class's answers hold the raw scores.
-    let width = if kept.is_some() { 0 } else { scorers.len() };
     let run = |range: Range<usize>| {
         let began = Instant::now();
         let mut chunk = Chunk {
             len: range.len(),
             feasible: Vec::with_capacity(range.len()),
-            columns: vec![Vec::with_capacity(range.len()); width],
             asked: Asked::new(scorers.len()),
             reused: 0,
             took: Duration::ZERO,
@@ -254,33 +251,30 @@ fn evaluate(
                 }
             }
         }
-        // Scored a rule at a time once the chunk is filtered: one call a rule and chunk, and
-        // a rule reading dense rows runs a tight loop (raw scores do not depend on which
-        // other nodes are feasible).
         if kept.is_some() {
-            // The raw scores go to the class's answers, and the cycle gathers every
-            // feasible node's from there.
-            let mut columns = vec![Vec::with_capacity(asked_feasible.len()); scorers.len()];
+            // The raw scores of the nodes asked go to the class's answers, and the cycle
+            // gathers every feasible node's from there. (Without a class, the pass scores
+            // the feasible nodes it keeps once they are gathered: see `score_columns`.)
+            let mut columns = vec![vec![0; asked_feasible.len()]; scorers.len()];
             for (column, s) in columns.iter_mut().zip(scorers) {
                 s.score_batch(cluster, &asked_feasible, column);
             }
             chunk.asked.raw_rows(&columns);
-        } else {
-            for (column, s) in chunk.columns.iter_mut().zip(scorers) {
-                s.score_batch(cluster, &chunk.feasible, column);
-            }
         }
         chunk.took = began.elapsed();
         chunk
     };
     let mut pass = Pass {
         feasible: Vec::with_capacity(want.min(all)),
-        columns: vec![Vec::with_capacity(want.min(all)); width],
+        columns: Vec::new(),
         gathered: false,
         visited: 0,
         asked: Asked::new(scorers.len()),
         reused: 0,
     };
+    // What the pass cost, for the estimate that decides the next passes' split.
+    let (mut timed_nodes, mut took) = (0, Duration::ZERO);
+    let mut went_parallel = false;
     while pass.visited < all && pass.feasible.len() < want {
         let remaining = all - pass.visited;
         let batch = if want >= all {
@@ -303,6 +297,7 @@ fn evaluate(
         let split = rayon::current_num_threads() > 1
             && batch >= MIN_NODES_PER_TASK * 2
             && cost.worth_splitting(batch);
+        went_parallel |= split;
         let chunks: Vec<Chunk> = if !split {
             vec![run(first..first + batch)]
         } else {
@@ -316,7 +311,8 @@ fn evaluate(
                 .collect()
         };
         for chunk in chunks {
-            cost.record(chunk.len, chunk.took);
+            timed_nodes += chunk.len;
+            took += chunk.took;
             // Every asked answer is right for this cluster, whether or not the pass uses it.
             pass.asked.append(&chunk.asked);
             pass.reused += chunk.reused;
@@ -343,20 +339,65 @@ fn evaluate(
             if pass.feasible.is_empty() && take == chunk.feasible.len() {
                 // The usual single whole chunk: moved, not copied.
                 pass.feasible = chunk.feasible;
-                if kept.is_none() {
-                    pass.columns = chunk.columns;
-                }
                 continue;
             }
             pass.feasible.extend_from_slice(&chunk.feasible[..take]);
-            if kept.is_none() {
-                for (into, from) in pass.columns.iter_mut().zip(&chunk.columns) {
-                    into.extend_from_slice(&from[..take]);
-                }
-            }
         }
     }
+    if kept.is_none() {
+        let scored;
+        (pass.columns, scored) = score_columns(cluster, scorers, &pass.feasible, went_parallel);
+        took += scored;
+    }
+    cost.record(timed_nodes, took);
     pass
+}
+
+/// Scores `feasible` with every per-node rule into one column a rule, a rule and a share of
+/// the nodes at a time (raw scores do not depend on which other nodes are feasible), the
+/// shares in parallel when the walk went parallel. Each share writes its own slices of the
+/// columns, so nothing is gathered afterwards, and only the nodes the pass keeps are scored.
+/// Returns the columns and the time the shares took on their threads.
+fn score_columns(
+    cluster: &Cluster,
+    scorers: &[&dyn NodeScore],
+    feasible: &[NodeId],
+    parallel: bool,
+) -> (Vec<Vec<i64>>, Duration) {
+    let n = feasible.len();
+    let mut columns = vec![vec![0; n]; scorers.len()];
+    let tasks = if parallel {
+        (rayon::current_num_threads() * TASKS_PER_THREAD)
+            .min(n / MIN_NODES_PER_TASK)
+            .max(1)
+    } else {
+        1
+    };
+    let size = n.div_ceil(tasks).max(1);
+    // Each share's slice of every column.
+    let mut shares: Vec<Vec<&mut [i64]>> = (0..tasks).map(|_| Vec::new()).collect();
+    for column in &mut columns {
+        for (share, slice) in shares.iter_mut().zip(column.chunks_mut(size)) {
+            share.push(slice);
+        }
+    }
+    let score = |(nodes, share): (&[NodeId], Vec<&mut [i64]>)| {
+        let began = Instant::now();
+        for (s, out) in scorers.iter().zip(share) {
+            s.score_batch(cluster, nodes, out);
+        }
+        began.elapsed()
+    };
+    let took = if tasks == 1 {
+        feasible.chunks(size).zip(shares).map(score).sum()
+    } else {
+        feasible
+            .par_chunks(size)
+            .zip(shares.into_par_iter())
+            .map(score)
+            .sum()
+    };
+    (columns, took)
 }
 
 /// A pass's dense checks folded into one test a node: the label columns and masks, then one
@@ -598,8 +639,6 @@ struct Chunk {
     len: usize,
     /// The feasible nodes.
     feasible: Vec<NodeId>,
-    /// Their raw scores, one column per per-node score rule.
-    columns: Vec<Vec<i64>>,
     /// The node answers asked of the rules (only when a class keeps them).
     asked: Asked,
     /// How many nodes were answered from kept answers.
