@@ -591,6 +591,9 @@ pub fn run_score_on(
                     score
                 })
                 .collect();
+            let mut batch = vec![0; feasible.len()];
+            s.score_batch(cluster, feasible, &mut batch);
+            assert_eq!(batch, raw, "score_batch and score disagree");
             s.normalize(feasible, &mut raw);
             raw
         }
