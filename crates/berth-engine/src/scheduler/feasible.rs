@@ -652,6 +652,30 @@ mod tests {
     use super::*;
     use crate::labels::Interner;
 
+    /// A pass is split by the work the estimate expects, and the estimate follows what
+    /// passes cost.
+    #[test]
+    fn node_cost_splits_by_the_work_seen() {
+        let mut cost = NodeCost::default();
+        // The first guess: 40 ns a node, so 1,000 nodes (40 µs) stay on one thread.
+        assert!(!cost.worth_splitting(1_000));
+        assert!(cost.worth_splitting(2_000));
+        // Cheap passes (5 ns a node) bring it down until 2,000 nodes stay too.
+        for _ in 0..64 {
+            cost.record(1_000, Duration::from_micros(5));
+        }
+        assert!(!cost.worth_splitting(2_000));
+        assert!(cost.worth_splitting(20_000));
+        // One slow pass moves it an eighth of the way, not all of it.
+        let before = cost.ns_per_node;
+        cost.record(1_000, Duration::from_millis(1));
+        assert!(cost.ns_per_node > before && cost.ns_per_node < 1_000.0 / 4.0);
+        // Too short a pass is mostly the clock: not taken in.
+        let before = cost.ns_per_node;
+        cost.record(MIN_TIMED_NODES - 1, Duration::from_millis(10));
+        assert_eq!(cost.ns_per_node, before);
+    }
+
     /// The folded test against each dense table asked alone: true only when every table
     /// passes, false when any rejects, None when a row cannot tell and none rejects.
     #[test]
