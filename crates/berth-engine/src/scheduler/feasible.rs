@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::classes::{Answers, Classes, Shape, stale_cap};
-use crate::cluster::{Cluster, NodeId, NodeInfo};
-use crate::cluster::{FitRequest, NodeFit};
+use crate::cluster::{Cluster, FitRequest, NodeFit, NodeId, NodeInfo};
 use crate::filters::PreparedFilters;
 use crate::framework::{Dense, NodeCheck, NodeScore, Reason, RowTest, ScorePrep};
 use crate::labels::Sym;
@@ -20,21 +19,26 @@ use crate::podinfo::PodInfo;
 /// waking the other workers and gathering their chunks costs about as much as they save.
 /// Measured with `berth bench --workload basic` (the OpenShift policy, some 40 ns a node)
 /// on a 2-core machine, one thread against two: 500 nodes (20 µs a batch) 28,400 vs 27,800
-/// pods/s, 1,000 nodes (40 µs) even, 2,000 nodes 12,300 vs 14,800, 5,000 nodes 5,800 vs
-/// 8,100.
+/// pods/s, 1,000 nodes (40 µs) within noise, 2,000 nodes 12,300 vs 14,800, 5,000 nodes
+/// 5,800 vs 8,100.
 const PARALLEL_WORK: Duration = Duration::from_micros(50);
 /// Fewest nodes per parallel task.
 const MIN_NODES_PER_TASK: usize = 128;
-/// What a node is taken to cost before any pass was timed (the OpenShift policy's figure).
+/// Parallel tasks per worker thread in one pass, for load balance (1, 2, 8 and 16 measured
+/// 3-13% slower on `basic` and at 20,000 nodes).
+const TASKS_PER_THREAD: usize = 4;
+/// What a node is taken to cost before any pass was timed: about what one costs under the
+/// OpenShift policy on the project's machine.
 const FIRST_GUESS_NS_PER_NODE: f64 = 40.0;
 /// Fewest nodes a timed pass must visit to update the estimate: shorter ones are mostly the
 /// clock and the pass's set-up.
 const MIN_TIMED_NODES: usize = 64;
 
 /// What evaluating one node has cost lately on one thread, so that a pass goes parallel by
-/// the work it holds rather than by its node count alone: the same 5,000 nodes take 25 µs
-/// under a policy of two rules and several milliseconds under plugins. Only speed depends
-/// on it; chunks are consumed in visiting order whichever way a pass runs.
+/// the work it holds rather than by its node count alone: a node's cost depends on the
+/// policy's rules (a few built-in checks, or WASM plugins) and on whether the cluster's
+/// rows fit the caches. Only speed depends on it; chunks are consumed in visiting order
+/// whichever way a pass runs.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct NodeCost {
     ns_per_node: f64,
@@ -63,8 +67,6 @@ impl NodeCost {
         nodes as f64 * self.ns_per_node >= PARALLEL_WORK.as_nanos() as f64
     }
 }
-/// Parallel tasks per worker thread in one pass, for load balance.
-const TASKS_PER_THREAD: usize = 4;
 
 /// What the find-feasible phase found.
 pub(super) struct Found {
