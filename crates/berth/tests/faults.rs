@@ -434,7 +434,15 @@ async fn a_frozen_leader_binds_nothing_when_it_resumes() {
             Ok((env.leader().await?.as_deref() == Some("replica-b")).then_some(()))
         })
         .await?;
-        env.wait_bound("late-", 40, Duration::from_secs(60)).await?;
+        // With both replicas' logs: a takeover too slow to bind them is otherwise a bare
+        // timeout (seen once, on a loaded machine).
+        if let Err(e) = env.wait_bound("late-", 40, Duration::from_secs(60)).await {
+            bail!(
+                "{e:#}\nreplica-a log:\n{}\nreplica-b log:\n{}",
+                tail(&a.log(), 60),
+                tail(&b.log(), 60)
+            );
+        }
         wait_unschedulable(&env, "early-0").await?;
         a.thaw()?;
         eprintln!("replica-a frozen for {:?}", frozen_at.elapsed());
