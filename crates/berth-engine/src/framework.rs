@@ -168,12 +168,8 @@ impl Dense<'_> {
     pub fn passes(&self, slot: usize) -> Option<bool> {
         match self {
             Dense::No => None,
-            Dense::Mask(mask) => Some(mask.get(slot).copied().unwrap_or(false)),
-            Dense::Labels(pairs) => Some(
-                pairs
-                    .iter()
-                    .all(|(column, value)| column.get(slot).copied().flatten() == Some(*value)),
-            ),
+            Dense::Mask(mask) => Some(mask_holds(mask, slot)),
+            Dense::Labels(pairs) => Some(labels_hold(pairs, slot)),
             Dense::Rows(rows, test) => {
                 let row = rows.get(slot)?;
                 match test {
@@ -183,6 +179,20 @@ impl Dense<'_> {
             }
         }
     }
+}
+
+/// A `Dense::Mask`'s verdict on the node in `slot` (a slot past the end fails).
+#[inline]
+pub fn mask_holds(mask: &[bool], slot: usize) -> bool {
+    mask.get(slot).copied().unwrap_or(false)
+}
+
+/// A `Dense::Labels` verdict on the node in `slot`: every column holds its pair's value.
+#[inline]
+pub fn labels_hold(pairs: &[(&[Option<Sym>], Sym)], slot: usize) -> bool {
+    pairs
+        .iter()
+        .all(|(column, value)| column.get(slot).copied().flatten() == Some(*value))
 }
 
 /// The per-node check of a filter, after preparation.

@@ -10,7 +10,9 @@ use rayon::prelude::*;
 use crate::classes::{Answers, Classes, Shape, stale_cap};
 use crate::cluster::{Cluster, FitRequest, NodeFit, NodeId, NodeInfo};
 use crate::filters::PreparedFilters;
-use crate::framework::{Dense, NodeCheck, NodeScore, Reason, RowTest, ScorePrep};
+use crate::framework::{
+    Dense, NodeCheck, NodeScore, Reason, RowTest, ScorePrep, labels_hold, mask_holds,
+};
 use crate::labels::Sym;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
@@ -213,9 +215,7 @@ fn evaluate(
         // (the kept ones have their raw scores in the class's answers).
         let mut asked_feasible = Vec::new();
         for i in range {
-            // `start + i < 2 * all`: one subtraction instead of a division per node.
-            let at = start + i;
-            let id = order[if at >= all { at - all } else { at }];
+            let id = visited(order, start + i);
             let slot = id.0 as usize;
             if let Some(feasible) = kept.and_then(|k| k.feasible(slot)) {
                 chunk.reused += 1;
@@ -330,10 +330,7 @@ fn evaluate(
             pass.visited += if take == room {
                 let last = chunk.feasible[take - 1];
                 (0..chunk.len)
-                    .position(|i| {
-                        let at = start + base + i;
-                        order[if at >= all { at - all } else { at }] == last
-                    })
+                    .position(|i| visited(order, start + base + i) == last)
                     .map_or(chunk.len, |offset| offset + 1)
             } else {
                 chunk.len
@@ -402,6 +399,17 @@ fn score_columns(
     (columns, took)
 }
 
+/// The node at position `at` of a walk round the visiting order `order`, where
+/// `at < 2 * order.len()`: one subtraction instead of a division per node.
+#[inline]
+fn visited(order: &[NodeId], at: usize) -> NodeId {
+    order[if at >= order.len() {
+        at - order.len()
+    } else {
+        at
+    }]
+}
+
 /// A pass's dense checks folded into one test a node: the label columns and masks, then one
 /// read of the node's row for every row test. A node that passes it needs only the checks
 /// without dense tables (`rest`); a node a table rejects is infeasible whatever the others
@@ -450,14 +458,8 @@ impl<'a> Fused<'a> {
     /// did not fit its field).
     #[inline]
     fn verdict(&self, slot: usize) -> Option<bool> {
-        let tables = self
-            .labels
-            .iter()
-            .all(|(column, value)| column.get(slot).copied().flatten() == Some(*value))
-            && self
-                .masks
-                .iter()
-                .all(|mask| mask.get(slot).copied().unwrap_or(false));
+        let tables =
+            labels_hold(&self.labels, slot) && self.masks.iter().all(|mask| mask_holds(mask, slot));
         if !tables {
             return Some(false);
         }
