@@ -30,6 +30,7 @@ mod error;
 mod indexes;
 mod node_fit;
 mod node_info;
+mod selector_objects;
 
 pub use changes::{ChangeLog, Cursor};
 pub use compaction::Compaction;
@@ -94,7 +95,7 @@ pub struct Cluster {
     /// Services, RCs, ReplicaSets, StatefulSets, at most one per (kind, namespace, name), in
     /// the order they were first added: rules that take the first selecting Service see the
     /// same one however often it is updated.
-    selector_objects: Vec<SelectorObject>,
+    selector_objects: selector_objects::SelectorObjects,
     /// PersistentVolumes by name.
     persistent_volumes: FxHashMap<String, PersistentVolume>,
     /// PersistentVolumeClaims by (namespace, name).
@@ -187,7 +188,7 @@ impl Cluster {
             free_pod_slots: Vec::new(),
             pod_by_key: FxHashMap::default(),
             namespaces: FxHashMap::default(),
-            selector_objects: Vec::new(),
+            selector_objects: selector_objects::SelectorObjects::default(),
             persistent_volumes: FxHashMap::default(),
             persistent_volume_claims: FxHashMap::default(),
             storage_classes: FxHashMap::default(),
@@ -765,10 +766,7 @@ impl Cluster {
             name: obj.meta.name.as_str().into(),
             selector,
         };
-        match self.selector_object_position(obj.kind, namespace, &obj.meta.name) {
-            Some(i) => self.selector_objects[i] = compiled,
-            None => self.selector_objects.push(compiled),
-        }
+        self.selector_objects.upsert(compiled);
     }
 
     /// Removes the selector object of that kind, namespace and name; false when there was
@@ -783,40 +781,30 @@ impl Cluster {
         let Some(ns) = self.interner.get(namespace) else {
             return false;
         };
-        let Some(i) = self.selector_object_position(kind, ns, name) else {
-            return false;
-        };
-        self.selector_objects.remove(i);
-        true
-    }
-
-    fn selector_object_position(
-        &self,
-        kind: SelectorKind,
-        namespace: Sym,
-        name: &str,
-    ) -> Option<usize> {
-        self.selector_objects
-            .iter()
-            .position(|o| o.kind == kind && o.namespace == namespace && *o.name == *name)
+        self.selector_objects.remove(kind, ns, name)
     }
 
     /// The Services, RCs, ReplicaSets and StatefulSets, in the order they were first added.
     pub fn selector_objects(&self) -> &[SelectorObject] {
-        &self.selector_objects
+        self.selector_objects.all()
     }
 
-    /// The selector objects of `kind` in the pod's namespace whose selector matches the pod.
-    pub fn selecting<'a>(
-        &'a self,
-        pod: &'a PodInfo,
-        kind: Option<SelectorKind>,
-    ) -> impl Iterator<Item = &'a SelectorObject> + 'a {
-        self.selector_objects.iter().filter(move |o| {
-            kind.is_none_or(|k| o.kind == k)
-                && o.namespace == pod.namespace
-                && o.selector.as_ref().is_some_and(|s| s.matches(&pod.labels))
-        })
+    /// The selector object of that kind, namespace and name.
+    pub fn selector_object(
+        &self,
+        kind: SelectorKind,
+        namespace: Sym,
+        name: &str,
+    ) -> Option<&SelectorObject> {
+        self.selector_objects.named(kind, namespace, name)
+    }
+
+    /// The selector objects of `kind` (any, if None) in the pod's namespace whose selector
+    /// matches the pod, in the order they were first added; found through an index of the
+    /// selectors' labels rather than by matching every selector.
+    pub fn selecting(&self, pod: &PodInfo, kind: Option<SelectorKind>) -> Vec<&SelectorObject> {
+        self.selector_objects
+            .selecting(pod.namespace, &pod.labels, kind)
     }
 
     // ---- storage ----

@@ -295,7 +295,7 @@ pub(super) fn canonical(c: &Cluster) -> BTreeMap<String, String> {
     }
     // In order: rules take the first Service that selects a pod.
     let objects: Vec<String> = c
-        .selector_objects
+        .selector_objects()
         .iter()
         .map(|o| {
             let mut syms = Vec::new();

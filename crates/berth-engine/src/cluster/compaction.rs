@@ -96,12 +96,7 @@ impl Cluster {
         for ns in self.namespaces.values_mut() {
             ns.labels.visit_symbols(f);
         }
-        for o in &mut self.selector_objects {
-            f(&mut o.namespace);
-            if let Some(s) = &mut o.selector {
-                s.visit_symbols(f);
-            }
-        }
+        self.selector_objects.visit_symbols(f);
         rekey(&mut self.label_index, |(k, v)| {
             f(k);
             f(v);

@@ -42,33 +42,21 @@ fn owner_kind(kind: &str) -> Option<SelectorKind> {
 }
 
 /// The non-empty selectors that together define the pods the pod spreads against: the
-/// Services selecting it and its controller owner's selector. Empty when nothing applies.
+/// Services selecting it and its controller owner's selector (all must match, so their order
+/// does not matter). Empty when nothing applies.
 pub(crate) fn spread_selectors<'c>(cluster: &'c Cluster, pod: &PodInfo) -> Vec<&'c Selector> {
     let owner = pod
         .pod
         .controller()
-        .and_then(|o| owner_kind(&o.kind).map(|k| (k, o.name.as_str())));
-    let mut owner_found = false;
-    let mut selectors = Vec::new();
-    for o in cluster.selector_objects() {
-        if o.namespace != pod.namespace {
-            continue;
-        }
-        let Some(sel) = &o.selector else { continue };
-        let wanted = match o.kind {
-            SelectorKind::Service => sel.matches(&pod.labels),
-            kind => {
-                let is_owner =
-                    !owner_found && owner.is_some_and(|(k, name)| k == kind && *o.name == *name);
-                owner_found |= is_owner;
-                is_owner
-            }
-        };
-        if wanted && !sel.is_empty() {
-            selectors.push(sel);
-        }
-    }
-    selectors
+        .and_then(|o| owner_kind(&o.kind).map(|k| (k, o.name.as_str())))
+        .and_then(|(kind, name)| cluster.selector_object(kind, pod.namespace, name));
+    cluster
+        .selecting(pod, Some(SelectorKind::Service))
+        .into_iter()
+        .chain(owner)
+        .filter_map(|o| o.selector.as_ref())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// Per node (indexed by `NodeId.0`), the number of assigned, non-terminating pods of

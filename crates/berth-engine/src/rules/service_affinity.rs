@@ -124,10 +124,9 @@ impl FilterRule for CheckServiceAffinity {
             }
         }
         let has_service = || {
-            cluster
+            !cluster
                 .selecting(pod, Some(SelectorKind::Service))
-                .next()
-                .is_some()
+                .is_empty()
         };
         if !missing.is_empty()
             && has_service()

@@ -161,7 +161,7 @@ impl ScoreRule for ServiceAntiAffinity {
         }
         let selector = cluster
             .selecting(ctx.pod, Some(SelectorKind::Service))
-            .next()
+            .first()
             .and_then(|s| s.selector.as_ref())
             .filter(|s| !s.is_empty());
         let counts = selector
