@@ -119,6 +119,9 @@ pub struct Cluster {
     /// How many nodes' preferAvoidPods annotations list any controller: with none, every
     /// node scores the same in NodePreferAvoidPods.
     avoiding_nodes: u32,
+    /// How many nodes carry a PreferNoSchedule taint: with none, every node scores the same
+    /// in TaintTolerationPriority.
+    soft_tainted_nodes: u32,
     /// Interned strings after the last compaction: the next one waits until the interner
     /// has grown past twice that (plus a floor), so compacting costs O(1) per string.
     interned_after_compaction: usize,
@@ -203,6 +206,7 @@ impl Cluster {
             scoring_terms: TermIndex::default(),
             image_node_counts: FxHashMap::default(),
             avoiding_nodes: 0,
+            soft_tainted_nodes: 0,
             interned_after_compaction: 0,
             protections: ProtectionState::default(),
             changes: ChangeLog::default(),
@@ -239,6 +243,7 @@ impl Cluster {
             *self.image_node_counts.entry(name.clone()).or_default() += 1;
         }
         self.avoiding_nodes += u32::from(!info.prefer_avoid.is_empty());
+        self.soft_tainted_nodes += u32::from(info.soft_tainted());
         self.node_by_name.insert(info.name().into(), id);
         let labels = info.labels.clone();
         let zone = self.zone_slot(info.zone_key);
@@ -307,6 +312,8 @@ impl Cluster {
         }
         self.avoiding_nodes -= u32::from(!old.prefer_avoid.is_empty());
         self.avoiding_nodes += u32::from(!fresh.prefer_avoid.is_empty());
+        self.soft_tainted_nodes -= u32::from(old.soft_tainted());
+        self.soft_tainted_nodes += u32::from(fresh.soft_tainted());
         let zone_changed = old.zone_key != fresh.zone_key;
         let fresh_zone = fresh.zone_key;
         old.node = fresh.node;
@@ -372,6 +379,7 @@ impl Cluster {
             uncount_image(&mut self.image_node_counts, img);
         }
         self.avoiding_nodes -= u32::from(!info.prefer_avoid.is_empty());
+        self.soft_tainted_nodes -= u32::from(info.soft_tainted());
         self.node_order = OnceLock::new();
         Some(*info.node)
     }
@@ -460,6 +468,11 @@ impl Cluster {
     /// How many nodes' preferAvoidPods annotations list any controller.
     pub fn avoiding_nodes(&self) -> u32 {
         self.avoiding_nodes
+    }
+
+    /// How many nodes carry a PreferNoSchedule taint.
+    pub fn soft_tainted_nodes(&self) -> u32 {
+        self.soft_tainted_nodes
     }
 
     /// How many nodes have an image (normalised name), for image-locality spread.

@@ -280,6 +280,10 @@ pub(super) fn canonical(c: &Cluster) -> BTreeMap<String, String> {
     assert!(images.values().all(|n| **n > 0), "an image on no node");
     put("images".into(), format!("{images:?}"));
     put("avoiding nodes".into(), c.avoiding_nodes.to_string());
+    put(
+        "soft-tainted nodes".into(),
+        c.soft_tainted_nodes.to_string(),
+    );
 
     // The other objects.
     for (ns, info) in &c.namespaces {

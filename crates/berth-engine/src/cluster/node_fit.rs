@@ -70,12 +70,7 @@ impl NodeFit {
                     .any(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)),
                 Self::HARD_TAINTS,
             ),
-            (
-                node.taints()
-                    .iter()
-                    .any(|t| t.effect == TaintEffect::PreferNoSchedule),
-                Self::SOFT_TAINTS,
-            ),
+            (node.soft_tainted(), Self::SOFT_TAINTS),
         ] {
             if set {
                 flags |= flag;

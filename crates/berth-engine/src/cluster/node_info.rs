@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use super::error::ClusterError;
 use super::indexes::remove_item;
 use crate::labels::{HoldsSymbols, Interner, Labels, Sym};
-use crate::model::{self, NodeConditions, Taint};
+use crate::model::{self, NodeConditions, Taint, TaintEffect};
 use crate::podinfo::PodInfo;
 use crate::resources::{PODS, RequestSum, Resources, clamp_i64};
 use crate::types::{HostPort, NodeId, PodId};
@@ -111,6 +111,14 @@ impl NodeInfo {
     /// The node's taints.
     pub fn taints(&self) -> &[Taint] {
         &self.taints
+    }
+
+    /// Whether the node carries a PreferNoSchedule taint (TaintTolerationPriority counts
+    /// only those).
+    pub fn soft_tainted(&self) -> bool {
+        self.taints
+            .iter()
+            .any(|t| t.effect == TaintEffect::PreferNoSchedule)
     }
 
     /// The node's conditions.

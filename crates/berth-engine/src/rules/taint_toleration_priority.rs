@@ -60,6 +60,11 @@ impl NodeScore for Score<'_> {
 
 impl ScoreRule for TaintTolerationPriority {
     fn prepare<'a>(&'a self, ctx: CycleContext<'a>) -> ScorePrep<'a> {
+        // With no PreferNoSchedule taint anywhere every node counts none, which upstream's
+        // reversed normalisation turns into the maximum for every node.
+        if ctx.cluster.soft_tainted_nodes() == 0 {
+            return ScorePrep::Constant(MAX_NODE_SCORE);
+        }
         let tolerations = ctx
             .pod
             .pod
@@ -126,5 +131,38 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "{name}");
         }
+    }
+
+    /// With no PreferNoSchedule taint on any node every node scores the maximum, without
+    /// asking any node; a node tainted later makes the rule count again.
+    #[test]
+    fn no_soft_taint_anywhere_scores_every_node_the_maximum() {
+        let mut cl = cluster(
+            vec![
+                node("clean").build(),
+                node("hard").taint("c", "3", NoSchedule).build(),
+            ],
+            vec![],
+        );
+        let info = cl.compile_pod(pod("p").build());
+        let ctx = CycleContext {
+            cluster: &cl,
+            pod: &info,
+            nominated: false,
+        };
+        assert!(matches!(
+            TaintTolerationPriority.prepare(ctx),
+            ScorePrep::Constant(MAX_NODE_SCORE)
+        ));
+        cl.upsert_node(node("clean").taint("a", "1", PreferNoSchedule).build())
+            .unwrap();
+        assert_eq!(cl.soft_tainted_nodes(), 1);
+        let got: Vec<i64> = run_score(&TaintTolerationPriority, &mut cl, pod("p").build())
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect();
+        assert_eq!(got, vec![0, 100]);
+        cl.remove_node("clean");
+        assert_eq!(cl.soft_tainted_nodes(), 0);
     }
 }
