@@ -86,18 +86,25 @@ fn signature_key(signature: &model::Pod) -> u64 {
 
 /// The rules that answered for a class: which filters check it and which score rules score
 /// it per node (indices into the scheduler's lists), with how long each answer holds (the
-/// checks' in order, then the scorers').
+/// checks' in order, then the scorers'), and which scorers' raw scores are kept
+/// ([`crate::framework::NodeScore::keeps_raw`]; the kept columns are those, in order).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Shape {
     pub checks: Vec<usize>,
     pub scorers: Vec<usize>,
     pub reuses: Vec<Reuse>,
+    pub kept: Vec<bool>,
 }
 
 impl Shape {
     /// Whether every rule can say how long its answers hold.
     pub fn reusable(&self) -> bool {
         !self.reuses.contains(&Reuse::Never)
+    }
+
+    /// How many scorers' raw scores are kept.
+    fn width(&self) -> usize {
+        self.kept.iter().filter(|k| **k).count()
     }
 
     /// The topology keys any rule counts pods in.
@@ -146,6 +153,8 @@ pub(crate) struct Answers {
     /// cache lines where a column per rule would cost a miss per rule.
     raw: Raw,
     width: usize,
+    /// A feasible node's kept raw scores, picked from every scorer's (reused for each).
+    row: Vec<i64>,
     /// What the last cycle over every node gathered, while it still holds.
     view: Option<View>,
 }
@@ -214,7 +223,8 @@ impl Answers {
         Some(stale)
     }
 
-    /// Keeps the answer for node slot `slot` (`raw` is empty for a node that fails).
+    /// Keeps the answer for node slot `slot`: `raw` has every scorer's raw score, of which
+    /// the kept ones are kept (empty for a node that fails).
     pub fn keep(&mut self, slot: usize, feasible: bool, raw: &[i64]) {
         if slot >= self.known.len() {
             return;
@@ -227,6 +237,15 @@ impl Answers {
             }
         }
         self.known[slot] = true;
+        let mut row = std::mem::take(&mut self.row);
+        row.clear();
+        row.extend(
+            raw.iter()
+                .zip(&self.shape.kept)
+                .filter(|(_, kept)| **kept)
+                .map(|(r, _)| *r),
+        );
+        let raw = &row[..];
         if self.feasible[slot] != feasible {
             self.view = None;
         } else if let Some(copy) = self.view.as_mut().and_then(|v| v.copy.as_mut())
@@ -239,10 +258,10 @@ impl Answers {
         }
         self.feasible[slot] = feasible;
         self.raw.set(slot * self.width, raw);
+        self.row = row;
     }
 
-    /// The kept raw scores of `nodes` (each known and feasible), one column per per-node
-    /// score rule. `whole`: `nodes` are every feasible node, in visiting order from this
+    /// The kept raw scores of `nodes` (each known and feasible), one column per kept scorer. `whole`: `nodes` are every feasible node, in visiting order from this
     /// start, which [`Answers::view`] then gives while they hold.
     pub fn columns(&mut self, nodes: &[NodeId], whole: Option<usize>) -> Vec<Vec<i64>> {
         let columns = self.gather(nodes);
@@ -261,7 +280,7 @@ impl Answers {
         self.raw.gather(self.width, nodes)
     }
 
-    /// Every feasible node in visiting order from `start`, with their raw score columns, when
+    /// Every feasible node in visiting order from `start`, with their kept raw score columns, when
     /// every answer is known and the last cycle over every node found them from there.
     pub fn view(&mut self, start: usize) -> Option<(Vec<NodeId>, Vec<Vec<i64>>)> {
         if !self.all_known() {
@@ -297,7 +316,7 @@ impl Answers {
         self.fresh = true;
         self.feasible.clear();
         self.feasible.resize(slots, false);
-        self.width = self.shape.scorers.len();
+        self.width = self.shape.width();
         self.raw = Raw::Narrow(vec![0; slots * self.width]);
     }
 
@@ -592,6 +611,7 @@ impl Classes {
             feasible: Vec::new(),
             raw: Raw::Narrow(Vec::new()),
             width: 0,
+            row: Vec::new(),
             view: None,
         });
         Some(self.classes.len() - 1)
@@ -603,10 +623,10 @@ impl Classes {
 }
 
 /// How many classes [`ANSWER_BUDGET`] keeps on this cluster, for a class scored by `shape`:
-/// per node slot, a verdict, a known flag, a raw score per score rule and a place in the
+/// per node slot, a verdict, a known flag, a raw score per kept score rule and a place in the
 /// view.
 fn capacity(cluster: &Cluster, shape: &Shape, budget: usize) -> usize {
-    let per_class = cluster.node_slots().max(1) * (2 + 4 + 4 * shape.scorers.len());
+    let per_class = cluster.node_slots().max(1) * (2 + 4 + 4 * shape.width());
     (budget / per_class).clamp(MIN_CLASSES, MAX_CLASSES)
 }
 

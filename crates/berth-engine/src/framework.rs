@@ -403,6 +403,13 @@ pub trait NodeScore: Send + Sync {
     fn reuse(&self) -> Reuse {
         Reuse::Never
     }
+    /// Whether a class keeps this rule's raw scores per node (see [`crate::classes`]). A rule
+    /// whose [`NodeScore::score_batch`] only reads what `prepare` computed (a count by node
+    /// slot, a placeholder) says no: scoring every feasible node again costs less than
+    /// keeping a copy and reading it back, and the copies kept are smaller.
+    fn keeps_raw(&self) -> bool {
+        true
+    }
 }
 
 /// The outcome of preparing a score rule for one pod.

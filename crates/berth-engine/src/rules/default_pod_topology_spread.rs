@@ -58,6 +58,11 @@ impl NodeScore for Score<'_> {
         Reuse::node_local()
     }
 
+    /// The raw score is a placeholder.
+    fn keeps_raw(&self) -> bool {
+        false
+    }
+
     /// The weights depend on the feasible nodes, which only [`NodeScore::normalize`] sees;
     /// the raw score is computed there.
     fn score(&self, _node: &crate::cluster::NodeInfo) -> i64 {

@@ -382,6 +382,15 @@ impl NodeScore for SpreadScore<'_> {
         0
     }
 
+    fn score_batch(&self, _cluster: &Cluster, _nodes: &[NodeId], out: &mut [i64]) {
+        out.fill(0);
+    }
+
+    /// The raw score is a placeholder.
+    fn keeps_raw(&self) -> bool {
+        false
+    }
+
     /// Upstream's Score and NormalizeScore over the feasible nodes. Nodes lacking a key are
     /// ignored and score 0. A constraint's weight is ln(domains + 2), the domains being the
     /// distinct values among the other feasible nodes (for the hostname key, their number);

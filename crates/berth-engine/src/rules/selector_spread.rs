@@ -113,6 +113,17 @@ impl NodeScore for Score<'_> {
             .map_or(0, i64::from)
     }
 
+    fn score_batch(&self, _cluster: &Cluster, nodes: &[NodeId], out: &mut [i64]) {
+        for (score, id) in out.iter_mut().zip(nodes) {
+            *score = self.counts.get(id.0 as usize).copied().map_or(0, i64::from);
+        }
+    }
+
+    /// The raw score is the prepared count by node slot.
+    fn keeps_raw(&self) -> bool {
+        false
+    }
+
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let max_node = scores.iter().copied().max().unwrap_or(0).max(0);
         let zone_of = self.cluster.zone_slots();

@@ -62,6 +62,11 @@ impl NodeScore for Score<'_> {
         Reuse::node_local()
     }
 
+    /// The raw score is the prepared count by node slot.
+    fn keeps_raw(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn score(&self, node: &NodeInfo) -> i64 {
         self.score_at(node.id.0 as usize, node)

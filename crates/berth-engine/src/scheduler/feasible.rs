@@ -111,6 +111,7 @@ pub(super) fn find(
                 .map(|c| c.reuse())
                 .chain(scorers.iter().map(|s| s.reuse()))
                 .collect(),
+            kept: scorers.iter().map(|s| s.keeps_raw()).collect(),
         })
         // A nominated pod changes what a node's filters see; nothing is kept then.
         .filter(|shape| nominated.is_none() && shape.reusable())
@@ -128,8 +129,8 @@ pub(super) fn find(
         .and_then(|answers| answers.view(walk.start));
     let mut pass = match viewed {
         Some((feasible, columns)) => Pass {
+            columns: with_unkept(cluster, scorers, columns, &feasible),
             feasible,
-            columns,
             gathered: true,
             visited: all,
             asked: Asked::new(0),
@@ -151,7 +152,8 @@ pub(super) fn find(
         }
         if !pass.gathered {
             let whole = (pass.visited == all).then_some(walk.start);
-            pass.columns = answers.columns(&pass.feasible, whole);
+            let columns = answers.columns(&pass.feasible, whole);
+            pass.columns = with_unkept(cluster, scorers, columns, &pass.feasible);
         }
         let asked = (pass.asked.len() + asked_first) as u64;
         let reused = (pass.reused - asked_first.min(pass.reused)) as u64;
@@ -163,6 +165,34 @@ pub(super) fn find(
         columns: pass.columns,
         visited: pass.visited,
     }
+}
+
+/// A class's kept raw score columns with those of the scorers whose raw scores it does not
+/// keep ([`NodeScore::keeps_raw`]) scored afresh over `feasible`: one column per scorer, in
+/// order.
+fn with_unkept(
+    cluster: &Cluster,
+    scorers: &[&dyn NodeScore],
+    kept: Vec<Vec<i64>>,
+    feasible: &[NodeId],
+) -> Vec<Vec<i64>> {
+    if scorers.iter().all(|s| s.keeps_raw()) {
+        return kept;
+    }
+    let mut kept = kept.into_iter();
+    scorers
+        .iter()
+        .map(|s| {
+            if s.keeps_raw() {
+                kept.next()
+                    .expect("a class keeps one column per scorer that keeps raw scores")
+            } else {
+                let mut column = vec![0; feasible.len()];
+                s.score_batch(cluster, feasible, &mut column);
+                column
+            }
+        })
+        .collect()
 }
 
 /// Where a pass starts in visiting order, and how many feasible nodes it looks for.
