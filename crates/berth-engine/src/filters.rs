@@ -98,10 +98,14 @@ impl<'a> PreparedFilters<'a> {
             filters,
             check_all,
         };
+        // One clock read per rule: each rule's time ends where the next one's starts (the
+        // reads were a few percent of a cycle of equal pods).
+        let mut started = Instant::now();
         for (index, f) in filters.iter().enumerate() {
-            let started = Instant::now();
             let prep = f.rule.prepare(ctx);
-            timed(index, started.elapsed());
+            let now = Instant::now();
+            timed(index, now - started);
+            started = now;
             match prep {
                 FilterPrep::Skip => {}
                 FilterPrep::Check(c) => {

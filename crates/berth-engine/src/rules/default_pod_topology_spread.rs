@@ -23,7 +23,7 @@ use crate::framework::{
     CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule, map_scores_within,
 };
 use crate::labels::Sym;
-use crate::rules::domain_rows::DomainRows;
+use crate::rules::domain_rows::{DomainRows, NO_DOMAIN};
 use crate::rules::pod_topology_spread::{EvenPodsSpreadPriority, matches_required_node_affinity};
 use crate::rules::selector_spread::{count_per_node, spread_selectors};
 
@@ -111,17 +111,40 @@ impl Score<'_> {
                 count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64
             })
             .collect();
-        let (mut low, mut high) = (i64::MAX, i64::MIN);
-        for ((id, zone), s) in nodes.iter().zip(&domains.of).zip(scores.iter_mut()) {
+        let raw_of = |host: Option<u32>, zone: u32| {
             let mut raw = 0f64;
-            if at(host_column, *id).is_some() {
-                let count = self.per_node[id.0 as usize];
+            if let Some(count) = host {
                 raw += f64::from(count) * host_weight + (HOSTNAME_MAX_SKEW - 1) as f64;
             }
-            if let Some(term) = zone_terms.get(*zone as usize) {
+            if let Some(term) = zone_terms.get(zone as usize) {
                 raw += *term;
             }
-            *s = raw as i64;
+            raw as i64
+        };
+        // Most nodes run no matching pod: their raw score follows from whether they carry
+        // the hostname label and their zone alone, so it is computed once per zone (by the
+        // same arithmetic) and read; the nodes running some are computed one by one.
+        let unlabelled_zone = zone_terms.len();
+        let empty: Vec<[i64; 2]> = (0..=unlabelled_zone)
+            .map(|z| {
+                let zone = if z == unlabelled_zone {
+                    NO_DOMAIN
+                } else {
+                    z as u32
+                };
+                [raw_of(None, zone), raw_of(Some(0), zone)]
+            })
+            .collect();
+        let (mut low, mut high) = (i64::MAX, i64::MIN);
+        for ((id, zone), s) in nodes.iter().zip(&domains.of).zip(scores.iter_mut()) {
+            let labelled = at(host_column, *id).is_some();
+            let count = self.per_node[id.0 as usize];
+            *s = if count == 0 {
+                let z = (*zone as usize).min(unlabelled_zone);
+                empty[z][usize::from(labelled)]
+            } else {
+                raw_of(labelled.then_some(count), *zone)
+            };
             low = low.min(*s);
             high = high.max(*s);
         }

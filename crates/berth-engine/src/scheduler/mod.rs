@@ -549,17 +549,20 @@ impl Scheduler {
         timings: &mut Vec<RuleTiming>,
         ctx: CycleContext<'a>,
     ) -> Vec<ScorePrep<'a>> {
+        // One clock read per rule, as for the filters.
+        let mut started = Instant::now();
         scores
             .iter()
             .enumerate()
             .map(|(index, s)| {
-                let started = Instant::now();
                 let prep = s.rule.prepare(ctx);
+                let now = Instant::now();
                 timings.push(RuleTiming {
                     index,
                     point: ExtensionPoint::PreScore,
-                    elapsed: started.elapsed(),
+                    elapsed: now - started,
                 });
+                started = now;
                 prep
             })
             .collect()
