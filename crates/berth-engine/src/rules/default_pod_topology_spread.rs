@@ -248,6 +248,37 @@ mod tests {
         assert_eq!(got, vec![("a".into(), 33), ("n".into(), 100)]);
     }
 
+    /// Nodes with and without each key, running matching pods or none (the nodes running
+    /// none read a raw score computed once per zone). Weights: hostname ln(5 + 2) = 1.946,
+    /// zone ln(2 + 1 + 2) = 1.609 (z1, z2 and the nodes without a zone); zone sums: z1 2,
+    /// z2 one. Raw: a = 2·1.946 + 2 + 2·1.609 + 4 = 13.11, so 13; b = 2 + 7.22, so 9;
+    /// c = 1.946 + 2 (no zone), so 3; d = 1.609 + 4 (no hostname), so 5; e = 0.
+    /// Normalised, 100·(13 + 0 - raw)/13: a 0, b 30, c 76, d 61, e 100.
+    #[test]
+    fn nodes_running_none_score_as_computed_one_by_one() {
+        let got = scores(
+            vec![
+                zoned("a", "z1"),
+                zoned("b", "z1"),
+                node("c").build(),
+                node("d").label(ZONE, "z2").unlabel(HOST).build(),
+                node("e").unlabel(HOST).build(),
+            ],
+            vec![
+                web("w1").on("a").build(),
+                web("w2").on("a").build(),
+                web("w3").on("c").build(),
+                web("w4").on("d").build(),
+            ],
+            web("p").build(),
+        );
+        let want: Vec<(String, i64)> = [("a", 0), ("b", 30), ("c", 76), ("d", 61), ("e", 100)]
+            .iter()
+            .map(|(n, s)| (n.to_string(), *s))
+            .collect();
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn no_selector_scores_100() {
         let mut cl = cluster(vec![zoned("a", "z1"), zoned("b", "z2")], vec![]);
