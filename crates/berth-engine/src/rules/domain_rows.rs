@@ -72,8 +72,21 @@ impl Domains {
     }
 
     fn holds(&self, cluster: &Cluster, key: Sym, nodes: &[NodeId]) -> bool {
-        self.key == key && self.epoch == cluster.changes().epoch() && self.nodes == nodes
+        self.key == key && self.epoch == cluster.changes().epoch() && same_nodes(&self.nodes, nodes)
     }
+}
+
+/// Whether two node lists are equal. The lists run to every feasible node and are compared
+/// for every pod; comparing a block at a time without stopping inside it lets the compiler
+/// use vector compares, where a slice of `NodeId`s (not a primitive) compares one by one.
+fn same_nodes(a: &[NodeId], b: &[NodeId]) -> bool {
+    const BLOCK: usize = 64;
+    a.len() == b.len()
+        && a.chunks(BLOCK).zip(b.chunks(BLOCK)).all(|(x, y)| {
+            x.iter()
+                .zip(y)
+                .fold(true, |same, (p, q)| same & (p.0 == q.0))
+        })
 }
 
 /// A rule's kept [`Domains`], newest first.
@@ -107,6 +120,20 @@ impl DomainRows {
 mod tests {
     use super::*;
     use crate::testkit::*;
+
+    /// Lists are equal only when every node is, past a block's end too.
+    #[test]
+    fn same_nodes_compares_every_node() {
+        let a: Vec<NodeId> = (0..130).map(NodeId).collect();
+        assert!(same_nodes(&a, &a.clone()));
+        assert!(!same_nodes(&a, &a[..129]));
+        for at in [0, 63, 64, 129] {
+            let mut b = a.clone();
+            b[at] = NodeId(1000);
+            assert!(!same_nodes(&a, &b), "differs at {at}");
+        }
+        assert!(same_nodes(&[], &[]));
+    }
 
     #[test]
     fn domains_are_kept_while_nodes_and_labels_hold() {

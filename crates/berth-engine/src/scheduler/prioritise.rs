@@ -236,8 +236,9 @@ fn raw_columns_of(
 /// Each node's weighted sum of its normalised scores, saturating at the ends of i64. While
 /// every score lies in `0..=limit`, where `limit` times the summed weights fits beside the
 /// constant part, no sum can come near the ends, so plain arithmetic gives the same sums;
-/// the loops check that as they add, in the same passes (the cycle runs this over every
-/// feasible node for every pod). A score outside it sums again, saturating.
+/// the loops check that (a little more strictly) as they add, in the same passes (the cycle
+/// runs this over every feasible node for every pod). A score outside it sums again,
+/// saturating.
 pub(super) fn weighted_totals(
     constant: i64,
     columns: &[Column],
@@ -259,17 +260,33 @@ pub(super) fn weighted_totals(
         .saturating_sub(constant.unsigned_abs()))
         / weight_sum.max(1);
     let mut totals = vec![constant; len];
-    let mut within = true;
-    // Up to three columns per pass over the nodes: each total is read and written once per
+    // Every score is checked against the largest all-ones mask within `limit` by OR-ing them
+    // together: a stricter test than `<= limit` (a score past the mask sums again, exactly),
+    // but one that, unlike a 64-bit compare, the baseline SIMD has, so the loops vectorise.
+    // (`limit` is at most i64::MAX, so `limit + 1` does not overflow.)
+    let bits = u64::BITS - (limit + 1).leading_zeros();
+    let mask = (1u64 << (bits - 1)) - 1;
+    let mut seen = 0u64;
+    // Up to four columns per pass over the nodes: each total is read and written once per
     // pass rather than once per column, which at tens of thousands of nodes is most of the
     // memory traffic.
     let weighted: Vec<(&Vec<i64>, i64)> = values().collect();
-    let ok = |s: i64| (s as u64) <= limit;
-    for group in weighted.chunks(3) {
+    for group in weighted.chunks(4) {
         match group {
+            [(a, wa), (b, wb), (c, wc), (d, wd)] => {
+                let rows = totals.iter_mut().zip(*a).zip(*b).zip(*c).zip(*d);
+                for ((((t, x), y), z), v) in rows {
+                    seen |= (*x | *y | *z | *v) as u64;
+                    *t = t
+                        .wrapping_add(x.wrapping_mul(*wa))
+                        .wrapping_add(y.wrapping_mul(*wb))
+                        .wrapping_add(z.wrapping_mul(*wc))
+                        .wrapping_add(v.wrapping_mul(*wd));
+                }
+            }
             [(a, wa), (b, wb), (c, wc)] => {
                 for (((t, x), y), z) in totals.iter_mut().zip(*a).zip(*b).zip(*c) {
-                    within &= ok(*x) & ok(*y) & ok(*z);
+                    seen |= (*x | *y | *z) as u64;
                     *t = t
                         .wrapping_add(x.wrapping_mul(*wa))
                         .wrapping_add(y.wrapping_mul(*wb))
@@ -278,7 +295,7 @@ pub(super) fn weighted_totals(
             }
             [(a, wa), (b, wb)] => {
                 for ((t, x), y) in totals.iter_mut().zip(*a).zip(*b) {
-                    within &= ok(*x) & ok(*y);
+                    seen |= (*x | *y) as u64;
                     *t = t
                         .wrapping_add(x.wrapping_mul(*wa))
                         .wrapping_add(y.wrapping_mul(*wb));
@@ -287,14 +304,14 @@ pub(super) fn weighted_totals(
             _ => {
                 for (values, weight) in group {
                     for (t, x) in totals.iter_mut().zip(*values) {
-                        within &= ok(*x);
+                        seen |= *x as u64;
                         *t = t.wrapping_add(x.wrapping_mul(*weight));
                     }
                 }
             }
         }
     }
-    if !within {
+    if seen > mask {
         totals.fill(constant);
         for (values, weight) in values() {
             for (t, s) in totals.iter_mut().zip(values) {

@@ -111,7 +111,7 @@ fn weighted_totals_saturate_only_where_plain_sums_would_overflow() {
             vec![35, 215],
         ),
         (
-            "four columns: three in one pass, then one",
+            "four columns in one pass",
             1,
             vec![
                 values(&[1, 2]),
@@ -122,6 +122,13 @@ fn weighted_totals_saturate_only_where_plain_sums_would_overflow() {
             ],
             vec![1, 2, 7, 3, 5],
             vec![1 + 1 + 20 + 300 + 15, 1 + 2 + 40 + 20],
+        ),
+        (
+            "six columns: four in one pass, then two",
+            0,
+            (1..=6).map(|c| values(&[c, 10 * c])).collect(),
+            vec![1, 2, 3, 4, 5, 6],
+            vec![1 + 4 + 9 + 16 + 25 + 36, 10 + 40 + 90 + 160 + 250 + 360],
         ),
         (
             "three columns, the last one far too large, saturate",
