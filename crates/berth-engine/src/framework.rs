@@ -416,6 +416,14 @@ pub trait NodeScore: Send + Sync {
 pub enum ScorePrep<'a> {
     /// Every node gets this (already normalised) score.
     Constant(i64),
+    /// Every node has the raw score `raw`, which normalises to `normalized` (explanations
+    /// show both, as for a per-node rule).
+    Uniform {
+        /// The raw score of every node.
+        raw: i64,
+        /// Its normalised score.
+        normalized: i64,
+    },
     /// Score each node, then normalise.
     PerNode(Box<dyn NodeScore + 'a>),
 }

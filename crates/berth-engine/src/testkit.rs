@@ -575,7 +575,9 @@ pub fn run_score_on(
         nominated: false,
     };
     let scores = match rule.prepare(ctx) {
-        ScorePrep::Constant(v) => vec![v; feasible.len()],
+        ScorePrep::Constant(v) | ScorePrep::Uniform { normalized: v, .. } => {
+            vec![v; feasible.len()]
+        }
         ScorePrep::PerNode(s) => {
             let mut raw: Vec<i64> = feasible
                 .iter()

@@ -63,7 +63,10 @@ impl ScoreRule for TaintTolerationPriority {
         // With no PreferNoSchedule taint anywhere every node counts none, which upstream's
         // reversed normalisation turns into the maximum for every node.
         if ctx.cluster.soft_tainted_nodes() == 0 {
-            return ScorePrep::Constant(MAX_NODE_SCORE);
+            return ScorePrep::Uniform {
+                raw: 0,
+                normalized: MAX_NODE_SCORE,
+            };
         }
         let tolerations = ctx
             .pod
@@ -152,7 +155,10 @@ mod tests {
         };
         assert!(matches!(
             TaintTolerationPriority.prepare(ctx),
-            ScorePrep::Constant(MAX_NODE_SCORE)
+            ScorePrep::Uniform {
+                raw: 0,
+                normalized: MAX_NODE_SCORE
+            }
         ));
         cl.upsert_node(node("clean").taint("a", "1", PreferNoSchedule).build())
             .unwrap();

@@ -35,7 +35,7 @@ pub(super) fn per_node<'p>(preps: &'p [ScorePrep<'_>]) -> Vec<&'p dyn NodeScore>
         .iter()
         .filter_map(|p| match p {
             ScorePrep::PerNode(s) => Some(s.as_ref()),
-            ScorePrep::Constant(_) => None,
+            ScorePrep::Constant(_) | ScorePrep::Uniform { .. } => None,
         })
         .collect()
 }
@@ -176,7 +176,7 @@ fn normalized_columns(
     let jobs: Vec<Job<'_>> = preps
         .iter()
         .map(|p| match p {
-            ScorePrep::Constant(v) => Job::Constant(*v),
+            ScorePrep::Constant(v) | ScorePrep::Uniform { normalized: v, .. } => Job::Constant(*v),
             ScorePrep::PerNode(s) => Job::Normalize(
                 s.as_ref(),
                 raw.next()
@@ -222,7 +222,7 @@ fn raw_columns_of(
     preps
         .iter()
         .map(|p| match p {
-            ScorePrep::Constant(v) => Column::Constant(*v),
+            ScorePrep::Constant(v) | ScorePrep::Uniform { raw: v, .. } => Column::Constant(*v),
             ScorePrep::PerNode(_) => Column::Values(
                 per_node
                     .next()
