@@ -153,8 +153,6 @@ pub(crate) struct Answers {
     /// cache lines where a column per rule would cost a miss per rule.
     raw: Raw,
     width: usize,
-    /// A feasible node's kept raw scores, picked from every scorer's (reused for each).
-    row: Vec<i64>,
     /// What the last cycle over every node gathered, while it still holds.
     view: Option<View>,
 }
@@ -223,8 +221,8 @@ impl Answers {
         Some(stale)
     }
 
-    /// Keeps the answer for node slot `slot`: `raw` has every scorer's raw score, of which
-    /// the kept ones are kept (empty for a node that fails).
+    /// Keeps the answer for node slot `slot`: `raw` holds the raw scores of the scorers
+    /// whose scores the class keeps, in order (empty for a node that fails).
     pub fn keep(&mut self, slot: usize, feasible: bool, raw: &[i64]) {
         if slot >= self.known.len() {
             return;
@@ -237,15 +235,6 @@ impl Answers {
             }
         }
         self.known[slot] = true;
-        let mut row = std::mem::take(&mut self.row);
-        row.clear();
-        row.extend(
-            raw.iter()
-                .zip(&self.shape.kept)
-                .filter(|(_, kept)| **kept)
-                .map(|(r, _)| *r),
-        );
-        let raw = &row[..];
         if self.feasible[slot] != feasible {
             self.view = None;
         } else if let Some(copy) = self.view.as_mut().and_then(|v| v.copy.as_mut())
@@ -258,11 +247,11 @@ impl Answers {
         }
         self.feasible[slot] = feasible;
         self.raw.set(slot * self.width, raw);
-        self.row = row;
     }
 
-    /// The kept raw scores of `nodes` (each known and feasible), one column per kept scorer. `whole`: `nodes` are every feasible node, in visiting order from this
-    /// start, which [`Answers::view`] then gives while they hold.
+    /// The kept raw scores of `nodes` (each known and feasible), one column per kept scorer.
+    /// `whole`: `nodes` are every feasible node, in visiting order from this start, which
+    /// [`Answers::view`] then gives while they hold.
     pub fn columns(&mut self, nodes: &[NodeId], whole: Option<usize>) -> Vec<Vec<i64>> {
         let columns = self.gather(nodes);
         let slots = self.known.len();
@@ -280,8 +269,8 @@ impl Answers {
         self.raw.gather(self.width, nodes)
     }
 
-    /// Every feasible node in visiting order from `start`, with their kept raw score columns, when
-    /// every answer is known and the last cycle over every node found them from there.
+    /// Every feasible node in visiting order from `start`, with their kept raw score columns,
+    /// when every answer is known and the last cycle over every node found them from there.
     pub fn view(&mut self, start: usize) -> Option<(Vec<NodeId>, Vec<Vec<i64>>)> {
         if !self.all_known() {
             return None;
@@ -611,7 +600,6 @@ impl Classes {
             feasible: Vec::new(),
             raw: Raw::Narrow(Vec::new()),
             width: 0,
-            row: Vec::new(),
             view: None,
         });
         Some(self.classes.len() - 1)

@@ -21,8 +21,9 @@ use super::SelectorObject;
 #[derive(Debug, Default)]
 pub(super) struct SelectorObjects {
     objects: Vec<SelectorObject>,
-    /// Positions in `objects` by kind, namespace and name (upserts replace in place).
-    by_name: FxHashMap<(SelectorKind, Sym, Box<str>), u32>,
+    /// Positions in `objects` by kind and namespace, then name (upserts replace in place;
+    /// the names are a map of their own so a lookup by `&str` allocates nothing).
+    by_name: FxHashMap<(SelectorKind, Sym), FxHashMap<Box<str>, u32>>,
     /// Positions of objects with an `In` requirement, under every label it accepts.
     by_label: FxHashMap<(Sym, Sym, Sym), Vec<u32>>,
     /// Positions of objects whose selector has requirements but no `In` one, or none at all.
@@ -37,9 +38,8 @@ impl SelectorObjects {
 
     /// Adds `object`, or replaces the one of its kind, namespace and name in place.
     pub fn upsert(&mut self, object: SelectorObject) {
-        let key = (object.kind, object.namespace, object.name.clone());
-        match self.by_name.get(&key) {
-            Some(&at) => {
+        match self.position(object.kind, object.namespace, &object.name) {
+            Some(at) => {
                 self.unfile(at);
                 self.objects[at as usize] = object;
                 self.file(at);
@@ -47,7 +47,7 @@ impl SelectorObjects {
             None => {
                 let at = self.objects.len() as u32;
                 self.objects.push(object);
-                self.by_name.insert(key, at);
+                self.name(at);
                 self.file(at);
             }
         }
@@ -56,11 +56,7 @@ impl SelectorObjects {
     /// Removes the object of that kind, namespace and name; false when there was none. The
     /// others keep their order (and so move down one position: the index is rebuilt).
     pub fn remove(&mut self, kind: SelectorKind, namespace: Sym, name: &str) -> bool {
-        let Some(at) = self
-            .by_name
-            .get(&(kind, namespace, Box::from(name)))
-            .copied()
-        else {
+        let Some(at) = self.position(kind, namespace, name) else {
             return false;
         };
         self.objects.remove(at as usize);
@@ -70,9 +66,8 @@ impl SelectorObjects {
 
     /// The object of that kind, namespace and name.
     pub fn named(&self, kind: SelectorKind, namespace: Sym, name: &str) -> Option<&SelectorObject> {
-        self.by_name
-            .get(&(kind, namespace, Box::from(name)))
-            .map(|at| &self.objects[*at as usize])
+        self.position(kind, namespace, name)
+            .map(|at| &self.objects[at as usize])
     }
 
     /// The objects of namespace `namespace` (and of `kind`, if given) whose selector matches
@@ -119,11 +114,23 @@ impl SelectorObjects {
         self.by_label.clear();
         self.unindexed.clear();
         for at in 0..self.objects.len() as u32 {
-            let o = &self.objects[at as usize];
-            self.by_name
-                .insert((o.kind, o.namespace, o.name.clone()), at);
+            self.name(at);
             self.file(at);
         }
+    }
+
+    /// The position of the object of that kind, namespace and name.
+    fn position(&self, kind: SelectorKind, namespace: Sym, name: &str) -> Option<u32> {
+        self.by_name.get(&(kind, namespace))?.get(name).copied()
+    }
+
+    /// Files the object at `at` under its kind, namespace and name.
+    fn name(&mut self, at: u32) {
+        let o = &self.objects[at as usize];
+        self.by_name
+            .entry((o.kind, o.namespace))
+            .or_default()
+            .insert(o.name.clone(), at);
     }
 
     /// Files the object at `at` in the label index (an object without a selector selects

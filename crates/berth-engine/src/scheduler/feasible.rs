@@ -120,7 +120,7 @@ pub(super) fn find(
     if let Some(answers) = kept.as_deref_mut()
         && let Some(nodes) = answers.few_unknown(stale_cap(all))
     {
-        ask_few(cluster, prepared, scorers, &nodes, answers);
+        ask_few(cluster, prepared, &keeping(scorers), &nodes, answers);
         asked_first = nodes.len();
     }
     let viewed = kept
@@ -165,6 +165,12 @@ pub(super) fn find(
         columns: pass.columns,
         visited: pass.visited,
     }
+}
+
+/// The scorers whose raw scores a class keeps ([`NodeScore::keeps_raw`]), in order: the
+/// ones a pass with a class asks about the nodes it has no answer for.
+fn keeping<'s>(scorers: &[&'s dyn NodeScore]) -> Vec<&'s dyn NodeScore> {
+    scorers.iter().copied().filter(|s| s.keeps_raw()).collect()
 }
 
 /// A class's kept raw score columns with those of the scorers whose raw scores it does not
@@ -224,12 +230,18 @@ fn evaluate(
     if let Some(k) = kept.filter(|k| k.all_known()) {
         return walk_kept(order, walk, k);
     }
+    // With a class, the scorers whose raw scores it keeps, for the nodes asked.
+    let asking = if kept.is_some() {
+        keeping(scorers)
+    } else {
+        Vec::new()
+    };
     let run = |range: Range<usize>| {
         let began = Instant::now();
         let mut chunk = Chunk {
             len: range.len(),
             feasible: Vec::with_capacity(range.len()),
-            asked: Asked::new(scorers.len()),
+            asked: Asked::new(asking.len()),
             reused: 0,
             took: Duration::ZERO,
         };
@@ -287,8 +299,8 @@ fn evaluate(
             // The raw scores of the nodes asked go to the class's answers, and the cycle
             // gathers every feasible node's from there. (Without a class, the pass scores
             // the feasible nodes it keeps once they are gathered: see `score_columns`.)
-            let mut columns = vec![vec![0; asked_feasible.len()]; scorers.len()];
-            for (column, s) in columns.iter_mut().zip(scorers) {
+            let mut columns = vec![vec![0; asked_feasible.len()]; asking.len()];
+            for (column, s) in columns.iter_mut().zip(&asking) {
                 s.score_batch(cluster, &asked_feasible, column);
             }
             chunk.asked.raw_rows(&columns);
@@ -301,7 +313,7 @@ fn evaluate(
         columns: Vec::new(),
         gathered: false,
         visited: 0,
-        asked: Asked::new(scorers.len()),
+        asked: Asked::new(asking.len()),
         reused: 0,
     };
     // What the pass cost, for the estimate that decides the next passes' split.
@@ -532,7 +544,8 @@ fn first_rejecting(
 }
 
 /// Asks the rules about `nodes` (a class's few nodes without a kept answer) and keeps the
-/// answers, so that the pass can walk kept verdicts alone.
+/// answers (the raw scores of `scorers`, those the class keeps), so that the pass can walk
+/// kept verdicts alone.
 fn ask_few(
     cluster: &Cluster,
     prepared: &PreparedFilters<'_>,
