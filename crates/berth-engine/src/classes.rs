@@ -292,6 +292,26 @@ impl Answers {
         Some((view.feasible.clone(), columns))
     }
 
+    /// Every feasible node in visiting order from `start`, when every answer is known and
+    /// the last cycle over every node found them from there (as [`Answers::view`], without
+    /// the scores).
+    pub fn view_nodes(&self, start: usize) -> Option<&[NodeId]> {
+        self.view
+            .as_ref()
+            .filter(|v| v.start == start && self.all_known())
+            .map(|v| v.feasible.as_slice())
+    }
+
+    /// Each of `nodes`' kept raw scores times `weights` (one per kept scorer, in order),
+    /// summed with `base`, in the order of `nodes`; None when a kept score lies outside
+    /// `0..=SUMMED_MAX` (the caller checked that sums of scores within it cannot overflow).
+    pub fn weighted_sums(&self, nodes: &[NodeId], weights: &[i64], base: i64) -> Option<Vec<i64>> {
+        match &self.raw {
+            Raw::Narrow(raw) => weighted_sums(raw, self.width, nodes, weights, base),
+            Raw::Wide(raw) => weighted_sums(raw, self.width, nodes, weights, base),
+        }
+    }
+
     /// Forgets everything, sized for the cluster's node slots and the shape's scorers.
     fn reset(&mut self, cluster: &Cluster) {
         let slots = cluster.node_slots();
@@ -411,6 +431,36 @@ fn gather<T: Copy + Into<i64>>(raw: &[T], width: usize, nodes: &[NodeId]) -> Vec
         }
     }
     columns
+}
+
+/// The largest kept raw score [`Answers::weighted_sums`] adds: an all-ones mask, so that
+/// OR-ing every score together checks them all (a negative one sets the high bits).
+pub(crate) const SUMMED_MAX: i64 = 127;
+
+fn weighted_sums<T: Copy + Into<i64>>(
+    raw: &[T],
+    width: usize,
+    nodes: &[NodeId],
+    weights: &[i64],
+    base: i64,
+) -> Option<Vec<i64>> {
+    let mut seen = 0u64;
+    let sums = nodes
+        .iter()
+        .map(|id| {
+            let at = id.0 as usize * width;
+            raw[at..at + width]
+                .iter()
+                .zip(weights)
+                .fold(base, |total, (r, w)| {
+                    let r: i64 = (*r).into();
+                    seen |= r as u64;
+                    // Wrapping: a sum of scores past SUMMED_MAX is thrown away below.
+                    total.wrapping_add(r.wrapping_mul(*w))
+                })
+        })
+        .collect();
+    (seen <= SUMMED_MAX as u64).then_some(sums)
 }
 
 /// How many forgotten nodes a class lists for asking at once: the few-unknown threshold of

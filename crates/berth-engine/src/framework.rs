@@ -410,6 +410,43 @@ pub trait NodeScore: Send + Sync {
     fn keeps_raw(&self) -> bool {
         true
     }
+    /// Whether [`NodeScore::normalize`] leaves every raw score as it is (a rule whose raw
+    /// score is already in range): a cycle that sums kept raw scores into totals may then
+    /// skip normalising. The default says no.
+    fn normalizes_to_itself(&self) -> bool {
+        false
+    }
+    /// The normalised scores of `nodes` (every feasible node of the cycle, in visiting
+    /// order), grouped, when the rule can give them so: most spreading scores depend only
+    /// on a node's topology domain once the few nodes running matching pods are set apart,
+    /// so a cycle reads a table instead of normalising a column. `feasible` says whether a
+    /// node is among `nodes`. The default gives None: the cycle normalises as usual.
+    fn grouped(&self, _nodes: &[NodeId], _feasible: &dyn Fn(NodeId) -> bool) -> Option<Grouped> {
+        None
+    }
+}
+
+/// A rule's normalised scores of a cycle's feasible nodes, by group (see
+/// [`NodeScore::grouped`]): node `i` of the list scores `table[groups[i]]`, a group past the
+/// table's end reading its last entry (the nodes without the rule's label), unless it is
+/// listed in `apart` with a score of its own. Must agree with `normalize`.
+#[derive(Debug, Clone)]
+pub struct Grouped {
+    /// Each node's group, in the order of the nodes given.
+    pub groups: Arc<[u32]>,
+    /// Each group's normalised score; never empty.
+    pub table: Vec<i64>,
+    /// The nodes scored apart, each at most once, with their normalised scores.
+    pub apart: Vec<(NodeId, i64)>,
+}
+
+impl Grouped {
+    /// The score of node `i` of the list, unless it is set apart.
+    #[inline]
+    pub fn group_score(&self, i: usize) -> i64 {
+        let last = self.table.len() - 1;
+        self.table[(self.groups[i] as usize).min(last)]
+    }
 }
 
 /// The outcome of preparing a score rule for one pod.

@@ -35,6 +35,11 @@ fn balance(usage: [Option<(i64, i64)>; 2]) -> i64 {
 }
 
 impl NodeScore for Score<'_> {
+    /// The score is already in 0..=MAX_NODE_SCORE; upstream's plugin has no NormalizeScore.
+    fn normalizes_to_itself(&self) -> bool {
+        true
+    }
+
     /// Reusable across a class while the node is unchanged: The node's requests and allocatable, and the pod's.
     fn reuse(&self) -> Reuse {
         Reuse::node_local()

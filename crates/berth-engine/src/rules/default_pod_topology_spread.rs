@@ -16,14 +16,17 @@
 //!   and truncated, then `100 * (max + min - raw) / max` over the feasible nodes (100 for
 //!   every node when max is 0).
 
+use std::sync::{Arc, Mutex};
+
 use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId};
 use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule, map_scores_within,
+    CycleContext, Grouped, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule,
+    map_scores_within,
 };
 use crate::labels::Sym;
-use crate::rules::domain_rows::{DomainRows, NO_DOMAIN};
+use crate::rules::domain_rows::{DomainRows, Domains, NO_DOMAIN};
 use crate::rules::pod_topology_spread::{EvenPodsSpreadPriority, matches_required_node_affinity};
 use crate::rules::selector_spread::{count_per_node, spread_selectors};
 
@@ -41,6 +44,33 @@ const ZONE_MAX_SKEW: i64 = 5;
 pub struct DefaultPodTopologySpread {
     /// The feasible nodes' zones, kept for the next pod's cycle over the same nodes.
     rows: DomainRows,
+    /// Whether every node carries the hostname label, as of a cluster epoch (node labels
+    /// change only with the epoch): then a node's raw score follows from its zone alone
+    /// unless it runs a matching pod, which [`NodeScore::grouped`] needs.
+    hosts_labelled: Mutex<Option<(u64, bool)>>,
+}
+
+impl DefaultPodTopologySpread {
+    fn every_host_labelled(&self, cluster: &Cluster) -> bool {
+        let epoch = cluster.changes().epoch();
+        let mut kept = self
+            .hosts_labelled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, labelled)) = *kept
+            && at == epoch
+        {
+            return labelled;
+        }
+        let column = cluster.label_column(cluster.keys().hostname);
+        let labelled = cluster.node_order().iter().all(|id| {
+            column
+                .and_then(|c| c.get(id.0 as usize).copied().flatten())
+                .is_some()
+        });
+        *kept = Some((epoch, labelled));
+        labelled
+    }
 }
 
 struct Score<'a> {
@@ -50,6 +80,10 @@ struct Score<'a> {
     per_node: Vec<u32>,
     /// Matching pods per zone value, over the nodes passing the pod's node affinity.
     per_zone: FxHashMap<Sym, i64>,
+    /// The nodes running matching pods.
+    occupied: Vec<NodeId>,
+    /// Whether every node carries the hostname label.
+    hosts_labelled: bool,
 }
 
 impl NodeScore for Score<'_> {
@@ -85,6 +119,108 @@ impl NodeScore for Score<'_> {
     fn raw_scores(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let _ = self.raw(nodes, scores);
     }
+
+    /// By zone: a node running no matching pod scores its zone's empty-node score, the
+    /// nodes running some are set apart. Needs every node to carry the hostname label
+    /// (else whether it does would split the groups).
+    fn grouped(&self, nodes: &[NodeId], feasible: &dyn Fn(NodeId) -> bool) -> Option<Grouped> {
+        if !self.hosts_labelled || nodes.is_empty() {
+            return None;
+        }
+        let domains = self.rows.of(self.cluster, self.cluster.keys().zone, nodes);
+        let weights = Weights::of(nodes.len(), &domains);
+        let zone_terms = self.zone_terms(&domains, weights.zone);
+        let unlabelled_zone = zone_terms.len();
+        // Raw scores: each zone's nodes running no matching pod (the last entry: those
+        // without a zone), and the feasible nodes running some.
+        let mut empty: Vec<i64> = (0..=unlabelled_zone)
+            .map(|z| {
+                raw_of(
+                    &zone_terms,
+                    weights.host,
+                    Some(0),
+                    zone_index(z, unlabelled_zone),
+                )
+            })
+            .collect();
+        // How many feasible nodes of each group run no matching pod.
+        let mut left: Vec<u32> = domains.counts.clone();
+        left.push(domains.unlabelled_count);
+        let mut apart: Vec<(NodeId, i64)> = Vec::new();
+        for id in self.occupied.iter().filter(|id| feasible(**id)) {
+            let row = domains.row_of(self.cluster, *id);
+            let z = (row as usize).min(unlabelled_zone);
+            if let Some(n) = left.get_mut(z) {
+                *n = n.saturating_sub(1);
+            }
+            let count = self.per_node[id.0 as usize];
+            apart.push((*id, raw_of(&zone_terms, weights.host, Some(count), row)));
+        }
+        let present = empty
+            .iter()
+            .zip(&left)
+            .filter(|(_, n)| **n > 0)
+            .map(|(s, _)| *s);
+        let (min, max) = present
+            .chain(apart.iter().map(|(_, s)| *s))
+            .fold((i64::MAX, i64::MIN), |(lo, hi), s| (lo.min(s), hi.max(s)));
+        let normal = |s: i64| {
+            if max <= 0 {
+                MAX_NODE_SCORE
+            } else {
+                MAX_NODE_SCORE * (max + min - s) / max
+            }
+        };
+        // A group with no node left scores no node: 0 keeps the table in range.
+        for (s, n) in empty.iter_mut().zip(&left) {
+            *s = if *n > 0 { normal(*s) } else { 0 };
+        }
+        for (_, s) in apart.iter_mut() {
+            *s = normal(*s);
+        }
+        Some(Grouped {
+            groups: Arc::clone(&domains.of),
+            table: empty,
+            apart,
+        })
+    }
+}
+
+/// The default constraints' weights over one list of feasible nodes: ln(number of nodes +
+/// 2) for the hostname, ln(number of zones, those without one counting as one, + 2).
+#[derive(Clone, Copy)]
+struct Weights {
+    host: f64,
+    zone: f64,
+}
+
+impl Weights {
+    fn of(nodes: usize, domains: &Domains) -> Self {
+        Weights {
+            host: ((nodes + 2) as f64).ln(),
+            zone: ((domains.values.len() + usize::from(domains.unlabelled) + 2) as f64).ln(),
+        }
+    }
+}
+
+/// The zone of `domains.of` for the table index `z`, where `z == unlabelled` stands for
+/// the nodes without a zone.
+fn zone_index(z: usize, unlabelled: usize) -> u32 {
+    if z == unlabelled { NO_DOMAIN } else { z as u32 }
+}
+
+/// A node's raw score: its matching pods (`host`, None when it lacks the hostname label)
+/// and its zone's term (`zone` indexes `zone_terms`; none for a node without a zone),
+/// summed in float and truncated, as upstream.
+fn raw_of(zone_terms: &[f64], host_weight: f64, host: Option<u32>, zone: u32) -> i64 {
+    let mut raw = 0f64;
+    if let Some(count) = host {
+        raw += f64::from(count) * host_weight + (HOSTNAME_MAX_SKEW - 1) as f64;
+    }
+    if let Some(term) = zone_terms.get(zone as usize) {
+        raw += *term;
+    }
+    raw as i64
 }
 
 impl Score<'_> {
@@ -100,43 +236,21 @@ impl Score<'_> {
             column.and_then(|c| c.get(id.0 as usize).copied().flatten())
         };
         let domains = self.rows.of(self.cluster, keys.zone, nodes);
-        let host_weight = ((nodes.len() + 2) as f64).ln();
-        let zone_weight =
-            ((domains.values.len() + usize::from(domains.unlabelled) + 2) as f64).ln();
-        let zone_terms: Vec<f64> = domains
-            .values
-            .iter()
-            .map(|z| {
-                let count = self.per_zone.get(z).copied().unwrap_or(0);
-                count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64
-            })
-            .collect();
-        let raw_of = |host: Option<u32>, zone: u32| {
-            let mut raw = 0f64;
-            if let Some(count) = host {
-                raw += f64::from(count) * host_weight + (HOSTNAME_MAX_SKEW - 1) as f64;
-            }
-            if let Some(term) = zone_terms.get(zone as usize) {
-                raw += *term;
-            }
-            raw as i64
-        };
+        let weights = Weights::of(nodes.len(), &domains);
+        let zone_terms = self.zone_terms(&domains, weights.zone);
+        let raw_of = |host: Option<u32>, zone: u32| raw_of(&zone_terms, weights.host, host, zone);
         // Most nodes run no matching pod: their raw score follows from whether they carry
         // the hostname label and their zone alone, so it is computed once per zone (by the
         // same arithmetic) and read; the nodes running some are computed one by one.
         let unlabelled_zone = zone_terms.len();
         let empty: Vec<[i64; 2]> = (0..=unlabelled_zone)
             .map(|z| {
-                let zone = if z == unlabelled_zone {
-                    NO_DOMAIN
-                } else {
-                    z as u32
-                };
+                let zone = zone_index(z, unlabelled_zone);
                 [raw_of(None, zone), raw_of(Some(0), zone)]
             })
             .collect();
         let (mut low, mut high) = (i64::MAX, i64::MIN);
-        for ((id, zone), s) in nodes.iter().zip(&domains.of).zip(scores.iter_mut()) {
+        for ((id, zone), s) in nodes.iter().zip(domains.of.iter()).zip(scores.iter_mut()) {
             let labelled = at(host_column, *id).is_some();
             let count = self.per_node[id.0 as usize];
             *s = if count == 0 {
@@ -149,6 +263,19 @@ impl Score<'_> {
             high = high.max(*s);
         }
         (!nodes.is_empty()).then_some((low, high))
+    }
+
+    /// Each zone's term of the raw score (its matching pods times the zone weight, plus the
+    /// zone constraint's maxSkew - 1), in the order of `domains.values`.
+    fn zone_terms(&self, domains: &Domains, zone_weight: f64) -> Vec<f64> {
+        domains
+            .values
+            .iter()
+            .map(|z| {
+                let count = self.per_zone.get(z).copied().unwrap_or(0);
+                count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64
+            })
+            .collect()
     }
 }
 
@@ -166,7 +293,7 @@ impl ScoreRule for DefaultPodTopologySpread {
         // Only nodes running matching pods add to a zone.
         let mut per_zone: FxHashMap<Sym, i64> = FxHashMap::default();
         if let Some(zones) = cluster.label_column(cluster.keys().zone) {
-            for id in occupied {
+            for &id in &occupied {
                 if let Some(Some(zone)) = zones.get(id.0 as usize)
                     && matches_required_node_affinity(cluster, pod, cluster.node(id))
                 {
@@ -179,6 +306,8 @@ impl ScoreRule for DefaultPodTopologySpread {
             rows: &self.rows,
             per_node,
             per_zone,
+            occupied,
+            hosts_labelled: self.every_host_labelled(cluster),
         }))
     }
 }

@@ -30,12 +30,17 @@ pub(crate) struct Domains {
     key: Sym,
     epoch: u64,
     nodes: Vec<NodeId>,
-    /// Per node of the list, the index of its value in `values`, or [`NO_DOMAIN`].
-    pub of: Vec<u32>,
+    /// Per node of the list, the index of its value in `values`, or [`NO_DOMAIN`] (shared
+    /// with the grouped scores handed to the cycle, see [`crate::framework::Grouped`]).
+    pub of: Arc<[u32]>,
     /// The distinct values, in order of first appearance in the list.
     pub values: Vec<Sym>,
+    /// How many nodes of the list carry each value of `values`.
+    pub counts: Vec<u32>,
     /// Whether some node of the list lacks the label.
     pub unlabelled: bool,
+    /// How many nodes of the list lack the label.
+    pub unlabelled_count: u32,
 }
 
 impl Domains {
@@ -44,19 +49,24 @@ impl Domains {
         // A topology label has few distinct values (zones, racks): a small table searched
         // linearly beats hashing once per node.
         let mut values: Vec<Sym> = Vec::new();
-        let mut unlabelled = false;
+        let mut counts: Vec<u32> = Vec::new();
+        let mut unlabelled_count = 0;
         let of = nodes
             .iter()
             .map(|id| match column.get(id.0 as usize).copied().flatten() {
                 Some(v) => match values.iter().position(|seen| *seen == v) {
-                    Some(row) => row as u32,
+                    Some(row) => {
+                        counts[row] += 1;
+                        row as u32
+                    }
                     None => {
                         values.push(v);
+                        counts.push(1);
                         values.len() as u32 - 1
                     }
                 },
                 None => {
-                    unlabelled = true;
+                    unlabelled_count += 1;
                     NO_DOMAIN
                 }
             })
@@ -67,8 +77,19 @@ impl Domains {
             nodes: nodes.to_vec(),
             of,
             values,
-            unlabelled,
+            counts,
+            unlabelled: unlabelled_count > 0,
+            unlabelled_count,
         }
+    }
+
+    /// The row in `values` of a node of the list, from its label ([`NO_DOMAIN`] without).
+    pub fn row_of(&self, cluster: &Cluster, id: NodeId) -> u32 {
+        cluster
+            .label_column(self.key)
+            .and_then(|column| column.get(id.0 as usize).copied().flatten())
+            .and_then(|v| self.values.iter().position(|seen| *seen == v))
+            .map_or(NO_DOMAIN, |row| row as u32)
     }
 
     fn holds(&self, cluster: &Cluster, key: Sym, nodes: &[NodeId]) -> bool {
@@ -160,9 +181,15 @@ mod tests {
         };
         assert_eq!(first.values.len(), 2);
         assert!(first.unlabelled);
+        assert_eq!(first.unlabelled_count, 1);
         assert_eq!(by_name(&first, "a"), by_name(&first, "d"));
         assert_ne!(by_name(&first, "a"), by_name(&first, "b"));
         assert_eq!(by_name(&first, "c"), NO_DOMAIN);
+        let row_a = by_name(&first, "a") as usize;
+        assert_eq!(first.counts[row_a], 2);
+        assert_eq!(first.counts[by_name(&first, "b") as usize], 1);
+        assert_eq!(first.row_of(&cluster, ids[3].1), row_a as u32);
+        assert_eq!(first.row_of(&cluster, ids[2].1), NO_DOMAIN);
         assert!(Arc::ptr_eq(&first, &rows.of(&cluster, key, &nodes)));
         // Fewer nodes: asked again.
         let fewer = rows.of(&cluster, key, &nodes[..2]);

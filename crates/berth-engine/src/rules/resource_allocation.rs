@@ -112,6 +112,11 @@ impl<'a, F: Fn(i64, i64) -> i64 + Copy> MeanScore<'a, F> {
 }
 
 impl<F: Fn(i64, i64) -> i64 + Copy + Send + Sync> NodeScore for MeanScore<'_, F> {
+    /// The score is already in 0..=MAX_NODE_SCORE; upstream's plugin has no NormalizeScore.
+    fn normalizes_to_itself(&self) -> bool {
+        true
+    }
+
     /// Reusable across a class while the node is unchanged: The node's requests and allocatable, and the pod's.
     fn reuse(&self) -> Reuse {
         Reuse::node_local()

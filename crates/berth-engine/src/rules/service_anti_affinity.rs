@@ -15,7 +15,11 @@
 //! labels and summed in float arithmetic, then truncated once.
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
+use std::sync::Arc;
+
+use crate::framework::{
+    CycleContext, Grouped, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule,
+};
 use crate::labels::Sym;
 use crate::model::SelectorKind;
 use crate::rules::domain_rows::{DomainRows, Domains};
@@ -54,6 +58,8 @@ struct Score<'a> {
     labels: usize,
     /// Matching pods per node (indexed by `NodeId.0`); None when nothing can match.
     counts: Option<Vec<u32>>,
+    /// The nodes running matching pods.
+    occupied: Vec<NodeId>,
 }
 
 impl NodeScore for Score<'_> {
@@ -93,6 +99,19 @@ impl NodeScore for Score<'_> {
         }
     }
 
+    /// By the label's value, with one label: a node's score is its value's share.
+    fn grouped(&self, nodes: &[NodeId], feasible: &dyn Fn(NodeId) -> bool) -> Option<Grouped> {
+        let [key] = self.keys.as_slice() else {
+            return None;
+        };
+        let domains = self.rows.of(self.cluster, *key, nodes);
+        Some(Grouped {
+            table: self.grouped_shares(&domains, feasible),
+            groups: Arc::clone(&domains.of),
+            apart: Vec::new(),
+        })
+    }
+
     fn normalize(&self, nodes: &[NodeId], scores: &mut [i64]) {
         let total: i64 = scores.iter().sum();
         if let [key] = self.keys.as_slice() {
@@ -128,27 +147,53 @@ impl NodeScore for Score<'_> {
 }
 
 impl Score<'_> {
+    /// The label's share of each of its values (the last entry: nodes without the label,
+    /// which get nothing), from the matching pods on the feasible nodes (`feasible`
+    /// says which are) that run any.
+    fn grouped_shares(&self, domains: &Domains, feasible: &dyn Fn(NodeId) -> bool) -> Vec<i64> {
+        let mut by_value: Vec<i64> = vec![0; domains.values.len()];
+        let mut total = 0;
+        if let Some(counts) = &self.counts {
+            for id in self.occupied.iter().filter(|id| feasible(**id)) {
+                let count = i64::from(counts[id.0 as usize]);
+                total += count;
+                if let Some(here) = by_value.get_mut(domains.row_of(self.cluster, *id) as usize) {
+                    *here += count;
+                }
+            }
+        }
+        let mut table: Vec<i64> = self
+            .shares_of(&by_value, total)
+            .map(|share| (0f64 + share) as i64)
+            .collect();
+        table.push(0);
+        table
+    }
+
     /// Each value's share of the score: 100 times the fraction of the service's pods on
     /// nodes with another value (100 when none runs), over the number of labels.
     fn shares(&self, domains: &Domains, scores: &[i64], total: i64) -> Vec<f64> {
-        let max = MAX_NODE_SCORE as f64;
         let mut by_value: Vec<i64> = vec![0; domains.values.len()];
         for (row, s) in domains.of.iter().zip(scores) {
             if let Some(here) = by_value.get_mut(*row as usize) {
                 *here += *s;
             }
         }
-        by_value
-            .iter()
-            .map(|here| {
-                let share = if total <= 0 {
-                    max
-                } else {
-                    max * ((total - here) as f64 / total as f64)
-                };
-                share / self.labels as f64
-            })
-            .collect()
+        self.shares_of(&by_value, total).collect()
+    }
+
+    /// Each value's share from its matching pods (`by_value`) and theirs over every value
+    /// (`total`).
+    fn shares_of<'s>(&'s self, by_value: &'s [i64], total: i64) -> impl Iterator<Item = f64> + 's {
+        let max = MAX_NODE_SCORE as f64;
+        by_value.iter().map(move |here| {
+            let share = if total <= 0 {
+                max
+            } else {
+                max * ((total - here) as f64 / total as f64)
+            };
+            share / self.labels as f64
+        })
     }
 }
 
@@ -169,16 +214,19 @@ impl ScoreRule for ServiceAntiAffinity {
             .first()
             .and_then(|s| s.selector.as_ref())
             .filter(|s| !s.is_empty());
-        let counts = selector
+        let (counts, occupied) = selector
             .map(|s| count_per_node(cluster, ctx.pod.namespace, &[s]))
             .filter(|(_, total, _)| *total > 0)
-            .map(|(counts, _, _)| counts);
+            .map_or((None, Vec::new()), |(counts, _, occupied)| {
+                (Some(counts), occupied)
+            });
         ScorePrep::PerNode(Box::new(Score {
             cluster,
             rows: &self.rows,
             keys,
             labels: self.labels.len(),
             counts,
+            occupied,
         }))
     }
 }

@@ -17,6 +17,8 @@ use crate::labels::Sym;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 
+use super::summed::summed;
+
 /// A batch expected to take less than this on one thread runs on the calling thread:
 /// waking the other workers and gathering their chunks costs about as much as they save.
 /// Measured with `berth bench --workload basic` (the OpenShift policy, some 40 ns a node)
@@ -78,10 +80,15 @@ pub(super) struct Found {
     pub columns: Vec<Vec<i64>>,
     /// How many nodes were consumed (from the start position, in visiting order).
     pub visited: usize,
+    /// Each feasible node's weighted total, when the pass summed them from the class's
+    /// answers (see [`super::summed`]); `columns` is then empty.
+    pub totals: Option<Vec<i64>>,
 }
 
 /// Finds up to `walk.want` feasible nodes from `walk.start`, reusing and keeping the
-/// answers of `pod`'s class when its rules' answers can be kept.
+/// answers of `pod`'s class when its rules' answers can be kept. With `summing` (the score
+/// rules' weights, given when nothing but the totals is wanted: no extenders, nothing
+/// explained), a class that knows every answer may give the totals instead of the columns.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn find(
     cluster: &Cluster,
@@ -93,6 +100,7 @@ pub(super) fn find(
     nominated: Option<&Nominator>,
     pod: &PodInfo,
     cost: &mut NodeCost,
+    summing: Option<&[i64]>,
 ) -> Found {
     let all = cluster.node_count();
     let mut kept = classes
@@ -122,6 +130,20 @@ pub(super) fn find(
     {
         ask_few(cluster, prepared, &keeping(scorers), &nodes, answers);
         asked_first = nodes.len();
+    }
+    if let Some(weights) = summing.filter(|_| walk.want >= all)
+        && let Some(answers) = kept.as_deref_mut()
+        && let Some((feasible, totals)) = summed(preps, weights, answers, walk.start)
+    {
+        let reused = (all - asked_first.min(all)) as u64;
+        answers.judge(reused, asked_first as u64);
+        classes.count(reused, asked_first as u64);
+        return Found {
+            feasible,
+            columns: Vec::new(),
+            visited: all,
+            totals: Some(totals),
+        };
     }
     let viewed = kept
         .as_deref_mut()
@@ -164,6 +186,7 @@ pub(super) fn find(
         feasible: pass.feasible,
         columns: pass.columns,
         visited: pass.visited,
+        totals: None,
     }
 }
 

@@ -11,6 +11,7 @@ mod extenders;
 mod feasible;
 mod prioritise;
 mod select;
+mod summed;
 #[cfg(test)]
 mod tests;
 
@@ -439,6 +440,9 @@ impl Scheduler {
             start: self.next_start % all,
             want: self.feasible_nodes_to_find(all),
         };
+        // Only the totals matter when no extender sees the nodes and nothing is explained.
+        let weights: Option<Vec<i64>> = (self.profile.extenders.is_empty() && !explain)
+            .then(|| self.profile.scores.iter().map(|s| s.weight).collect());
         let found = feasible::find(
             cluster,
             &mut self.classes,
@@ -449,8 +453,13 @@ impl Scheduler {
             nominated,
             pod,
             &mut self.node_cost,
+            weights.as_deref(),
         );
         self.next_start = (walk.start + found.visited) % all;
+        if let Some(totals) = &found.totals {
+            let best = select::select_best(&mut self.rng, totals);
+            return Decision::placed(found.feasible[best], None);
+        }
         let extenders = &self.profile.extenders;
         let mut warnings = Vec::new();
         let filtered =
