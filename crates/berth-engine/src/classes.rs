@@ -302,14 +302,17 @@ impl Answers {
             .map(|v| v.feasible.as_slice())
     }
 
-    /// Each of `nodes`' kept raw scores times `weights` (one per kept scorer, in order),
-    /// summed with `base`, in the order of `nodes`; None when a kept score lies outside
-    /// `0..=SUMMED_MAX` (the caller checked that sums of scores within it cannot overflow).
-    pub fn weighted_sums(&self, nodes: &[NodeId], weights: &[i64], base: i64) -> Option<Vec<i64>> {
+    /// The kept raw scores, one row of [`Answers::width`] by node slot.
+    pub fn rows(&self) -> KeptRows<'_> {
         match &self.raw {
-            Raw::Narrow(raw) => weighted_sums(raw, self.width, nodes, weights, base),
-            Raw::Wide(raw) => weighted_sums(raw, self.width, nodes, weights, base),
+            Raw::Narrow(raw) => KeptRows::Narrow(raw),
+            Raw::Wide(raw) => KeptRows::Wide(raw),
         }
+    }
+
+    /// How many raw scores a node's row holds: one per scorer whose scores are kept.
+    pub fn width(&self) -> usize {
+        self.width
     }
 
     /// Forgets everything, sized for the cluster's node slots and the shape's scorers.
@@ -433,34 +436,11 @@ fn gather<T: Copy + Into<i64>>(raw: &[T], width: usize, nodes: &[NodeId]) -> Vec
     columns
 }
 
-/// The largest kept raw score [`Answers::weighted_sums`] adds: an all-ones mask, so that
-/// OR-ing every score together checks them all (a negative one sets the high bits).
-pub(crate) const SUMMED_MAX: i64 = 127;
-
-fn weighted_sums<T: Copy + Into<i64>>(
-    raw: &[T],
-    width: usize,
-    nodes: &[NodeId],
-    weights: &[i64],
-    base: i64,
-) -> Option<Vec<i64>> {
-    let mut seen = 0u64;
-    let sums = nodes
-        .iter()
-        .map(|id| {
-            let at = id.0 as usize * width;
-            raw[at..at + width]
-                .iter()
-                .zip(weights)
-                .fold(base, |total, (r, w)| {
-                    let r: i64 = (*r).into();
-                    seen |= r as u64;
-                    // Wrapping: a sum of scores past SUMMED_MAX is thrown away below.
-                    total.wrapping_add(r.wrapping_mul(*w))
-                })
-        })
-        .collect();
-    (seen <= SUMMED_MAX as u64).then_some(sums)
+/// A class's kept raw scores by node slot (see [`Answers::rows`]), as kept: in 32 bits
+/// until one did not fit.
+pub(crate) enum KeptRows<'a> {
+    Narrow(&'a [i32]),
+    Wide(&'a [i64]),
 }
 
 /// How many forgotten nodes a class lists for asking at once: the few-unknown threshold of

@@ -82,22 +82,34 @@ impl NodeCheck for Check<'_> {
 fn first_peer_node(cluster: &Cluster, pod: &PodInfo, missing: &[Sym]) -> Option<NodeId> {
     let selector = Selector::from_pairs(pod.labels.iter());
     let namespaces = NamespaceFilter::only(pod.namespace);
-    let mut nodes: Vec<NodeId> = cluster
-        .matching_pods(&namespaces, &selector)
-        .filter_map(|id| cluster.pod(id).node)
-        .collect();
-    let first = *nodes.first()?;
-    let values = |id: NodeId| missing.iter().map(move |k| cluster.node(id).labels.get(*k));
-    if nodes.iter().all(|id| values(*id).eq(values(first))) {
+    let peers = || {
+        cluster
+            .matching_pods(&namespaces, &selector)
+            .filter_map(|id| cluster.pod(id).node)
+    };
+    let mut nodes = peers();
+    let first = nodes.next()?;
+    // Read from the dense label columns: every peer is compared with the first.
+    let columns: Vec<Option<&[Option<Sym>]>> =
+        missing.iter().map(|k| cluster.label_column(*k)).collect();
+    let values = |id: NodeId| {
+        columns
+            .iter()
+            .map(move |c| c.and_then(|c| c.get(id.0 as usize).copied().flatten()))
+    };
+    // The usual case (the predicate keeps a service's pods on one value): no node differs,
+    // and nothing is collected.
+    if nodes.all(|id| values(id).eq(values(first))) {
         return Some(first);
     }
-    nodes.sort_unstable();
-    nodes.dedup();
+    let mut all: Vec<NodeId> = peers().collect();
+    all.sort_unstable();
+    all.dedup();
     cluster
         .node_order()
         .iter()
         .copied()
-        .find(|id| nodes.binary_search(id).is_ok())
+        .find(|id| all.binary_search(id).is_ok())
 }
 
 impl FilterRule for CheckServiceAffinity {

@@ -9,7 +9,7 @@
 //! Any other rule, or a score outside the range whose sums are known not to overflow,
 //! leaves the cycle to the usual path.
 
-use crate::classes::{Answers, SUMMED_MAX};
+use crate::classes::{Answers, KeptRows};
 use crate::cluster::NodeId;
 use crate::framework::{Grouped, MAX_NODE_SCORE, NodeScore, ScorePrep};
 
@@ -47,7 +47,7 @@ pub(super) fn summed(
     // sums below are exact, as the usual path's are.
     let bound = kept_weights
         .iter()
-        .map(|w| (*w, SUMMED_MAX))
+        .map(|w| (*w, KEPT_MAX))
         .chain(grouped.iter().map(|(_, w)| (*w, MAX_NODE_SCORE)))
         .try_fold(constant.unsigned_abs(), |sum, (w, top)| {
             sum.checked_add(w.unsigned_abs().checked_mul(top.unsigned_abs())?)
@@ -55,9 +55,105 @@ pub(super) fn summed(
     if bound > i64::MAX.unsigned_abs() {
         return None;
     }
-    let mut totals = answers.weighted_sums(nodes, &kept_weights, constant)?;
-    add_grouped(&mut totals, nodes, &grouped);
+    let sum = Sum {
+        nodes,
+        width: answers.width(),
+        weights: &kept_weights,
+        base: constant,
+        tables: grouped.iter().map(|(g, w)| Table::of(g, *w)).collect(),
+    };
+    let mut totals = match answers.rows() {
+        KeptRows::Narrow(raw) => sum.totals(raw),
+        KeptRows::Wide(raw) => sum.totals(raw),
+    }?;
+    add_apart(&mut totals, nodes, &grouped);
     Some((nodes.to_vec(), totals))
+}
+
+/// The largest kept raw score summed: an all-ones mask, so that OR-ing every score together
+/// checks them all (a negative one sets the high bits). Rules that normalise to themselves
+/// score within 0..=MAX_NODE_SCORE.
+const KEPT_MAX: i64 = 127;
+
+/// One grouped rule's weighted scores by group, and each node's group.
+struct Table<'g> {
+    groups: &'g [u32],
+    weighted: Vec<i64>,
+}
+
+impl<'g> Table<'g> {
+    fn of(g: &'g Grouped, weight: i64) -> Self {
+        Table {
+            groups: &g.groups,
+            weighted: g.table.iter().map(|v| v * weight).collect(),
+        }
+    }
+
+    /// The weighted score of the group of node `i` (a group past the table's end reads its
+    /// last entry).
+    #[inline]
+    fn at(&self, i: usize) -> i64 {
+        let last = self.weighted.len() - 1;
+        self.weighted[(self.groups[i] as usize).min(last)]
+    }
+}
+
+/// What every node's total is summed from.
+struct Sum<'a> {
+    nodes: &'a [NodeId],
+    width: usize,
+    /// The kept scorers' weights, in row order.
+    weights: &'a [i64],
+    base: i64,
+    tables: Vec<Table<'a>>,
+}
+
+impl Sum<'_> {
+    /// Every node's total but for the nodes set apart (see [`add_apart`]), in one pass; None
+    /// when a kept score lies outside `0..=KEPT_MAX`.
+    fn totals<T: Copy + Into<i64>>(&self, raw: &[T]) -> Option<Vec<i64>> {
+        let mut seen = 0u64;
+        let totals = match (self.weights, self.tables.as_slice()) {
+            // The usual policy's shape (LeastRequested and BalancedAllocation kept, two
+            // spreading rules grouped): a loop the compiler keeps in registers.
+            (&[wa, wb], [ta, tb]) => self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    let at = id.0 as usize * self.width;
+                    let (a, b): (i64, i64) = (raw[at].into(), raw[at + 1].into());
+                    seen |= (a | b) as u64;
+                    self.base
+                        .wrapping_add(a.wrapping_mul(wa))
+                        .wrapping_add(b.wrapping_mul(wb))
+                        .wrapping_add(ta.at(i))
+                        .wrapping_add(tb.at(i))
+                })
+                .collect(),
+            _ => self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    let at = id.0 as usize * self.width;
+                    let kept = raw[at..at + self.width].iter().zip(self.weights).fold(
+                        self.base,
+                        |total, (r, w)| {
+                            let r: i64 = (*r).into();
+                            seen |= r as u64;
+                            total.wrapping_add(r.wrapping_mul(*w))
+                        },
+                    );
+                    self.tables
+                        .iter()
+                        .fold(kept, |total, t| total.wrapping_add(t.at(i)))
+                })
+                .collect(),
+        };
+        // Wrapping above: sums of scores past KEPT_MAX are thrown away here.
+        (seen <= KEPT_MAX as u64).then_some(totals)
+    }
 }
 
 /// The rule's grouped scores when it gives them and every one lies in
@@ -74,14 +170,9 @@ fn grouped_in_range(
         .then_some(grouped)
 }
 
-/// Adds each rule's weighted grouped score to `totals` (in the order of `nodes`): the
-/// group's score, or the node's own for a node set apart.
-fn add_grouped(totals: &mut [i64], nodes: &[NodeId], grouped: &[(Grouped, i64)]) {
-    for (g, weight) in grouped {
-        for (i, t) in totals.iter_mut().enumerate() {
-            *t += weight * g.group_score(i);
-        }
-    }
+/// Corrects the totals of the nodes each rule sets apart (in the order of `nodes`): their
+/// own score in place of their group's.
+fn add_apart(totals: &mut [i64], nodes: &[NodeId], grouped: &[(Grouped, i64)]) {
     // The nodes set apart are few (those running matching pods): their rows are found in
     // one pass over the list, by slot.
     let apart: Vec<NodeId> = grouped

@@ -315,3 +315,53 @@ fn first_peer_follows_node_order() {
         assert_eq!(reasons.is_empty(), region_of(n) == region_of(&first), "{n}");
     }
 }
+
+/// Whatever order the peers come in, the first of their nodes in the cluster's node order
+/// decides when they disagree: peers that agree with the first one found count too. The
+/// regions take turns in node order (a, b, a), so skipping a peer would move the answer.
+#[test]
+fn first_peer_follows_node_order_in_every_arrival_order() {
+    let machines = [("n1", "a", "z1"), ("n2", "b", "z2"), ("n3", "a", "z3")];
+    let region_of = |n: &str| machines.iter().find(|m| m.0 == n).map(|m| m.1);
+    let orders = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    for order in orders {
+        let nodes = machines
+            .iter()
+            .map(|(n, region, zone)| {
+                node(n)
+                    .label("region", region)
+                    .label("topology.kubernetes.io/zone", zone)
+                    .build()
+            })
+            .collect();
+        let peers = order
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                pod(&format!("e{i}"))
+                    .label("app", "web")
+                    .on(machines[*m].0)
+                    .build()
+            })
+            .collect();
+        let mut cl = cluster(nodes, peers);
+        cl.upsert_selector_object(&service("default", "s", &[("app", "web")]));
+        let first = cl.node(cl.node_order()[0]).name().to_string();
+        let rule = CheckServiceAffinity::new(vec!["region".into()]);
+        let got = run_filter(&rule, &mut cl, pod("p").label("app", "web").build());
+        for (n, reasons) in &got {
+            assert_eq!(
+                reasons.is_empty(),
+                region_of(n) == region_of(&first),
+                "{order:?}: {n}"
+            );
+        }
+    }
+}
