@@ -207,6 +207,14 @@ pub trait NodeCheck: Send + Sync {
         Dense::No
     }
 
+    /// [`NodeCheck::dense`] when handing it out costs nothing (a table the cluster keeps, a
+    /// mask already built), else [`Dense::No`]: a cycle asking a few nodes again uses this,
+    /// where building an every-node table would cost more than the few. The default gives
+    /// `dense`, for checks whose tables are kept by the cluster.
+    fn dense_at_hand(&self) -> Dense<'_> {
+        self.dense()
+    }
+
     /// Whether the verdict on a node follows from that node (its object, its pods and their
     /// aggregates) and the pod alone: not from other nodes, where other pods run, or
     /// cluster-wide objects (volumes, namespaces, Services). Preemption reuses dry runs on

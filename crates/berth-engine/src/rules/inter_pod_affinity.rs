@@ -251,6 +251,11 @@ impl NodeCheck for Check<'_> {
         Dense::Mask(self.mask.get_or_init(|| self.mask_for(self.cluster)))
     }
 
+    /// The mask only once some pass built it.
+    fn dense_at_hand(&self) -> Dense<'_> {
+        self.mask.get().map_or(Dense::No, |m| Dense::Mask(m))
+    }
+
     /// Reusable across a class while the pods in the node's domains of the pod's own term
     /// keys stay (a running pod's anti-affinity term reaches the domains of its own key, which
     /// the cluster's change log names when that pod comes or goes), and while the "first pod
