@@ -470,6 +470,8 @@ pub(crate) struct Classes {
     last: Option<usize>,
     reused: u64,
     asked: u64,
+    /// Cycles whose totals were summed from kept answers (see `scheduler/summed.rs`).
+    summed: u64,
 }
 
 impl Classes {
@@ -484,6 +486,7 @@ impl Classes {
             last: None,
             reused: 0,
             asked: 0,
+            summed: 0,
         }
     }
 
@@ -508,6 +511,16 @@ impl Classes {
     pub fn count(&mut self, reused: u64, asked: u64) {
         self.reused += reused;
         self.asked += asked;
+    }
+
+    /// Counts a cycle whose totals were summed from kept answers.
+    pub fn count_summed(&mut self) {
+        self.summed += 1;
+    }
+
+    /// Cycles whose totals were summed from kept answers, since the scheduler began.
+    pub fn summed(&self) -> u64 {
+        self.summed
     }
 
     /// The answers kept for `pod`'s class under `shape`, brought up to date with the

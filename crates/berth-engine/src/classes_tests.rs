@@ -42,12 +42,35 @@ const POLICY: &str = r#"{
   ]
 }"#;
 
+/// The OpenShift policy's shape: the rules whose totals a class may sum from its answers
+/// (LeastRequested and BalancedAllocation kept, the spreading rules grouped by zone) beside
+/// rules that are constant for most pods and per node for some.
+const SPREADING_POLICY: &str = r#"{
+  "kind": "Policy", "apiVersion": "v1",
+  "predicates": [
+    {"name": "NoDiskConflict"}, {"name": "GeneralPredicates"},
+    {"name": "PodToleratesNodeTaints"}, {"name": "CheckNodeMemoryPressure"},
+    {"name": "MatchInterPodAffinity"},
+    {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}
+  ],
+  "priorities": [
+    {"name": "LeastRequestedPriority", "weight": 1},
+    {"name": "BalancedResourceAllocation", "weight": 1},
+    {"name": "SelectorSpreadPriority", "weight": 1},
+    {"name": "NodePreferAvoidPodsPriority", "weight": 10000},
+    {"name": "NodeAffinityPriority", "weight": 1},
+    {"name": "TaintTolerationPriority", "weight": 1},
+    {"name": "InterPodAffinityPriority", "weight": 1},
+    {"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "topology.kubernetes.io/zone"}}}
+  ]
+}"#;
+
 const ZONE: &str = "topology.kubernetes.io/zone";
 const HOST: &str = "kubernetes.io/hostname";
 const APPS: usize = 4;
 
-fn scheduler(classes: bool, percentage: u32, seed: u64) -> Scheduler {
-    let policy = berth_policy::parse(POLICY, "classes.json").expect("test policy");
+fn scheduler(policy: &str, classes: bool, percentage: u32, seed: u64) -> Scheduler {
+    let policy = berth_policy::parse(policy, "classes.json").expect("test policy");
     let mut config = CycleConfig {
         percentage_of_nodes_to_score: percentage,
         seed,
@@ -287,14 +310,20 @@ fn churn(rng: &mut ChaCha8Rng, c: &mut Cluster, round: usize) {
     }
 }
 
-/// What a run decided, pod by pod.
-fn decisions(seed: u64, classes: bool, percentage: u32) -> (Vec<String>, (u64, u64)) {
+/// What a run decided, pod by pod, with its class counts (reused, asked) and how many
+/// cycles summed their totals.
+fn decisions(
+    policy: &str,
+    seed: u64,
+    classes: bool,
+    percentage: u32,
+) -> (Vec<String>, (u64, u64), u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let templates: Vec<Pod> = (0..rng.random_range(2..7))
         .map(|_| random_template(&mut rng))
         .collect();
     let mut c = random_cluster(&mut rng, &templates);
-    let mut s = scheduler(classes, percentage, seed);
+    let mut s = scheduler(policy, classes, percentage, seed);
     if seed % 3 == 1 {
         // Room for the fewest classes: classes evict one another, or wait for room.
         s.set_class_budget(1);
@@ -322,7 +351,7 @@ fn decisions(seed: u64, classes: bool, percentage: u32) -> (Vec<String>, (u64, u
         .expect("schedule");
         churn(&mut rng, &mut c, round);
     }
-    (out, s.class_counts())
+    (out, s.class_counts(), s.summed_cycles())
 }
 
 #[test]
@@ -331,8 +360,8 @@ fn equivalence_classes_decide_as_asking_every_node() {
     let mut claim_refusals = 0;
     for seed in 0..40 {
         for percentage in [100, 0] {
-            let (plain, _) = decisions(seed, false, percentage);
-            let (kept, (r, _)) = decisions(seed, true, percentage);
+            let (plain, _, _) = decisions(POLICY, seed, false, percentage);
+            let (kept, (r, _), _) = decisions(POLICY, seed, true, percentage);
             reused += r;
             claim_refusals += plain
                 .iter()
@@ -350,6 +379,29 @@ fn equivalence_classes_decide_as_asking_every_node() {
         claim_refusals > 0,
         "no pod found its ReadWriteOncePod claim in use"
     );
+}
+
+/// Under the OpenShift policy's shape, cycles that sum their totals from kept answers and
+/// the spreading rules' grouped scores decide as cycles that normalise every column.
+#[test]
+fn summed_totals_decide_as_normalising_every_column() {
+    let mut summed = 0;
+    for seed in 0..60 {
+        for percentage in [100, 0] {
+            let (plain, _, none) = decisions(SPREADING_POLICY, seed, false, percentage);
+            let (kept, _, s) = decisions(SPREADING_POLICY, seed, true, percentage);
+            assert_eq!(none, 0, "no class, nothing summed");
+            summed += s;
+            for (i, (a, b)) in plain.iter().zip(&kept).enumerate() {
+                assert_eq!(a, b, "seed {seed}, {percentage}% scored, pod #{i}");
+            }
+            assert_eq!(plain.len(), kept.len());
+        }
+    }
+    // The comparison means something only if totals were in fact summed.
+    // (Most random pods prefer affinity or spread on their own constraints, which the
+    // cycle normalises column by column; some 500 cycles are summed.)
+    assert!(summed > 300, "only {summed} cycles summed their totals");
 }
 
 /// Every change but a pod's placement or removal may move kept answers anywhere, so it must

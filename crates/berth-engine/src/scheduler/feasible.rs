@@ -138,6 +138,7 @@ pub(super) fn find(
         let reused = (all - asked_first.min(all)) as u64;
         answers.judge(reused, asked_first as u64);
         classes.count(reused, asked_first as u64);
+        classes.count_summed();
         return Found {
             feasible,
             columns: Vec::new(),

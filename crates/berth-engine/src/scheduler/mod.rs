@@ -260,6 +260,12 @@ impl Scheduler {
         self.classes.counts()
     }
 
+    /// How many cycles summed their totals from a class's kept answers and the spreading
+    /// rules' grouped scores instead of normalising every column.
+    pub fn summed_cycles(&self) -> u64 {
+        self.classes.summed()
+    }
+
     /// Keeps class answers within `bytes` (see [`crate::classes`]), so tests can make
     /// classes compete for room.
     #[cfg(test)]

@@ -167,6 +167,9 @@ pub(super) fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_js
     let (reused, asked) = scheduler.class_counts();
     result["class_answers_reused"] = reused.into();
     result["class_answers_asked"] = asked.into();
+    // Cycles whose totals were summed from a class's answers and the spreading rules'
+    // scores by zone, without normalising a column.
+    result["class_cycles_summed"] = scheduler.summed_cycles().into();
     Ok(result)
 }
 
