@@ -305,6 +305,7 @@ impl Answers {
     /// The kept raw scores, one row of [`Answers::width`] by node slot.
     pub fn rows(&self) -> KeptRows<'_> {
         match &self.raw {
+            Raw::Tiny(raw) => KeptRows::Tiny(raw),
             Raw::Narrow(raw) => KeptRows::Narrow(raw),
             Raw::Wide(raw) => KeptRows::Wide(raw),
         }
@@ -329,7 +330,7 @@ impl Answers {
         self.feasible.clear();
         self.feasible.resize(slots, false);
         self.width = self.shape.width();
-        self.raw = Raw::Narrow(vec![0; slots * self.width]);
+        self.raw = Raw::Tiny(vec![0; slots * self.width]);
     }
 
     /// Forgets the kept answer of `node`.
@@ -387,11 +388,14 @@ impl Answers {
     }
 }
 
-/// A class's raw scores by node slot. Built-in rules score within `i32`, and the classes
-/// kept are read from memory on every cycle of theirs, so they are kept in half the bytes
-/// until a score does not fit; then every score is widened.
+/// A class's raw scores by node slot. Most built-in rules score within 0..=100 and all
+/// within `i32`, and the classes kept are read from memory on every cycle of theirs (pods of
+/// many controllers taking turns find them out of the caches), so they are kept in a byte
+/// until a score does not fit, then in 32 bits, then in 64: each time every score is
+/// widened.
 #[derive(Debug)]
 enum Raw {
+    Tiny(Vec<u8>),
     Narrow(Vec<i32>),
     Wide(Vec<i64>),
 }
@@ -399,9 +403,18 @@ enum Raw {
 impl Raw {
     /// Keeps `scores` from index `at` on.
     fn set(&mut self, at: usize, scores: &[i64]) {
+        // Checked first, then copied: this runs for every node a cycle asks, and
+        // collecting the narrowed scores would allocate each time.
+        if let Raw::Tiny(tiny) = self {
+            if scores.iter().all(|s| u8::try_from(*s).is_ok()) {
+                for (kept, s) in tiny[at..at + scores.len()].iter_mut().zip(scores) {
+                    *kept = u8::try_from(*s).unwrap_or_default();
+                }
+                return;
+            }
+            *self = Raw::Narrow(tiny.iter().map(|s| i32::from(*s)).collect());
+        }
         if let Raw::Narrow(narrow) = self {
-            // Checked first, then copied: this runs for every node a cycle asks, and
-            // collecting the narrowed scores would allocate each time.
             if scores.iter().all(|s| i32::try_from(*s).is_ok()) {
                 for (kept, s) in narrow[at..at + scores.len()].iter_mut().zip(scores) {
                     *kept = i32::try_from(*s).unwrap_or_default();
@@ -419,6 +432,7 @@ impl Raw {
     /// score rule.
     fn gather(&self, width: usize, nodes: &[NodeId]) -> Vec<Vec<i64>> {
         match self {
+            Raw::Tiny(raw) => gather(raw, width, nodes),
             Raw::Narrow(raw) => gather(raw, width, nodes),
             Raw::Wide(raw) => gather(raw, width, nodes),
         }
@@ -436,9 +450,10 @@ fn gather<T: Copy + Into<i64>>(raw: &[T], width: usize, nodes: &[NodeId]) -> Vec
     columns
 }
 
-/// A class's kept raw scores by node slot (see [`Answers::rows`]), as kept: in 32 bits
-/// until one did not fit.
+/// A class's kept raw scores by node slot (see [`Answers::rows`]), as kept: in a byte, 32
+/// or 64 bits, the narrowest every score kept so far fits.
 pub(crate) enum KeptRows<'a> {
+    Tiny(&'a [u8]),
     Narrow(&'a [i32]),
     Wide(&'a [i64]),
 }
@@ -641,7 +656,7 @@ impl Classes {
             dormant: 0,
             backoff: 0,
             feasible: Vec::new(),
-            raw: Raw::Narrow(Vec::new()),
+            raw: Raw::Tiny(Vec::new()),
             width: 0,
             view: None,
         });
@@ -665,29 +680,36 @@ fn capacity(cluster: &Cluster, shape: &Shape, budget: usize) -> usize {
 mod tests {
     use super::*;
 
-    /// Scores are kept in 32 bits until one does not fit; then all are widened, and every
-    /// score kept before or after reads back as it was given.
+    /// Scores are kept in a byte until one does not fit, then in 32 bits until one does not
+    /// fit; each time all are widened, and every score kept before or after reads back as
+    /// it was given.
     #[test]
     fn raw_scores_widen_when_one_does_not_fit() {
         let ids = [NodeId(2), NodeId(0), NodeId(1)];
-        let mut raw = Raw::Narrow(vec![0; 6]);
-        raw.set(0, &[1, -2]);
-        raw.set(2, &[3, i64::from(i32::MAX)]);
+        let mut raw = Raw::Tiny(vec![0; 6]);
+        raw.set(0, &[1, 255]);
+        assert!(matches!(raw, Raw::Tiny(_)));
+        raw.set(2, &[3, -2]);
+        assert!(matches!(raw, Raw::Narrow(_)));
+        assert_eq!(raw.gather(2, &ids), vec![vec![0, 1, 3], vec![0, 255, -2]]);
+        raw.set(4, &[5, i64::from(i32::MAX)]);
         assert!(matches!(raw, Raw::Narrow(_)));
         assert_eq!(
             raw.gather(2, &ids),
-            vec![vec![0, 1, 3], vec![0, -2, i64::from(i32::MAX)]]
+            vec![vec![5, 1, 3], vec![i64::from(i32::MAX), 255, -2]]
         );
         raw.set(4, &[i64::from(i32::MIN) - 1, i64::MAX]);
         assert!(matches!(raw, Raw::Wide(_)));
         assert_eq!(
             raw.gather(2, &ids),
-            vec![
-                vec![i64::from(i32::MIN) - 1, 1, 3],
-                vec![i64::MAX, -2, i64::from(i32::MAX)]
-            ]
+            vec![vec![i64::from(i32::MIN) - 1, 1, 3], vec![i64::MAX, 255, -2]]
         );
         raw.set(0, &[7, 8]);
         assert_eq!(raw.gather(2, &ids[1..2]), vec![vec![7], vec![8]]);
+        // Straight from a byte to 64 bits.
+        let mut raw = Raw::Tiny(vec![9; 2]);
+        raw.set(0, &[i64::MAX, 0]);
+        assert!(matches!(raw, Raw::Wide(_)));
+        assert_eq!(raw.gather(2, &[NodeId(0)]), vec![vec![i64::MAX], vec![0]]);
     }
 }

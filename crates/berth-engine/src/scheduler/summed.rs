@@ -63,6 +63,7 @@ pub(super) fn summed(
         tables: grouped.iter().map(|(g, w)| Table::of(g, *w)).collect(),
     };
     let mut totals = match answers.rows() {
+        KeptRows::Tiny(raw) => sum.totals(raw),
         KeptRows::Narrow(raw) => sum.totals(raw),
         KeptRows::Wide(raw) => sum.totals(raw),
     }?;
