@@ -265,6 +265,18 @@ impl Answers {
         columns
     }
 
+    /// Keeps `nodes`, every feasible node in visiting order from `start`, as the view, when
+    /// every answer is known (without scores: a cycle that sums its totals reads none).
+    pub fn set_view(&mut self, start: usize, nodes: &[NodeId]) {
+        if self.all_known() {
+            self.view = Some(View {
+                start,
+                feasible: nodes.to_vec(),
+                copy: None,
+            });
+        }
+    }
+
     fn gather(&self, nodes: &[NodeId]) -> Vec<Vec<i64>> {
         self.raw.gather(self.width, nodes)
     }

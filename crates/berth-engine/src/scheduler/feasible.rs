@@ -133,8 +133,12 @@ pub(super) fn find(
     }
     if let Some(weights) = summing.filter(|_| walk.want >= all)
         && let Some(answers) = kept.as_deref_mut()
-        && let Some((feasible, totals)) = summed(preps, weights, answers, walk.start)
+        && let Some(totals) = summed(preps, weights, answers, walk.start)
     {
+        let feasible = answers
+            .view_nodes(walk.start)
+            .map(<[NodeId]>::to_vec)
+            .unwrap_or_default();
         let reused = (all - asked_first.min(all)) as u64;
         answers.judge(reused, asked_first as u64);
         classes.count(reused, asked_first as u64);
@@ -173,15 +177,33 @@ pub(super) fn find(
         for (slot, feasible, raw) in pass.asked.iter() {
             answers.keep(slot, feasible, raw);
         }
+        let mut totals = None;
         if !pass.gathered {
             let whole = (pass.visited == all).then_some(walk.start);
-            let columns = answers.columns(&pass.feasible, whole);
-            pass.columns = with_unkept(cluster, scorers, columns, &pass.feasible);
+            // A pass over every node that leaves every answer known gives the class its
+            // view, from which the totals may be summed as in the class's later cycles.
+            if let (Some(weights), Some(start)) = (summing, whole) {
+                answers.set_view(start, &pass.feasible);
+                totals = summed(preps, weights, answers, start);
+            }
+            if totals.is_none() {
+                let columns = answers.columns(&pass.feasible, whole);
+                pass.columns = with_unkept(cluster, scorers, columns, &pass.feasible);
+            }
         }
         let asked = (pass.asked.len() + asked_first) as u64;
         let reused = (pass.reused - asked_first.min(pass.reused)) as u64;
         answers.judge(reused, asked);
         classes.count(reused, asked);
+        if totals.is_some() {
+            classes.count_summed();
+            return Found {
+                feasible: pass.feasible,
+                columns: Vec::new(),
+                visited: pass.visited,
+                totals,
+            };
+        }
     }
     Found {
         feasible: pass.feasible,

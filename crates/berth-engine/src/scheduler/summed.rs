@@ -13,15 +13,16 @@ use crate::classes::{Answers, KeptRows};
 use crate::cluster::NodeId;
 use crate::framework::{Grouped, MAX_NODE_SCORE, NodeScore, ScorePrep};
 
-/// Every feasible node in visiting order from `start` and its weighted total, when the
-/// class's answers and the rules allow summing them (see the module's comment); `weights`
-/// are the score rules' weights, in the order of `preps`.
+/// The weighted total of every feasible node in visiting order from `start` (the class's
+/// view, [`Answers::view_nodes`]), when the class's answers and the rules allow summing
+/// them (see the module's comment); `weights` are the score rules' weights, in the order of
+/// `preps`.
 pub(super) fn summed(
     preps: &[ScorePrep<'_>],
     weights: &[i64],
     answers: &Answers,
     start: usize,
-) -> Option<(Vec<NodeId>, Vec<i64>)> {
+) -> Option<Vec<i64>> {
     let nodes = answers.view_nodes(start).filter(|n| !n.is_empty())?;
     let feasible = |id: NodeId| answers.feasible(id.0 as usize) == Some(true);
     let mut constant = 0i64;
@@ -68,7 +69,7 @@ pub(super) fn summed(
         KeptRows::Wide(raw) => sum.totals(raw),
     }?;
     add_apart(&mut totals, nodes, &grouped);
-    Some((nodes.to_vec(), totals))
+    Some(totals)
 }
 
 /// The largest kept raw score summed: an all-ones mask, so that OR-ing every score together
