@@ -13,9 +13,11 @@
 //!   summary of cluster-wide state (a minimum across domains, whether any pod matches) moved,
 //!   or the set of rules that check or score the pod changed: then every node is asked again.
 //!
-//! Normalising, the extenders and the choice among the best nodes still run for every pod,
-//! over every feasible node, so decisions are those of a cycle that asked every node: a
-//! property test schedules random clusters both ways and compares them. Rules that cannot
+//! Normalising (or summing the same totals from the kept scores and the spreading rules'
+//! scores by zone, `scheduler/summed.rs`), the extenders and the choice among the best
+//! nodes still run for every pod, over every feasible node, so decisions are those of a
+//! cycle that asked every node: property tests schedule random clusters both ways and
+//! compare them. Rules that cannot
 //! say how long their answers hold ([`Reuse::Never`]: WASM plugins unless they declare
 //! otherwise, history-based protections) keep the class from reusing anything, and nothing
 //! is reused while a pod is nominated somewhere.
@@ -312,6 +314,34 @@ impl Answers {
             .as_ref()
             .filter(|v| v.start == start && self.all_known())
             .map(|v| v.feasible.as_slice())
+    }
+
+    /// Gives the view a copy of the kept raw score columns (see [`View::copy`]) when the
+    /// class ran the cycle before too and the view holds for `start` without one.
+    pub fn copy_columns(&mut self, start: usize) {
+        if !self.consecutive || !self.all_known() {
+            return;
+        }
+        let slots = self.known.len();
+        let (raw, width) = (&self.raw, self.width);
+        if let Some(view) = self
+            .view
+            .as_mut()
+            .filter(|v| v.start == start && v.copy.is_none())
+        {
+            let columns = raw.gather(width, &view.feasible);
+            view.copy = Some(CopiedScores::of(&view.feasible, columns, slots));
+        }
+    }
+
+    /// The view's copy of the kept raw score columns in its nodes' order (see
+    /// [`View::copy`]), when the view holds for `start` and has one.
+    pub fn view_columns(&self, start: usize) -> Option<&[Vec<i64>]> {
+        self.view
+            .as_ref()
+            .filter(|v| v.start == start && self.all_known())
+            .and_then(|v| v.copy.as_ref())
+            .map(|c| c.columns.as_slice())
     }
 
     /// The kept raw scores, one row of [`Answers::width`] by node slot.

@@ -133,7 +133,10 @@ pub(super) fn find(
     }
     if let Some(weights) = summing.filter(|_| walk.want >= all)
         && let Some(answers) = kept.as_deref_mut()
-        && let Some(totals) = summed(preps, weights, answers, walk.start)
+        && let Some(totals) = {
+            answers.copy_columns(walk.start);
+            summed(preps, weights, answers, walk.start)
+        }
     {
         let feasible = answers
             .view_nodes(walk.start)
@@ -184,6 +187,7 @@ pub(super) fn find(
             // view, from which the totals may be summed as in the class's later cycles.
             if let (Some(weights), Some(start)) = (summing, whole) {
                 answers.set_view(start, &pass.feasible);
+                answers.copy_columns(start);
                 totals = summed(preps, weights, answers, start);
             }
             if totals.is_none() {

@@ -63,10 +63,13 @@ pub(super) fn summed(
         base: constant,
         tables: grouped.iter().map(|(g, w)| Table::of(g, *w)).collect(),
     };
-    let mut totals = match answers.rows() {
-        KeptRows::Tiny(raw) => sum.totals(raw),
-        KeptRows::Narrow(raw) => sum.totals(raw),
-        KeptRows::Wide(raw) => sum.totals(raw),
+    // The class that ran the cycle before keeps its columns in the nodes' order: summed
+    // column by column, without reading rows by slot.
+    let mut totals = match (answers.view_columns(start), answers.rows()) {
+        (Some(columns), _) => sum.totals_of_columns(columns),
+        (None, KeptRows::Tiny(raw)) => sum.totals(raw),
+        (None, KeptRows::Narrow(raw)) => sum.totals(raw),
+        (None, KeptRows::Wide(raw)) => sum.totals(raw),
     }?;
     add_apart(&mut totals, nodes, &grouped);
     Some(totals)
@@ -111,6 +114,32 @@ struct Sum<'a> {
 }
 
 impl Sum<'_> {
+    /// [`Sum::totals`] from the kept scores as columns in the nodes' order: each column
+    /// weighed into the totals in one pass (which the compiler vectorises), then each
+    /// rule's table.
+    fn totals_of_columns(&self, columns: &[Vec<i64>]) -> Option<Vec<i64>> {
+        if columns.len() != self.weights.len() {
+            return None;
+        }
+        let mut totals = vec![self.base; self.nodes.len()];
+        let mut seen = 0u64;
+        for (column, w) in columns.iter().zip(self.weights) {
+            if column.len() != totals.len() {
+                return None;
+            }
+            for (t, v) in totals.iter_mut().zip(column) {
+                seen |= *v as u64;
+                *t = t.wrapping_add(v.wrapping_mul(*w));
+            }
+        }
+        for table in &self.tables {
+            for (i, t) in totals.iter_mut().enumerate() {
+                *t = t.wrapping_add(table.at(i));
+            }
+        }
+        (seen <= KEPT_MAX as u64).then_some(totals)
+    }
+
     /// Every node's total but for the nodes set apart (see [`add_apart`]), in one pass; None
     /// when a kept score lies outside `0..=KEPT_MAX`.
     fn totals<T: Copy + Into<i64>>(&self, raw: &[T]) -> Option<Vec<i64>> {
