@@ -42,28 +42,10 @@ const POLICY: &str = r#"{
   ]
 }"#;
 
-/// The OpenShift policy's shape: the rules whose totals a class may sum from its answers
+/// The bundled OpenShift policy: the rules whose totals a class may sum from its answers
 /// (LeastRequested and BalancedAllocation kept, the spreading rules grouped by zone) beside
 /// rules that are constant for most pods and per node for some.
-const SPREADING_POLICY: &str = r#"{
-  "kind": "Policy", "apiVersion": "v1",
-  "predicates": [
-    {"name": "NoDiskConflict"}, {"name": "GeneralPredicates"},
-    {"name": "PodToleratesNodeTaints"}, {"name": "CheckNodeMemoryPressure"},
-    {"name": "MatchInterPodAffinity"},
-    {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}
-  ],
-  "priorities": [
-    {"name": "LeastRequestedPriority", "weight": 1},
-    {"name": "BalancedResourceAllocation", "weight": 1},
-    {"name": "SelectorSpreadPriority", "weight": 1},
-    {"name": "NodePreferAvoidPodsPriority", "weight": 10000},
-    {"name": "NodeAffinityPriority", "weight": 1},
-    {"name": "TaintTolerationPriority", "weight": 1},
-    {"name": "InterPodAffinityPriority", "weight": 1},
-    {"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "topology.kubernetes.io/zone"}}}
-  ]
-}"#;
+const OPENSHIFT_POLICY: &str = include_str!("../../../policies/openshift.json");
 
 const ZONE: &str = "topology.kubernetes.io/zone";
 const HOST: &str = "kubernetes.io/hostname";
@@ -96,7 +78,9 @@ fn random_node(rng: &mut ChaCha8Rng, i: usize) -> crate::model::Node {
         .pods(if rng.random_bool(0.1) { 3 } else { 110 })
         .image("app:1", rng.random_range(0..600) * MI);
     if rng.random_bool(0.9) {
-        b = b.label(ZONE, &format!("z{}", rng.random_range(0..3)));
+        // The well-known key, and the one the OpenShift policy's ServiceAntiAffinity reads.
+        let zone = format!("z{}", rng.random_range(0..3));
+        b = b.label(ZONE, &zone).label("zone", &zone);
     }
     if rng.random_bool(0.9) {
         b = b.label("region", &format!("r{}", rng.random_range(0..2)));
@@ -381,15 +365,15 @@ fn equivalence_classes_decide_as_asking_every_node() {
     );
 }
 
-/// Under the OpenShift policy's shape, cycles that sum their totals from kept answers and
+/// Under the OpenShift policy, cycles that sum their totals from kept answers and
 /// the spreading rules' grouped scores decide as cycles that normalise every column.
 #[test]
 fn summed_totals_decide_as_normalising_every_column() {
     let mut summed = 0;
     for seed in 0..60 {
         for percentage in [100, 0] {
-            let (plain, _, none) = decisions(SPREADING_POLICY, seed, false, percentage);
-            let (kept, _, s) = decisions(SPREADING_POLICY, seed, true, percentage);
+            let (plain, _, none) = decisions(OPENSHIFT_POLICY, seed, false, percentage);
+            let (kept, _, s) = decisions(OPENSHIFT_POLICY, seed, true, percentage);
             assert_eq!(none, 0, "no class, nothing summed");
             summed += s;
             for (i, (a, b)) in plain.iter().zip(&kept).enumerate() {
