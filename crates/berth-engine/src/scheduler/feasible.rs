@@ -317,11 +317,21 @@ fn evaluate(
                 continue;
             }
             let node = cluster.node(id);
-            let (passes, rejected_by) =
-                fused.judge(slot, node, checks, &dense, &check_order, &mut scratch);
-            if let Some(p) = rejected_by.filter(|p| *p > 0) {
-                check_order.swap(p - 1, p);
-            }
+            let passes = match fused.verdict(slot) {
+                Some(true) => fused.rest.iter().all(|&c| {
+                    scratch.clear();
+                    checks[c].check(node, &mut scratch)
+                }),
+                Some(false) => false,
+                None => {
+                    let rejected_by =
+                        first_rejecting(slot, node, checks, &dense, &check_order, &mut scratch);
+                    if let Some(p) = rejected_by.filter(|p| *p > 0) {
+                        check_order.swap(p - 1, p);
+                    }
+                    rejected_by.is_none()
+                }
+            };
             let feasible = passes
                 && nominated
                     .is_none_or(|(n, pod)| prepared.passes_nominated(node, n.for_node(id), pod));
@@ -563,37 +573,6 @@ impl<'a> Fused<'a> {
     }
 }
 
-impl Fused<'_> {
-    /// Whether `node` (in `slot`) passes every check: the folded tables, then the checks
-    /// they leave out; or, when a table cannot tell, the checks one by one in
-    /// `check_order`, with the position there of the one that rejected it.
-    #[inline]
-    fn judge(
-        &self,
-        slot: usize,
-        node: &NodeInfo,
-        checks: &[Box<dyn NodeCheck + '_>],
-        dense: &[Dense<'_>],
-        check_order: &[usize],
-        scratch: &mut Vec<Reason>,
-    ) -> (bool, Option<usize>) {
-        match self.verdict(slot) {
-            Some(true) => {
-                let rest = self.rest.iter().all(|&c| {
-                    scratch.clear();
-                    checks[c].check(node, scratch)
-                });
-                (rest, None)
-            }
-            Some(false) => (false, None),
-            None => {
-                let rejected_by = first_rejecting(slot, node, checks, dense, check_order, scratch);
-                (rejected_by.is_none(), rejected_by)
-            }
-        }
-    }
-}
-
 /// The position in `check_order` of the first check that rejects `node` (in `slot`), if
 /// any.
 #[inline]
@@ -633,7 +612,16 @@ fn ask_few(
     for id in nodes {
         let slot = id.0 as usize;
         let node = cluster.node(*id);
-        let (feasible, _) = fused.judge(slot, node, checks, &dense, &check_order, &mut scratch);
+        let feasible = match fused.verdict(slot) {
+            Some(true) => fused.rest.iter().all(|&c| {
+                scratch.clear();
+                checks[c].check(node, &mut scratch)
+            }),
+            Some(false) => false,
+            None => {
+                first_rejecting(slot, node, checks, &dense, &check_order, &mut scratch).is_none()
+            }
+        };
         raw.clear();
         if feasible {
             raw.extend(scorers.iter().map(|s| s.score_at(slot, node)));
