@@ -383,9 +383,9 @@ fn summed_totals_decide_as_normalising_every_column() {
         }
     }
     // The comparison means something only if totals were in fact summed.
-    // (Most random pods prefer affinity or spread on their own constraints, which the
-    // cycle normalises column by column; some 500 cycles are summed.)
-    assert!(summed > 300, "only {summed} cycles summed their totals");
+    // (Many random pods prefer affinity or spread on their own constraints, which the
+    // cycle normalises column by column; 1,310 cycles are summed.)
+    assert!(summed > 1_000, "only {summed} cycles summed their totals");
 }
 
 /// Every change but a pod's placement or removal may move kept answers anywhere, so it must
