@@ -310,10 +310,14 @@ impl Answers {
     /// the last cycle over every node found them from there (as [`Answers::view`], without
     /// the scores).
     pub fn view_nodes(&self, start: usize) -> Option<&[NodeId]> {
+        self.held_view(start).map(|v| v.feasible.as_slice())
+    }
+
+    /// The view, when every answer is known and it was found from `start`.
+    fn held_view(&self, start: usize) -> Option<&View> {
         self.view
             .as_ref()
             .filter(|v| v.start == start && self.all_known())
-            .map(|v| v.feasible.as_slice())
     }
 
     /// Gives the view a copy of the kept raw score columns (see [`View::copy`]) when the
@@ -337,20 +341,14 @@ impl Answers {
     /// The view's copy of the kept raw score columns in its nodes' order (see
     /// [`View::copy`]), when the view holds for `start` and has one.
     pub fn view_columns(&self, start: usize) -> Option<&[Vec<i64>]> {
-        self.view
-            .as_ref()
-            .filter(|v| v.start == start && self.all_known())
+        self.held_view(start)
             .and_then(|v| v.copy.as_ref())
             .map(|c| c.columns.as_slice())
     }
 
     /// The kept raw scores, one row of [`Answers::width`] by node slot.
-    pub fn rows(&self) -> KeptRows<'_> {
-        match &self.raw {
-            Raw::Tiny(raw) => KeptRows::Tiny(raw),
-            Raw::Narrow(raw) => KeptRows::Narrow(raw),
-            Raw::Wide(raw) => KeptRows::Wide(raw),
-        }
+    pub fn rows(&self) -> &Raw {
+        &self.raw
     }
 
     /// How many raw scores a node's row holds: one per scorer whose scores are kept.
@@ -436,7 +434,7 @@ impl Answers {
 /// until a score does not fit, then in 32 bits, then in 64: each time every score is
 /// widened.
 #[derive(Debug)]
-enum Raw {
+pub(crate) enum Raw {
     Tiny(Vec<u8>),
     Narrow(Vec<i32>),
     Wide(Vec<i64>),
@@ -490,14 +488,6 @@ fn gather<T: Copy + Into<i64>>(raw: &[T], width: usize, nodes: &[NodeId]) -> Vec
         }
     }
     columns
-}
-
-/// A class's kept raw scores by node slot (see [`Answers::rows`]), as kept: in a byte, 32
-/// or 64 bits, the narrowest every score kept so far fits.
-pub(crate) enum KeptRows<'a> {
-    Tiny(&'a [u8]),
-    Narrow(&'a [i32]),
-    Wide(&'a [i64]),
 }
 
 /// How many forgotten nodes a class lists for asking at once: the few-unknown threshold of

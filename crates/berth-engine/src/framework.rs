@@ -449,11 +449,16 @@ pub struct Grouped {
 }
 
 impl Grouped {
+    /// The entry of `table` that node `i` of the list reads.
+    #[inline]
+    pub fn entry(&self, i: usize) -> usize {
+        (self.groups[i] as usize).min(self.table.len() - 1)
+    }
+
     /// The score of node `i` of the list, unless it is set apart.
     #[inline]
     pub fn group_score(&self, i: usize) -> i64 {
-        let last = self.table.len() - 1;
-        self.table[(self.groups[i] as usize).min(last)]
+        self.table[self.entry(i)]
     }
 }
 

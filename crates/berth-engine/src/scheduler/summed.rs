@@ -9,7 +9,7 @@
 //! Any other rule, or a score outside the range whose sums are known not to overflow,
 //! leaves the cycle to the usual path.
 
-use crate::classes::{Answers, KeptRows};
+use crate::classes::{Answers, Raw};
 use crate::cluster::NodeId;
 use crate::framework::{Grouped, MAX_NODE_SCORE, NodeScore, ScorePrep};
 
@@ -67,9 +67,9 @@ pub(super) fn summed(
     // column by column, without reading rows by slot.
     let mut totals = match (answers.view_columns(start), answers.rows()) {
         (Some(columns), _) => sum.totals_of_columns(columns),
-        (None, KeptRows::Tiny(raw)) => sum.totals(raw),
-        (None, KeptRows::Narrow(raw)) => sum.totals(raw),
-        (None, KeptRows::Wide(raw)) => sum.totals(raw),
+        (None, Raw::Tiny(raw)) => sum.totals(raw),
+        (None, Raw::Narrow(raw)) => sum.totals(raw),
+        (None, Raw::Wide(raw)) => sum.totals(raw),
     }?;
     add_apart(&mut totals, nodes, &grouped);
     Some(totals)
@@ -80,26 +80,24 @@ pub(super) fn summed(
 /// score within 0..=MAX_NODE_SCORE.
 const KEPT_MAX: i64 = 127;
 
-/// One grouped rule's weighted scores by group, and each node's group.
+/// One grouped rule's scores by group, weighted.
 struct Table<'g> {
-    groups: &'g [u32],
+    grouped: &'g Grouped,
     weighted: Vec<i64>,
 }
 
 impl<'g> Table<'g> {
-    fn of(g: &'g Grouped, weight: i64) -> Self {
+    fn of(grouped: &'g Grouped, weight: i64) -> Self {
         Table {
-            groups: &g.groups,
-            weighted: g.table.iter().map(|v| v * weight).collect(),
+            grouped,
+            weighted: grouped.table.iter().map(|v| v * weight).collect(),
         }
     }
 
-    /// The weighted score of the group of node `i` (a group past the table's end reads its
-    /// last entry).
+    /// The weighted score of the group of node `i`.
     #[inline]
     fn at(&self, i: usize) -> i64 {
-        let last = self.weighted.len() - 1;
-        self.weighted[(self.groups[i] as usize).min(last)]
+        self.weighted[self.grouped.entry(i)]
     }
 }
 
