@@ -27,6 +27,8 @@
 //! keeps its classes rather than evicting one just before its next pod; a class idle for
 //! long gives its room to a new one.
 
+mod ranked;
+
 use std::collections::VecDeque;
 
 use crate::cluster::{Cluster, Cursor};
@@ -34,6 +36,8 @@ use crate::framework::Reuse;
 use crate::labels::Sym;
 use crate::model;
 use crate::types::NodeId;
+
+pub(crate) use ranked::{GroupScores, KEPT_MAX, Ranked, RankedAnswers, RankedFor};
 
 /// Bytes the classes' kept answers may take together. A class keeps a few bytes per node
 /// slot and score rule (see [`capacity`]), so the number of classes kept follows the
@@ -157,6 +161,9 @@ pub(crate) struct Answers {
     width: usize,
     /// What the last cycle over every node gathered, while it still holds.
     view: Option<View>,
+    /// The nodes ranked for cycles that sum their totals (see [`Ranked`]), built by the
+    /// first such cycle.
+    ranked: Option<Ranked>,
 }
 
 /// A class's feasible nodes in visiting order from one start: what a cycle over every node
@@ -247,6 +254,19 @@ impl Answers {
                 column[row] = *r;
             }
         }
+        if let Some(ranked) = self.ranked.as_mut() {
+            let new = if feasible {
+                ranked::weighted_row(raw, ranked.weights())
+            } else {
+                None
+            };
+            if feasible && new.is_none() {
+                // A score the ranking cannot count: the usual path from now on.
+                self.ranked = None;
+            } else {
+                ranked.moved(slot, new);
+            }
+        }
         self.feasible[slot] = feasible;
         self.raw.set(slot * self.width, raw);
     }
@@ -310,40 +330,10 @@ impl Answers {
     /// the last cycle over every node found them from there (as [`Answers::view`], without
     /// the scores).
     pub fn view_nodes(&self, start: usize) -> Option<&[NodeId]> {
-        self.held_view(start).map(|v| v.feasible.as_slice())
-    }
-
-    /// The view, when every answer is known and it was found from `start`.
-    fn held_view(&self, start: usize) -> Option<&View> {
         self.view
             .as_ref()
             .filter(|v| v.start == start && self.all_known())
-    }
-
-    /// Gives the view a copy of the kept raw score columns (see [`View::copy`]) when the
-    /// class ran the cycle before too and the view holds for `start` without one.
-    pub fn copy_columns(&mut self, start: usize) {
-        if !self.consecutive || !self.all_known() {
-            return;
-        }
-        let slots = self.known.len();
-        let (raw, width) = (&self.raw, self.width);
-        if let Some(view) = self
-            .view
-            .as_mut()
-            .filter(|v| v.start == start && v.copy.is_none())
-        {
-            let columns = raw.gather(width, &view.feasible);
-            view.copy = Some(CopiedScores::of(&view.feasible, columns, slots));
-        }
-    }
-
-    /// The view's copy of the kept raw score columns in its nodes' order (see
-    /// [`View::copy`]), when the view holds for `start` and has one.
-    pub fn view_columns(&self, start: usize) -> Option<&[Vec<i64>]> {
-        self.held_view(start)
-            .and_then(|v| v.copy.as_ref())
-            .map(|c| c.columns.as_slice())
+            .map(|v| v.feasible.as_slice())
     }
 
     /// The kept raw scores, one row of [`Answers::width`] by node slot.
@@ -356,10 +346,37 @@ impl Answers {
         self.width
     }
 
+    /// The class's ranking (see [`Ranked`]) for `built_for`, kept up to date as answers
+    /// are kept, or built afresh; None while some answer is not known, when the kept
+    /// scores cannot be ranked, or when the class did not run the cycle before too: only
+    /// the class of the last cycle keeps a ranking (pods of one controller arriving
+    /// together), since keeping one up to date costs a cache miss or two per answer kept,
+    /// which pods of many classes taking turns would pay for every class.
+    pub fn ranking(
+        &mut self,
+        cluster: &Cluster,
+        built_for: RankedFor,
+    ) -> Option<RankedAnswers<'_>> {
+        if !self.all_known() || !self.consecutive {
+            return None;
+        }
+        let rows = (&self.raw, self.width);
+        let kept = self.ranked.take().filter(|r| *r.built_for() == built_for);
+        let ranked = match kept {
+            Some(r) => r,
+            None => Ranked::build(cluster, built_for, &self.feasible, rows)?,
+        };
+        Some(RankedAnswers {
+            ranked: self.ranked.insert(ranked),
+            feasible: &self.feasible,
+        })
+    }
+
     /// Forgets everything, sized for the cluster's node slots and the shape's scorers.
     fn reset(&mut self, cluster: &Cluster) {
         let slots = cluster.node_slots();
         self.view = None;
+        self.ranked = None;
         self.known.clear();
         self.known.resize(slots, false);
         self.unknown = cluster.node_count();
@@ -513,12 +530,15 @@ pub(crate) struct Classes {
     clock: u64,
     /// Bytes the kept answers may take ([`ANSWER_BUDGET`] but in tests).
     budget: usize,
-    /// The class of the last cycle that kept answers, which alone may keep a [`View::copy`].
+    /// The class of the last cycle that kept answers, which alone may keep a [`View::copy`]
+    /// and a [`Ranked`].
     last: Option<usize>,
     reused: u64,
     asked: u64,
-    /// Cycles whose totals were summed from kept answers (see `scheduler/summed.rs`).
+    /// Cycles whose totals were summed from kept answers (see `scheduler/summed.rs`), and
+    /// of those, the cycles that chose from a ranking.
     summed: u64,
+    ranked: u64,
 }
 
 impl Classes {
@@ -534,6 +554,7 @@ impl Classes {
             reused: 0,
             asked: 0,
             summed: 0,
+            ranked: 0,
         }
     }
 
@@ -560,14 +581,17 @@ impl Classes {
         self.asked += asked;
     }
 
-    /// Counts a cycle whose totals were summed from kept answers.
-    pub fn count_summed(&mut self) {
+    /// Counts a cycle whose totals were summed from kept answers, `ranked` when it chose from
+    /// its class's ranking.
+    pub fn count_summed(&mut self, ranked: bool) {
         self.summed += 1;
+        self.ranked += u64::from(ranked);
     }
 
-    /// Cycles whose totals were summed from kept answers, since the scheduler began.
-    pub fn summed(&self) -> u64 {
-        self.summed
+    /// Cycles whose totals were summed from kept answers since the scheduler began, and of
+    /// those, the cycles that chose from a ranking.
+    pub fn summed(&self) -> (u64, u64) {
+        (self.summed, self.ranked)
     }
 
     /// The answers kept for `pod`'s class under `shape`, brought up to date with the
@@ -623,13 +647,20 @@ impl Classes {
             }
         };
         let previous = self.last.replace(at);
-        if let Some(p) = previous.filter(|p| *p != at)
-            && let Some(view) = self.classes.get_mut(p).and_then(|c| c.view.as_mut())
+        if let Some(class) = previous
+            .filter(|p| *p != at)
+            .and_then(|p| self.classes.get_mut(p))
         {
-            view.copy = None;
+            class.ranked = None;
+            if let Some(view) = class.view.as_mut() {
+                view.copy = None;
+            }
         }
         let class = &mut self.classes[at];
         class.consecutive = previous == Some(at);
+        if !class.consecutive {
+            class.ranked = None;
+        }
         class.last_used = self.clock;
         if class.dormant > 0 {
             class.dormant -= 1;
@@ -691,6 +722,7 @@ impl Classes {
             raw: Raw::Tiny(Vec::new()),
             width: 0,
             view: None,
+            ranked: None,
         });
         Some(self.classes.len() - 1)
     }
@@ -702,7 +734,7 @@ impl Classes {
 
 /// How many classes [`ANSWER_BUDGET`] keeps on this cluster, for a class scored by `shape`:
 /// per node slot, a verdict, a known flag, a raw score per kept score rule and a place in the
-/// view.
+/// view. (The one class that keeps a [`Ranked`] or a [`View::copy`] takes more.)
 fn capacity(cluster: &Cluster, shape: &Shape, budget: usize) -> usize {
     let per_class = cluster.node_slots().max(1) * (2 + 4 + 4 * shape.width());
     (budget / per_class).clamp(MIN_CLASSES, MAX_CLASSES)

@@ -295,13 +295,13 @@ fn churn(rng: &mut ChaCha8Rng, c: &mut Cluster, round: usize) {
 }
 
 /// What a run decided, pod by pod, with its class counts (reused, asked) and how many
-/// cycles summed their totals.
+/// cycles summed their totals (of which, how many chose from a ranking).
 fn decisions(
     policy: &str,
     seed: u64,
     classes: bool,
     percentage: u32,
-) -> (Vec<String>, (u64, u64), u64) {
+) -> (Vec<String>, (u64, u64), (u64, u64)) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let templates: Vec<Pod> = (0..rng.random_range(2..7))
         .map(|_| random_template(&mut rng))
@@ -369,23 +369,31 @@ fn equivalence_classes_decide_as_asking_every_node() {
 /// the spreading rules' grouped scores decide as cycles that normalise every column.
 #[test]
 fn summed_totals_decide_as_normalising_every_column() {
-    let mut summed = 0;
+    let (mut summed, mut ranked) = (0, 0);
     for seed in 0..60 {
         for percentage in [100, 0] {
             let (plain, _, none) = decisions(OPENSHIFT_POLICY, seed, false, percentage);
-            let (kept, _, s) = decisions(OPENSHIFT_POLICY, seed, true, percentage);
-            assert_eq!(none, 0, "no class, nothing summed");
+            let (kept, _, (s, r)) = decisions(OPENSHIFT_POLICY, seed, true, percentage);
+            assert_eq!(none, (0, 0), "no class, nothing summed");
             summed += s;
+            ranked += r;
             for (i, (a, b)) in plain.iter().zip(&kept).enumerate() {
                 assert_eq!(a, b, "seed {seed}, {percentage}% scored, pod #{i}");
             }
             assert_eq!(plain.len(), kept.len());
         }
     }
-    // The comparison means something only if totals were in fact summed.
+    // The comparison means something only if totals were in fact summed, both ways.
     // (Many random pods prefer affinity or spread on their own constraints, which the
-    // cycle normalises column by column; 1,310 cycles are summed.)
+    // cycle normalises column by column; 1,310 cycles are summed, 1,150 of them chosen
+    // from a ranking.)
     assert!(summed > 1_000, "only {summed} cycles summed their totals");
+    assert!(ranked > 100, "only {ranked} cycles chose from a ranking");
+    assert!(
+        summed - ranked > 100,
+        "only {} cycles summed every total",
+        summed - ranked
+    );
 }
 
 /// Every change but a pod's placement or removal may move kept answers anywhere, so it must

@@ -424,42 +424,44 @@ pub trait NodeScore: Send + Sync {
     fn normalizes_to_itself(&self) -> bool {
         false
     }
-    /// The normalised scores of `nodes` (every feasible node of the cycle, in visiting
-    /// order), grouped, when the rule can give them so: most spreading scores depend only
-    /// on a node's topology domain once the few nodes running matching pods are set apart,
-    /// so a cycle reads a table instead of normalising a column. `feasible` says whether a
-    /// node is among `nodes`. The default gives None: the cycle normalises as usual.
-    fn grouped(&self, _nodes: &[NodeId], _feasible: &dyn Fn(NodeId) -> bool) -> Option<Grouped> {
+    /// The label whose values group the nodes in [`NodeScore::grouped`], when the rule can
+    /// give its scores so. The default gives None: the cycle normalises as usual.
+    fn group_key(&self) -> Option<Sym> {
+        None
+    }
+    /// The normalised scores of the cycle's feasible nodes (`feasible`), grouped by their
+    /// value of [`NodeScore::group_key`], when the rule can give them so: most spreading
+    /// scores depend only on a node's topology domain once the few nodes running matching
+    /// pods are set apart, so a cycle reads a table instead of normalising a column. The
+    /// default gives None.
+    fn grouped(&self, _feasible: &dyn FeasibleNodes) -> Option<Grouped> {
         None
     }
 }
 
-/// A rule's normalised scores of a cycle's feasible nodes, by group (see
-/// [`NodeScore::grouped`]): node `i` of the list scores `table[groups[i]]`, a group past the
-/// table's end reading its last entry (the nodes without the rule's label), unless it is
-/// listed in `apart` with a score of its own. Must agree with `normalize`.
-#[derive(Debug, Clone)]
-pub struct Grouped {
-    /// Each node's group, in the order of the nodes given.
-    pub groups: Arc<[u32]>,
-    /// Each group's normalised score; never empty.
-    pub table: Vec<i64>,
-    /// The nodes scored apart, each at most once, with their normalised scores.
-    pub apart: Vec<(NodeId, i64)>,
+/// A cycle's feasible nodes as [`NodeScore::grouped`] reads them.
+pub trait FeasibleNodes {
+    /// How many nodes are feasible.
+    fn count(&self) -> usize;
+    /// Whether node `id` is feasible.
+    fn contains(&self, id: NodeId) -> bool;
+    /// How many feasible nodes carry each value of label `key` (only values some node
+    /// carries, in no set order), and how many lack the label; None for a key not counted.
+    fn by_value(&self, key: Sym) -> Option<(Vec<(Sym, u32)>, u32)>;
 }
 
-impl Grouped {
-    /// The entry of `table` that node `i` of the list reads.
-    #[inline]
-    pub fn entry(&self, i: usize) -> usize {
-        (self.groups[i] as usize).min(self.table.len() - 1)
-    }
-
-    /// The score of node `i` of the list, unless it is set apart.
-    #[inline]
-    pub fn group_score(&self, i: usize) -> i64 {
-        self.table[self.entry(i)]
-    }
+/// A rule's normalised scores of a cycle's feasible nodes, by their value of the rule's
+/// label (see [`NodeScore::grouped`]): a node scores its value's entry of `table` (the
+/// nodes without the label: `unlabelled`) unless it is listed in `apart` with a score of
+/// its own. Must agree with `normalize`.
+#[derive(Debug, Clone)]
+pub struct Grouped {
+    /// Each value's normalised score: every value a feasible node carries.
+    pub table: Vec<(Sym, i64)>,
+    /// The normalised score of the nodes without the label.
+    pub unlabelled: i64,
+    /// The nodes scored apart, each at most once, with their normalised scores.
+    pub apart: Vec<(NodeId, i64)>,
 }
 
 /// The outcome of preparing a score rule for one pod.

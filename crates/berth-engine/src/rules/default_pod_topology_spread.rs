@@ -16,13 +16,13 @@
 //!   and truncated, then `100 * (max + min - raw) / max` over the feasible nodes (100 for
 //!   every node when max is 0).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
 
 use crate::cluster::{Cluster, NodeId};
 use crate::framework::{
-    CycleContext, Grouped, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule,
+    CycleContext, FeasibleNodes, Grouped, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule,
     map_scores_within,
 };
 use crate::labels::Sym;
@@ -120,16 +120,28 @@ impl NodeScore for Score<'_> {
         let _ = self.raw(nodes, scores);
     }
 
+    /// The zone, when every node carries the hostname label (else whether a node carries
+    /// it would split the groups).
+    fn group_key(&self) -> Option<Sym> {
+        self.hosts_labelled.then(|| self.cluster.keys().zone)
+    }
+
     /// By zone: a node running no matching pod scores its zone's empty-node score, the
-    /// nodes running some are set apart. Needs every node to carry the hostname label
-    /// (else whether it does would split the groups).
-    fn grouped(&self, nodes: &[NodeId], feasible: &dyn Fn(NodeId) -> bool) -> Option<Grouped> {
-        if !self.hosts_labelled || nodes.is_empty() {
+    /// nodes running some are set apart.
+    fn grouped(&self, feasible: &dyn FeasibleNodes) -> Option<Grouped> {
+        let zone_key = self.group_key()?;
+        if feasible.count() == 0 {
             return None;
         }
-        let domains = self.rows.of(self.cluster, self.cluster.keys().zone, nodes);
-        let weights = Weights::of(nodes.len(), &domains);
-        let zone_terms = self.zone_terms(&domains, weights.zone);
+        let (zones, unlabelled_count) = feasible.by_value(zone_key)?;
+        let weights = Weights {
+            host: ((feasible.count() + 2) as f64).ln(),
+            zone: ((zones.len() + usize::from(unlabelled_count > 0) + 2) as f64).ln(),
+        };
+        let zone_terms: Vec<f64> = zones
+            .iter()
+            .map(|(z, _)| self.zone_term(*z, weights.zone))
+            .collect();
         let unlabelled_zone = zone_terms.len();
         // Raw scores: each zone's nodes running no matching pod (the last entry: those
         // without a zone), and the feasible nodes running some.
@@ -144,16 +156,20 @@ impl NodeScore for Score<'_> {
             })
             .collect();
         // How many feasible nodes of each group run no matching pod.
-        let mut left: Vec<u32> = domains.counts.clone();
-        left.push(domains.unlabelled_count);
+        let mut left: Vec<u32> = zones.iter().map(|(_, n)| *n).collect();
+        left.push(unlabelled_count);
+        let column = self.cluster.label_column(zone_key);
         let mut apart: Vec<(NodeId, i64)> = Vec::new();
-        for id in self.occupied.iter().filter(|id| feasible(**id)) {
-            let row = domains.row_of(self.cluster, *id);
-            let z = (row as usize).min(unlabelled_zone);
+        for id in self.occupied.iter().filter(|id| feasible.contains(**id)) {
+            let zone = column.and_then(|c| c.get(id.0 as usize).copied().flatten());
+            let z = zone
+                .and_then(|v| zones.iter().position(|(z, _)| *z == v))
+                .unwrap_or(unlabelled_zone);
             if let Some(n) = left.get_mut(z) {
                 *n = n.saturating_sub(1);
             }
             let count = self.per_node[id.0 as usize];
+            let row = zone_index(z, unlabelled_zone);
             apart.push((*id, raw_of(&zone_terms, weights.host, Some(count), row)));
         }
         let present = empty
@@ -178,9 +194,10 @@ impl NodeScore for Score<'_> {
         for (_, s) in apart.iter_mut() {
             *s = normal(*s);
         }
+        let unlabelled = empty.pop().unwrap_or(0);
         Some(Grouped {
-            groups: Arc::clone(&domains.of),
-            table: empty,
+            table: zones.iter().map(|(z, _)| *z).zip(empty).collect(),
+            unlabelled,
             apart,
         })
     }
@@ -271,11 +288,14 @@ impl Score<'_> {
         domains
             .values
             .iter()
-            .map(|z| {
-                let count = self.per_zone.get(z).copied().unwrap_or(0);
-                count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64
-            })
+            .map(|z| self.zone_term(*z, zone_weight))
             .collect()
+    }
+
+    /// One zone's term of the raw score.
+    fn zone_term(&self, zone: Sym, zone_weight: f64) -> f64 {
+        let count = self.per_zone.get(&zone).copied().unwrap_or(0);
+        count as f64 * zone_weight + (ZONE_MAX_SKEW - 1) as f64
     }
 }
 

@@ -30,9 +30,8 @@ pub(crate) struct Domains {
     key: Sym,
     epoch: u64,
     nodes: Vec<NodeId>,
-    /// Per node of the list, the index of its value in `values`, or [`NO_DOMAIN`] (shared
-    /// with the grouped scores handed to the cycle, see [`crate::framework::Grouped`]).
-    pub of: Arc<[u32]>,
+    /// Per node of the list, the index of its value in `values`, or [`NO_DOMAIN`].
+    pub of: Vec<u32>,
     /// The distinct values, in order of first appearance in the list.
     pub values: Vec<Sym>,
     /// How many nodes of the list carry each value of `values`.
@@ -81,15 +80,6 @@ impl Domains {
             unlabelled: unlabelled_count > 0,
             unlabelled_count,
         }
-    }
-
-    /// The row in `values` of a node of the list, from its label ([`NO_DOMAIN`] without).
-    pub fn row_of(&self, cluster: &Cluster, id: NodeId) -> u32 {
-        cluster
-            .label_column(self.key)
-            .and_then(|column| column.get(id.0 as usize).copied().flatten())
-            .and_then(|v| self.values.iter().position(|seen| *seen == v))
-            .map_or(NO_DOMAIN, |row| row as u32)
     }
 
     fn holds(&self, cluster: &Cluster, key: Sym, nodes: &[NodeId]) -> bool {
@@ -188,8 +178,6 @@ mod tests {
         let row_a = by_name(&first, "a") as usize;
         assert_eq!(first.counts[row_a], 2);
         assert_eq!(first.counts[by_name(&first, "b") as usize], 1);
-        assert_eq!(first.row_of(&cluster, ids[3].1), row_a as u32);
-        assert_eq!(first.row_of(&cluster, ids[2].1), NO_DOMAIN);
         assert!(Arc::ptr_eq(&first, &rows.of(&cluster, key, &nodes)));
         // Fewer nodes: asked again.
         let fewer = rows.of(&cluster, key, &nodes[..2]);

@@ -5,7 +5,7 @@ pub mod balanced_allocation;
 pub mod circuit_breaker;
 pub mod default_pod_topology_spread;
 pub mod disk_conflict;
-mod domain_rows;
+pub(crate) mod domain_rows;
 pub mod dynamic_resources;
 pub mod general_predicates;
 pub mod host_ports;

@@ -15,10 +15,9 @@
 //! labels and summed in float arithmetic, then truncated once.
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
-use std::sync::Arc;
 
 use crate::framework::{
-    CycleContext, Grouped, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule,
+    CycleContext, FeasibleNodes, Grouped, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule,
 };
 use crate::labels::Sym;
 use crate::model::SelectorKind;
@@ -99,15 +98,40 @@ impl NodeScore for Score<'_> {
         }
     }
 
+    /// The label, when the entries name one.
+    fn group_key(&self) -> Option<Sym> {
+        match self.keys.as_slice() {
+            [key] => Some(*key),
+            _ => None,
+        }
+    }
+
     /// By the label's value, with one label: a node's score is its value's share.
-    fn grouped(&self, nodes: &[NodeId], feasible: &dyn Fn(NodeId) -> bool) -> Option<Grouped> {
-        let [key] = self.keys.as_slice() else {
-            return None;
-        };
-        let domains = self.rows.of(self.cluster, *key, nodes);
+    fn grouped(&self, feasible: &dyn FeasibleNodes) -> Option<Grouped> {
+        let key = self.group_key()?;
+        let (values, _) = feasible.by_value(key)?;
+        let mut by_value: Vec<i64> = vec![0; values.len()];
+        let mut total = 0;
+        if let Some(counts) = &self.counts {
+            let column = self.cluster.label_column(key);
+            for id in self.occupied.iter().filter(|id| feasible.contains(**id)) {
+                let count = i64::from(counts[id.0 as usize]);
+                total += count;
+                let value = column.and_then(|c| c.get(id.0 as usize).copied().flatten());
+                if let Some(here) = value
+                    .and_then(|v| values.iter().position(|(seen, _)| *seen == v))
+                    .and_then(|at| by_value.get_mut(at))
+                {
+                    *here += count;
+                }
+            }
+        }
+        let shares = self
+            .shares_of(&by_value, total)
+            .map(|share| (0f64 + share) as i64);
         Some(Grouped {
-            table: self.grouped_shares(&domains, feasible),
-            groups: Arc::clone(&domains.of),
+            table: values.iter().map(|(v, _)| *v).zip(shares).collect(),
+            unlabelled: 0,
             apart: Vec::new(),
         })
     }
@@ -147,29 +171,6 @@ impl NodeScore for Score<'_> {
 }
 
 impl Score<'_> {
-    /// The label's share of each of its values (the last entry: nodes without the label,
-    /// which get nothing), from the matching pods on the feasible nodes (`feasible`
-    /// says which are) that run any.
-    fn grouped_shares(&self, domains: &Domains, feasible: &dyn Fn(NodeId) -> bool) -> Vec<i64> {
-        let mut by_value: Vec<i64> = vec![0; domains.values.len()];
-        let mut total = 0;
-        if let Some(counts) = &self.counts {
-            for id in self.occupied.iter().filter(|id| feasible(**id)) {
-                let count = i64::from(counts[id.0 as usize]);
-                total += count;
-                if let Some(here) = by_value.get_mut(domains.row_of(self.cluster, *id) as usize) {
-                    *here += count;
-                }
-            }
-        }
-        let mut table: Vec<i64> = self
-            .shares_of(&by_value, total)
-            .map(|share| (0f64 + share) as i64)
-            .collect();
-        table.push(0);
-        table
-    }
-
     /// Each value's share of the score: 100 times the fraction of the service's pods on
     /// nodes with another value (100 when none runs), over the number of labels.
     fn shares(&self, domains: &Domains, scores: &[i64], total: i64) -> Vec<f64> {

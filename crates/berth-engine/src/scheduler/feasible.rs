@@ -17,7 +17,7 @@ use crate::labels::Sym;
 use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 
-use super::summed::summed;
+use super::summed::{Summing, Way, summed};
 
 /// A batch expected to take less than this on one thread runs on the calling thread:
 /// waking the other workers and gathering their chunks costs about as much as they save.
@@ -80,15 +80,15 @@ pub(super) struct Found {
     pub columns: Vec<Vec<i64>>,
     /// How many nodes were consumed (from the start position, in visiting order).
     pub visited: usize,
-    /// Each feasible node's weighted total, when the pass summed them from the class's
-    /// answers (see [`super::summed`]); `columns` is then empty.
-    pub totals: Option<Vec<i64>>,
+    /// The chosen node, when the cycle chose it from the class's ranked answers (see
+    /// [`super::summed`]); `feasible` and `columns` are then empty.
+    pub chosen: Option<NodeId>,
 }
 
 /// Finds up to `walk.want` feasible nodes from `walk.start`, reusing and keeping the
-/// answers of `pod`'s class when its rules' answers can be kept. With `summing` (the score
-/// rules' weights, given when nothing but the totals is wanted: no extenders, nothing
-/// explained), a class that knows every answer may give the totals instead of the columns.
+/// answers of `pod`'s class when its rules' answers can be kept. With `summing` (given when
+/// nothing but the choice is wanted: no extenders, nothing explained), a class that knows
+/// every answer may choose the node instead of giving the columns.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn find(
     cluster: &Cluster,
@@ -100,7 +100,7 @@ pub(super) fn find(
     nominated: Option<&Nominator>,
     pod: &PodInfo,
     cost: &mut NodeCost,
-    summing: Option<&[i64]>,
+    mut summing: Option<Summing<'_>>,
 ) -> Found {
     let all = cluster.node_count();
     let mut kept = classes
@@ -131,26 +131,19 @@ pub(super) fn find(
         ask_few(cluster, prepared, &keeping(scorers), &nodes, answers);
         asked_first = nodes.len();
     }
-    if let Some(weights) = summing.filter(|_| walk.want >= all)
+    if let Some(summing) = summing.as_mut().filter(|_| walk.want >= all)
         && let Some(answers) = kept.as_deref_mut()
-        && let Some(totals) = {
-            answers.copy_columns(walk.start);
-            summed(preps, weights, answers, walk.start)
-        }
+        && let Some((chosen, way)) = summed(cluster, preps, summing, answers, walk.start)
     {
-        let feasible = answers
-            .view_nodes(walk.start)
-            .map(<[NodeId]>::to_vec)
-            .unwrap_or_default();
         let reused = (all - asked_first.min(all)) as u64;
         answers.judge(reused, asked_first as u64);
         classes.count(reused, asked_first as u64);
-        classes.count_summed();
+        classes.count_summed(way == Way::Ranked);
         return Found {
-            feasible,
+            feasible: Vec::new(),
             columns: Vec::new(),
             visited: all,
-            totals: Some(totals),
+            chosen: Some(chosen),
         };
     }
     let viewed = kept
@@ -180,17 +173,16 @@ pub(super) fn find(
         for (slot, feasible, raw) in pass.asked.iter() {
             answers.keep(slot, feasible, raw);
         }
-        let mut totals = None;
+        let mut chosen = None;
         if !pass.gathered {
             let whole = (pass.visited == all).then_some(walk.start);
             // A pass over every node that leaves every answer known gives the class its
-            // view, from which the totals may be summed as in the class's later cycles.
-            if let (Some(weights), Some(start)) = (summing, whole) {
+            // view, from which the choice may be made as in the class's later cycles.
+            if let (Some(summing), Some(start)) = (summing.as_mut(), whole) {
                 answers.set_view(start, &pass.feasible);
-                answers.copy_columns(start);
-                totals = summed(preps, weights, answers, start);
+                chosen = summed(cluster, preps, summing, answers, start);
             }
-            if totals.is_none() {
+            if chosen.is_none() {
                 let columns = answers.columns(&pass.feasible, whole);
                 pass.columns = with_unkept(cluster, scorers, columns, &pass.feasible);
             }
@@ -199,13 +191,13 @@ pub(super) fn find(
         let reused = (pass.reused - asked_first.min(pass.reused)) as u64;
         answers.judge(reused, asked);
         classes.count(reused, asked);
-        if totals.is_some() {
-            classes.count_summed();
+        if let Some((node, way)) = chosen {
+            classes.count_summed(way == Way::Ranked);
             return Found {
-                feasible: pass.feasible,
+                feasible: Vec::new(),
                 columns: Vec::new(),
                 visited: pass.visited,
-                totals,
+                chosen: Some(node),
             };
         }
     }
@@ -213,7 +205,7 @@ pub(super) fn find(
         feasible: pass.feasible,
         columns: pass.columns,
         visited: pass.visited,
-        totals: None,
+        chosen: None,
     }
 }
 

@@ -33,6 +33,7 @@ use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 use crate::preemption::{DisruptionBudgets, Preemption, PreemptionExplanation, PreemptionOutcome};
 use crate::profile::{NamedFilter, Profile, WeightedScore};
+use crate::rules::domain_rows::DomainRows;
 use berth_policy::FeatureGates;
 
 use diagnose::{Visited, rejected_everywhere, unscored};
@@ -231,6 +232,9 @@ pub struct Scheduler {
     classes: Classes,
     /// What a node has cost the filter walk lately (whether a pass is worth splitting).
     node_cost: NodeCost,
+    /// The topology domains of classes' views, kept for the cycles that sum their totals
+    /// over them (see `summed.rs`).
+    domains: DomainRows,
 }
 
 impl Scheduler {
@@ -251,6 +255,7 @@ impl Scheduler {
             trackers: Trackers::default(),
             classes: Classes::new(config.equivalence_classes),
             node_cost: NodeCost::default(),
+            domains: DomainRows::default(),
         }
     }
 
@@ -261,8 +266,9 @@ impl Scheduler {
     }
 
     /// How many cycles summed their totals from a class's kept answers and the spreading
-    /// rules' grouped scores instead of normalising every column.
-    pub fn summed_cycles(&self) -> u64 {
+    /// rules' grouped scores instead of normalising every column, and of those, how many
+    /// chose from their class's ranking (pods of one class in a row).
+    pub fn summed_cycles(&self) -> (u64, u64) {
         self.classes.summed()
     }
 
@@ -446,9 +452,14 @@ impl Scheduler {
             start: self.next_start % all,
             want: self.feasible_nodes_to_find(all),
         };
-        // Only the totals matter when no extender sees the nodes and nothing is explained.
+        // Only the choice matters when no extender sees the nodes and nothing is explained.
         let weights: Option<Vec<i64>> = (self.profile.extenders.is_empty() && !explain)
             .then(|| self.profile.scores.iter().map(|s| s.weight).collect());
+        let summing = weights.as_deref().map(|weights| summed::Summing {
+            weights,
+            rng: &mut self.rng,
+            domains: &self.domains,
+        });
         let found = feasible::find(
             cluster,
             &mut self.classes,
@@ -459,12 +470,11 @@ impl Scheduler {
             nominated,
             pod,
             &mut self.node_cost,
-            weights.as_deref(),
+            summing,
         );
         self.next_start = (walk.start + found.visited) % all;
-        if let Some(totals) = &found.totals {
-            let best = select::select_best(&mut self.rng, totals);
-            return Decision::placed(found.feasible[best], None);
+        if let Some(node) = found.chosen {
+            return Decision::placed(node, None);
         }
         let extenders = &self.profile.extenders;
         let mut warnings = Vec::new();

@@ -1,34 +1,63 @@
-//! Totals summed from a class's kept answers and the spreading rules' grouped scores, for a
-//! cycle over every node whose class knows every answer: the same totals as normalising
-//! and weighing every column (`prioritise.rs`), at a fraction of the work.
+//! The choice of a cycle over every node whose class knows every answer, made from the
+//! class's kept answers and the spreading rules' grouped scores: the node a cycle that
+//! normalises and weighs every column (`prioritise.rs`) and selects among every total
+//! (`select.rs`) would choose, drawn from the same generator the same way, at a fraction of
+//! the work.
 //!
 //! The kept raw scores of rules that normalise to themselves (LeastRequested,
-//! BalancedAllocation) are weighed and summed straight from the class's rows; each rule
-//! whose raw scores the class does not keep gives its normalised scores by group
-//! ([`NodeScore::grouped`]: one score per zone, the few nodes running matching pods apart).
-//! Any other rule, or a score outside the range whose sums are known not to overflow,
-//! leaves the cycle to the usual path.
+//! BalancedAllocation) are weighed and summed; each rule whose raw scores the class does not
+//! keep gives its normalised scores by label value ([`NodeScore::grouped`]: one score per
+//! zone, the few nodes running matching pods apart). The class of the last cycle too (pods
+//! of one controller arriving together) chooses from its ranking ([`RankedAnswers`]), which
+//! reads a few counts; any other class sums every feasible node's total in one pass over
+//! its view and selects as `select.rs` does. Any other rule, or a score outside the range
+//! whose sums are known not to overflow, leaves the cycle to the usual path.
 
-use crate::classes::{Answers, Raw};
-use crate::cluster::NodeId;
-use crate::framework::{Grouped, MAX_NODE_SCORE, NodeScore, ScorePrep};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 
-/// The weighted total of every feasible node in visiting order from `start` (the class's
-/// view, [`Answers::view_nodes`]), when the class's answers and the rules allow summing
-/// them (see the module's comment); `weights` are the score rules' weights, in the order of
-/// `preps`.
+use crate::classes::{Answers, GroupScores, KEPT_MAX, RankedFor, Raw};
+use crate::cluster::{Cluster, NodeId};
+use crate::framework::{FeasibleNodes, Grouped, MAX_NODE_SCORE, NodeScore, ScorePrep};
+use crate::labels::Sym;
+use crate::rules::domain_rows::{DomainRows, Domains};
+
+use super::select::select_best;
+
+/// What a cycle that wants only its choice sums with: the score rules' weights (in the order
+/// of the preparations), the tie-breaking generator, and the domains of the views' nodes
+/// kept across cycles.
+pub(super) struct Summing<'a> {
+    pub weights: &'a [i64],
+    pub rng: &'a mut ChaCha8Rng,
+    pub domains: &'a DomainRows,
+}
+
+/// How a summed cycle found its node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Way {
+    /// From the class's ranking.
+    Ranked,
+    /// From every feasible node's total.
+    Summed,
+}
+
+/// The node with the highest weighted total among the feasible nodes the class's answers
+/// give (every one known), ties drawn as [`select_best`] draws them over the nodes in
+/// visiting order from `start`, when the class's answers and the rules allow summing (see
+/// the module's comment).
 pub(super) fn summed(
+    cluster: &Cluster,
     preps: &[ScorePrep<'_>],
-    weights: &[i64],
-    answers: &Answers,
+    summing: &mut Summing<'_>,
+    answers: &mut Answers,
     start: usize,
-) -> Option<Vec<i64>> {
-    let nodes = answers.view_nodes(start).filter(|n| !n.is_empty())?;
-    let feasible = |id: NodeId| answers.feasible(id.0 as usize) == Some(true);
+) -> Option<(NodeId, Way)> {
     let mut constant = 0i64;
-    let mut kept_weights = Vec::new();
-    let mut grouped: Vec<(Grouped, i64)> = Vec::new();
-    for (prep, weight) in preps.iter().zip(weights) {
+    let mut weights = Vec::new();
+    let mut grouped: Vec<(&dyn NodeScore, i64)> = Vec::new();
+    let mut keys = Vec::new();
+    for (prep, weight) in preps.iter().zip(summing.weights) {
         match prep {
             ScorePrep::Constant(v) | ScorePrep::Uniform { normalized: v, .. } => {
                 constant = constant.saturating_add(v.saturating_mul(*weight));
@@ -37,16 +66,17 @@ pub(super) fn summed(
                 if !s.normalizes_to_itself() {
                     return None;
                 }
-                kept_weights.push(*weight);
+                weights.push(*weight);
             }
             ScorePrep::PerNode(s) => {
-                grouped.push((grouped_in_range(s.as_ref(), nodes, &feasible)?, *weight))
+                keys.push(s.group_key()?);
+                grouped.push((s.as_ref(), *weight));
             }
         }
     }
     // The largest sum's magnitude, every score at the top of its range: within i64, the
     // sums below are exact, as the usual path's are.
-    let bound = kept_weights
+    let bound = weights
         .iter()
         .map(|w| (*w, KEPT_MAX))
         .chain(grouped.iter().map(|(_, w)| (*w, MAX_NODE_SCORE)))
@@ -56,48 +86,137 @@ pub(super) fn summed(
     if bound > i64::MAX.unsigned_abs() {
         return None;
     }
+    let order = cluster.node_order();
+    let built_for = RankedFor {
+        start: start % order.len().max(1),
+        epoch: cluster.changes().epoch(),
+        nodes: order.len(),
+        weights,
+        keys,
+    };
+    let weigh = |g: Grouped, w: i64| GroupScores {
+        table: g.table.iter().map(|(v, s)| (*v, s * w)).collect(),
+        unlabelled: g.unlabelled * w,
+        apart: g.apart.iter().map(|(id, s)| (*id, s * w)).collect(),
+    };
+    if let Some(mut ranked) = answers.ranking(cluster, built_for.clone()) {
+        let rules: Vec<GroupScores> = grouped
+            .iter()
+            .map(|(s, w)| Some(weigh(grouped_in_range(*s, &ranked)?, *w)))
+            .collect::<Option<_>>()?;
+        let rng = &mut *summing.rng;
+        let rank = ranked.choose(constant, &rules, |ties| {
+            if ties > 1 {
+                rng.random_range(0..ties)
+            } else {
+                0
+            }
+        })?;
+        let node = order.get((start + rank) % order.len())?;
+        return Some((*node, Way::Ranked));
+    }
+    let nodes = answers.view_nodes(start).filter(|n| !n.is_empty())?;
+    let view = ViewNodes {
+        cluster,
+        domains: summing.domains,
+        nodes,
+        answers,
+    };
+    let rules: Vec<(GroupScores, std::sync::Arc<Domains>)> = grouped
+        .iter()
+        .zip(&built_for.keys)
+        .map(|((s, w), key)| {
+            let scores = weigh(grouped_in_range(*s, &view)?, *w);
+            Some((scores, summing.domains.of(cluster, *key, nodes)))
+        })
+        .collect::<Option<_>>()?;
+    let tables = rules
+        .iter()
+        .map(|(scores, domains)| Table::of(scores, domains))
+        .collect::<Option<Vec<_>>>()?;
     let sum = Sum {
         nodes,
         width: answers.width(),
-        weights: &kept_weights,
+        weights: &built_for.weights,
         base: constant,
-        tables: grouped.iter().map(|(g, w)| Table::of(g, *w)).collect(),
+        tables,
     };
-    // The class that ran the cycle before keeps its columns in the nodes' order: summed
-    // column by column, without reading rows by slot.
-    let mut totals = match (answers.view_columns(start), answers.rows()) {
-        (Some(columns), _) => sum.totals_of_columns(columns),
-        (None, Raw::Tiny(raw)) => sum.totals(raw),
-        (None, Raw::Narrow(raw)) => sum.totals(raw),
-        (None, Raw::Wide(raw)) => sum.totals(raw),
+    let mut totals = match answers.rows() {
+        Raw::Tiny(raw) => sum.totals(raw),
+        Raw::Narrow(raw) => sum.totals(raw),
+        Raw::Wide(raw) => sum.totals(raw),
     }?;
-    add_apart(&mut totals, nodes, &grouped);
-    Some(totals)
+    add_apart(&mut totals, nodes, &sum.tables, &rules);
+    let best = select_best(summing.rng, &totals);
+    Some((*nodes.get(best)?, Way::Summed))
 }
 
-/// The largest kept raw score summed: an all-ones mask, so that OR-ing every score together
-/// checks them all (a negative one sets the high bits). Rules that normalise to themselves
-/// score within 0..=MAX_NODE_SCORE.
-const KEPT_MAX: i64 = 127;
+/// The rule's grouped scores when it gives them and every one lies in
+/// `0..=MAX_NODE_SCORE`.
+fn grouped_in_range(s: &dyn NodeScore, feasible: &dyn FeasibleNodes) -> Option<Grouped> {
+    let grouped = s.grouped(feasible)?;
+    let in_range = |v: &i64| (0..=MAX_NODE_SCORE).contains(v);
+    (grouped.table.iter().all(|(_, v)| in_range(v))
+        && in_range(&grouped.unlabelled)
+        && grouped.apart.iter().all(|(_, v)| in_range(v)))
+    .then_some(grouped)
+}
 
-/// One grouped rule's scores by group, weighted.
+/// A class's view (its feasible nodes in visiting order) as the grouped scores read it.
+struct ViewNodes<'a> {
+    cluster: &'a Cluster,
+    domains: &'a DomainRows,
+    nodes: &'a [NodeId],
+    answers: &'a Answers,
+}
+
+impl FeasibleNodes for ViewNodes<'_> {
+    fn count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    fn contains(&self, id: NodeId) -> bool {
+        self.answers.feasible(id.0 as usize) == Some(true)
+    }
+
+    fn by_value(&self, key: Sym) -> Option<(Vec<(Sym, u32)>, u32)> {
+        let domains = self.domains.of(self.cluster, key, self.nodes);
+        let values = domains
+            .values
+            .iter()
+            .copied()
+            .zip(domains.counts.iter().copied());
+        Some((values.collect(), domains.unlabelled_count))
+    }
+}
+
+/// The largest kept raw score summed, as an all-ones mask: OR-ing every score together
+/// checks them all (a negative one sets the high bits).
+const KEPT_MASK: u64 = KEPT_MAX as u64;
+
+/// One grouped rule's weighted scores by the view's domains: node `i` of the view reads
+/// `weighted[domains.of[i]]`, the nodes without the label the last entry.
 struct Table<'g> {
-    grouped: &'g Grouped,
+    domains: &'g Domains,
     weighted: Vec<i64>,
 }
 
 impl<'g> Table<'g> {
-    fn of(grouped: &'g Grouped, weight: i64) -> Self {
-        Table {
-            grouped,
-            weighted: grouped.table.iter().map(|v| v * weight).collect(),
-        }
+    /// None when the rule scores no value some node of the view carries.
+    fn of(scores: &GroupScores, domains: &'g Domains) -> Option<Self> {
+        let mut weighted = domains
+            .values
+            .iter()
+            .map(|v| scores.table.iter().find(|(t, _)| t == v).map(|(_, s)| *s))
+            .collect::<Option<Vec<i64>>>()?;
+        weighted.push(scores.unlabelled);
+        Some(Table { domains, weighted })
     }
 
-    /// The weighted score of the group of node `i`.
+    /// The weighted score of the domain of node `i` of the view.
     #[inline]
     fn at(&self, i: usize) -> i64 {
-        self.weighted[self.grouped.entry(i)]
+        self.weighted[(self.domains.of[i] as usize).min(self.weighted.len() - 1)]
     }
 }
 
@@ -112,32 +231,6 @@ struct Sum<'a> {
 }
 
 impl Sum<'_> {
-    /// [`Sum::totals`] from the kept scores as columns in the nodes' order: each column
-    /// weighed into the totals in one pass (which the compiler vectorises), then each
-    /// rule's table.
-    fn totals_of_columns(&self, columns: &[Vec<i64>]) -> Option<Vec<i64>> {
-        if columns.len() != self.weights.len() {
-            return None;
-        }
-        let mut totals = vec![self.base; self.nodes.len()];
-        let mut seen = 0u64;
-        for (column, w) in columns.iter().zip(self.weights) {
-            if column.len() != totals.len() {
-                return None;
-            }
-            for (t, v) in totals.iter_mut().zip(column) {
-                seen |= *v as u64;
-                *t = t.wrapping_add(v.wrapping_mul(*w));
-            }
-        }
-        for table in &self.tables {
-            for (i, t) in totals.iter_mut().enumerate() {
-                *t = t.wrapping_add(table.at(i));
-            }
-        }
-        (seen <= KEPT_MAX as u64).then_some(totals)
-    }
-
     /// Every node's total but for the nodes set apart (see [`add_apart`]), in one pass; None
     /// when a kept score lies outside `0..=KEPT_MAX`.
     fn totals<T: Copy + Into<i64>>(&self, raw: &[T]) -> Option<Vec<i64>> {
@@ -181,32 +274,23 @@ impl Sum<'_> {
                 .collect(),
         };
         // Wrapping above: sums of scores past KEPT_MAX are thrown away here.
-        (seen <= KEPT_MAX as u64).then_some(totals)
+        (seen <= KEPT_MASK).then_some(totals)
     }
 }
 
-/// The rule's grouped scores when it gives them and every one lies in
-/// `0..=MAX_NODE_SCORE`.
-fn grouped_in_range(
-    s: &dyn NodeScore,
-    nodes: &[NodeId],
-    feasible: &dyn Fn(NodeId) -> bool,
-) -> Option<Grouped> {
-    let grouped = s.grouped(nodes, feasible)?;
-    let in_range = |v: &i64| (0..=MAX_NODE_SCORE).contains(v);
-    let whole = grouped.groups.len() == nodes.len() && !grouped.table.is_empty();
-    (whole && grouped.table.iter().all(in_range) && grouped.apart.iter().all(|(_, v)| in_range(v)))
-        .then_some(grouped)
-}
-
 /// Corrects the totals of the nodes each rule sets apart (in the order of `nodes`): their
-/// own score in place of their group's.
-fn add_apart(totals: &mut [i64], nodes: &[NodeId], grouped: &[(Grouped, i64)]) {
+/// own score in place of their domain's.
+fn add_apart(
+    totals: &mut [i64],
+    nodes: &[NodeId],
+    tables: &[Table<'_>],
+    rules: &[(GroupScores, std::sync::Arc<Domains>)],
+) {
     // The nodes set apart are few (those running matching pods): their rows are found in
     // one pass over the list, by slot.
-    let apart: Vec<NodeId> = grouped
+    let apart: Vec<NodeId> = rules
         .iter()
-        .flat_map(|(g, _)| g.apart.iter().map(|(id, _)| *id))
+        .flat_map(|(r, _)| r.apart.iter().map(|(id, _)| *id))
         .collect();
     if apart.is_empty() {
         return;
@@ -222,9 +306,9 @@ fn add_apart(totals: &mut [i64], nodes: &[NodeId], grouped: &[(Grouped, i64)]) {
         if !marked[id.0 as usize] {
             continue;
         }
-        for (g, weight) in grouped {
-            if let Some((_, own)) = g.apart.iter().find(|(a, _)| a == id) {
-                totals[i] += weight * (own - g.group_score(i));
+        for ((rule, _), table) in rules.iter().zip(tables) {
+            if let Some((_, own)) = rule.apart.iter().find(|(a, _)| a == id) {
+                totals[i] += own - table.at(i);
             }
         }
     }
