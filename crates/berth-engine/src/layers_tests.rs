@@ -21,7 +21,9 @@ const LAYERS: &[&[&str]] = &[
     &["podinfo"],
     &["cluster"],
     &["nominator", "framework", "explain", "diagnosis"],
-    &["rules", "classes", "extender"],
+    &["rules", "extender"],
+    // A class keeps the rules' answers, and the topology domains they group nodes by.
+    &["classes"],
     &["profile"],
     &["filters"],
     &["preemption"],
