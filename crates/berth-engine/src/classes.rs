@@ -30,20 +30,18 @@
 mod ranked;
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use crate::cluster::{Cluster, Cursor};
 use crate::framework::Reuse;
 use crate::labels::Sym;
 use crate::model;
-use crate::rules::domain_rows::Domains;
 use crate::types::NodeId;
 
 pub(crate) use ranked::{GroupScores, KEPT_MAX, Ranked, RankedAnswers, RankedFor};
 
 /// Bytes the classes' kept answers may take together. A class keeps a few bytes per node
 /// slot and score rule (see [`capacity`]), so the number of classes kept follows the
-/// cluster's size: with six per-node score rules, some 350 at 5,000 nodes, 17 at 100,000.
+/// cluster's size: with six per-node score rules, some 450 at 5,000 nodes, 22 at 100,000.
 const ANSWER_BUDGET: usize = 64 << 20;
 /// Fewest classes kept whatever the budget says.
 const MIN_CLASSES: usize = 2;
@@ -181,9 +179,6 @@ struct View {
     /// gathering them from the per-slot rows, but a copy per class would halve the classes
     /// the budget keeps.
     copy: Option<CopiedScores>,
-    /// Its nodes' topology domains under the labels the spreading rules group by, computed
-    /// by the first cycle that sums over the view (see `scheduler/summed.rs`).
-    domains: Vec<(Sym, Arc<Domains>)>,
 }
 
 /// See [`View::copy`].
@@ -288,7 +283,6 @@ impl Answers {
             copy: self
                 .consecutive
                 .then(|| CopiedScores::of(nodes, columns.clone(), slots)),
-            domains: Vec::new(),
         });
         columns
     }
@@ -301,7 +295,6 @@ impl Answers {
                 start,
                 feasible: nodes.to_vec(),
                 copy: None,
-                domains: Vec::new(),
             });
         }
     }
@@ -341,35 +334,6 @@ impl Answers {
             .as_ref()
             .filter(|v| v.start == start && self.all_known())
             .map(|v| v.feasible.as_slice())
-    }
-
-    /// The domains of [`Answers::view_nodes`] under each of `keys`, computed once per view
-    /// and kept with it.
-    pub fn view_domains(
-        &mut self,
-        cluster: &Cluster,
-        start: usize,
-        keys: &[Sym],
-    ) -> Option<Vec<Arc<Domains>>> {
-        if !self.all_known() {
-            return None;
-        }
-        let view = self.view.as_mut().filter(|v| v.start == start)?;
-        view.domains.retain(|(_, d)| d.current(cluster));
-        let mut domains = Vec::with_capacity(keys.len());
-        for key in keys {
-            let kept = view.domains.iter().find(|(k, _)| k == key);
-            let d = match kept {
-                Some((_, d)) => Arc::clone(d),
-                None => {
-                    let d = Arc::new(Domains::compute(cluster, *key, &view.feasible));
-                    view.domains.push((*key, Arc::clone(&d)));
-                    d
-                }
-            };
-            domains.push(d);
-        }
-        Some(domains)
     }
 
     /// The kept raw scores, one row of [`Answers::width`] by node slot.
@@ -769,11 +733,10 @@ impl Classes {
 }
 
 /// How many classes [`ANSWER_BUDGET`] keeps on this cluster, for a class scored by `shape`:
-/// per node slot, a verdict, a known flag, a raw score per kept score rule, a place in the
-/// view and its domains under two labels ([`View::domains`]). (The one class that keeps a
-/// [`Ranked`] or a [`View::copy`] takes more.)
+/// per node slot, a verdict, a known flag, a raw score per kept score rule and a place in the
+/// view. (The one class that keeps a [`Ranked`] or a [`View::copy`] takes more.)
 fn capacity(cluster: &Cluster, shape: &Shape, budget: usize) -> usize {
-    let per_class = cluster.node_slots().max(1) * (2 + 4 + 4 * shape.width() + 2 * 4);
+    let per_class = cluster.node_slots().max(1) * (2 + 4 + 4 * shape.width());
     (budget / per_class).clamp(MIN_CLASSES, MAX_CLASSES)
 }
 

@@ -21,9 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["podinfo"],
     &["cluster"],
     &["nominator", "framework", "explain", "diagnosis"],
-    &["rules", "extender"],
-    // A class keeps the rules' answers, and the topology domains they group nodes by.
-    &["classes"],
+    &["rules", "classes", "extender"],
     &["profile"],
     &["filters"],
     &["preemption"],

@@ -29,6 +29,7 @@ const KEPT: usize = 16;
 pub(crate) struct Domains {
     key: Sym,
     epoch: u64,
+    nodes: Vec<NodeId>,
     /// Per node of the list, the index of its value in `values`, or [`NO_DOMAIN`].
     pub of: Vec<u32>,
     /// The distinct values, in order of first appearance in the list.
@@ -42,8 +43,7 @@ pub(crate) struct Domains {
 }
 
 impl Domains {
-    /// The domains of `nodes` under `key`.
-    pub fn compute(cluster: &Cluster, key: Sym, nodes: &[NodeId]) -> Self {
+    fn compute(cluster: &Cluster, key: Sym, nodes: &[NodeId]) -> Self {
         let column = cluster.label_column(key).unwrap_or_default();
         // A topology label has few distinct values (zones, racks): a small table searched
         // linearly beats hashing once per node.
@@ -73,6 +73,7 @@ impl Domains {
         Domains {
             key,
             epoch: cluster.changes().epoch(),
+            nodes: nodes.to_vec(),
             of,
             values,
             counts,
@@ -81,10 +82,8 @@ impl Domains {
         }
     }
 
-    /// Whether these domains were computed at the cluster's epoch (node labels change only
-    /// with it).
-    pub fn current(&self, cluster: &Cluster) -> bool {
-        self.epoch == cluster.changes().epoch()
+    fn holds(&self, cluster: &Cluster, key: Sym, nodes: &[NodeId]) -> bool {
+        self.key == key && self.epoch == cluster.changes().epoch() && same_nodes(&self.nodes, nodes)
     }
 }
 
@@ -101,10 +100,10 @@ fn same_nodes(a: &[NodeId], b: &[NodeId]) -> bool {
         })
 }
 
-/// A rule's kept [`Domains`] with the node lists they were computed for, newest first.
+/// A rule's kept [`Domains`], newest first.
 #[derive(Debug, Default)]
 pub(crate) struct DomainRows {
-    kept: Mutex<Vec<(Vec<NodeId>, Arc<Domains>)>>,
+    kept: Mutex<Vec<Arc<Domains>>>,
 }
 
 impl DomainRows {
@@ -116,18 +115,14 @@ impl DomainRows {
             .kept
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let holds = |(list, d): &(Vec<NodeId>, Arc<Domains>)| {
-            d.key == key && d.current(cluster) && same_nodes(list, nodes)
-        };
-        if let Some(at) = kept.iter().position(holds) {
+        if let Some(at) = kept.iter().position(|d| d.holds(cluster, key, nodes)) {
             let found = kept.remove(at);
-            let domains = Arc::clone(&found.1);
-            kept.insert(0, found);
-            return domains;
+            kept.insert(0, Arc::clone(&found));
+            return found;
         }
         let fresh = Arc::new(Domains::compute(cluster, key, nodes));
         kept.truncate(KEPT - 1);
-        kept.insert(0, (nodes.to_vec(), Arc::clone(&fresh)));
+        kept.insert(0, Arc::clone(&fresh));
         fresh
     }
 }

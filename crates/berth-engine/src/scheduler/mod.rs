@@ -33,6 +33,7 @@ use crate::nominator::Nominator;
 use crate::podinfo::PodInfo;
 use crate::preemption::{DisruptionBudgets, Preemption, PreemptionExplanation, PreemptionOutcome};
 use crate::profile::{NamedFilter, Profile, WeightedScore};
+use crate::rules::domain_rows::DomainRows;
 use berth_policy::FeatureGates;
 
 use diagnose::{Visited, rejected_everywhere, unscored};
@@ -231,6 +232,9 @@ pub struct Scheduler {
     classes: Classes,
     /// What a node has cost the filter walk lately (whether a pass is worth splitting).
     node_cost: NodeCost,
+    /// The topology domains of classes' views, kept for the cycles that sum their totals
+    /// over them (see `summed.rs`).
+    domains: DomainRows,
 }
 
 impl Scheduler {
@@ -251,6 +255,7 @@ impl Scheduler {
             trackers: Trackers::default(),
             classes: Classes::new(config.equivalence_classes),
             node_cost: NodeCost::default(),
+            domains: DomainRows::default(),
         }
     }
 
@@ -453,6 +458,7 @@ impl Scheduler {
         let summing = weights.as_deref().map(|weights| summed::Summing {
             weights,
             rng: &mut self.rng,
+            domains: &self.domains,
         });
         let found = feasible::find(
             cluster,

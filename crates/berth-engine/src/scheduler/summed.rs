@@ -13,8 +13,6 @@
 //! its view and selects as `select.rs` does. Any other rule, or a score outside the range
 //! whose sums are known not to overflow, leaves the cycle to the usual path.
 
-use std::sync::Arc;
-
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -22,15 +20,17 @@ use crate::classes::{Answers, GroupScores, KEPT_MAX, RankedFor, Raw};
 use crate::cluster::{Cluster, NodeId};
 use crate::framework::{FeasibleNodes, Grouped, MAX_NODE_SCORE, NodeScore, ScorePrep};
 use crate::labels::Sym;
-use crate::rules::domain_rows::Domains;
+use crate::rules::domain_rows::{DomainRows, Domains};
 
 use super::select::select_best;
 
 /// What a cycle that wants only its choice sums with: the score rules' weights (in the order
-/// of the preparations) and the tie-breaking generator.
+/// of the preparations), the tie-breaking generator, and the domains of the views' nodes
+/// kept across cycles.
 pub(super) struct Summing<'a> {
     pub weights: &'a [i64],
     pub rng: &'a mut ChaCha8Rng,
+    pub domains: &'a DomainRows,
 }
 
 /// How a summed cycle found its node.
@@ -115,19 +115,20 @@ pub(super) fn summed(
         let node = order.get((start + rank) % order.len())?;
         return Some((*node, Way::Ranked));
     }
-    let domains = answers.view_domains(cluster, start, &built_for.keys)?;
     let nodes = answers.view_nodes(start).filter(|n| !n.is_empty())?;
-    let feasible = |slot: usize| answers.feasible(slot) == Some(true);
     let view = ViewNodes {
+        cluster,
+        domains: summing.domains,
         nodes,
-        keys: &built_for.keys,
-        domains: &domains,
-        feasible: &feasible,
+        answers,
     };
-    let rules: Vec<(GroupScores, Arc<Domains>)> = grouped
+    let rules: Vec<(GroupScores, std::sync::Arc<Domains>)> = grouped
         .iter()
-        .zip(&domains)
-        .map(|((s, w), d)| Some((weigh(grouped_in_range(*s, &view)?, *w), Arc::clone(d))))
+        .zip(&built_for.keys)
+        .map(|((s, w), key)| {
+            let scores = weigh(grouped_in_range(*s, &view)?, *w);
+            Some((scores, summing.domains.of(cluster, *key, nodes)))
+        })
         .collect::<Option<_>>()?;
     let tables = rules
         .iter()
@@ -161,13 +162,12 @@ fn grouped_in_range(s: &dyn NodeScore, feasible: &dyn FeasibleNodes) -> Option<G
     .then_some(grouped)
 }
 
-/// A class's view (its feasible nodes in visiting order) as the grouped scores read it:
-/// its domains under each key, and the class's verdicts by slot.
+/// A class's view (its feasible nodes in visiting order) as the grouped scores read it.
 struct ViewNodes<'a> {
+    cluster: &'a Cluster,
+    domains: &'a DomainRows,
     nodes: &'a [NodeId],
-    keys: &'a [Sym],
-    domains: &'a [Arc<Domains>],
-    feasible: &'a dyn Fn(usize) -> bool,
+    answers: &'a Answers,
 }
 
 impl FeasibleNodes for ViewNodes<'_> {
@@ -176,11 +176,11 @@ impl FeasibleNodes for ViewNodes<'_> {
     }
 
     fn contains(&self, id: NodeId) -> bool {
-        (self.feasible)(id.0 as usize)
+        self.answers.feasible(id.0 as usize) == Some(true)
     }
 
     fn by_value(&self, key: Sym) -> Option<(Vec<(Sym, u32)>, u32)> {
-        let domains = &self.domains[self.keys.iter().position(|k| *k == key)?];
+        let domains = self.domains.of(self.cluster, key, self.nodes);
         let values = domains
             .values
             .iter()
@@ -284,7 +284,7 @@ fn add_apart(
     totals: &mut [i64],
     nodes: &[NodeId],
     tables: &[Table<'_>],
-    rules: &[(GroupScores, Arc<Domains>)],
+    rules: &[(GroupScores, std::sync::Arc<Domains>)],
 ) {
     // The nodes set apart are few (those running matching pods): their rows are found in
     // one pass over the list, by slot.
