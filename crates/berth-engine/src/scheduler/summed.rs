@@ -13,6 +13,8 @@
 //! its view and selects as `select.rs` does. Any other rule, or a score outside the range
 //! whose sums are known not to overflow, leaves the cycle to the usual path.
 
+use std::sync::Arc;
+
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -122,7 +124,7 @@ pub(super) fn summed(
         nodes,
         answers,
     };
-    let rules: Vec<(GroupScores, std::sync::Arc<Domains>)> = grouped
+    let rules: Vec<(GroupScores, Arc<Domains>)> = grouped
         .iter()
         .zip(&built_for.keys)
         .map(|((s, w), key)| {
@@ -284,7 +286,7 @@ fn add_apart(
     totals: &mut [i64],
     nodes: &[NodeId],
     tables: &[Table<'_>],
-    rules: &[(GroupScores, std::sync::Arc<Domains>)],
+    rules: &[(GroupScores, Arc<Domains>)],
 ) {
     // The nodes set apart are few (those running matching pods): their rows are found in
     // one pass over the list, by slot.
