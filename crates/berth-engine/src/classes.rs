@@ -161,8 +161,9 @@ pub(crate) struct Answers {
     width: usize,
     /// What the last cycle over every node gathered, while it still holds.
     view: Option<View>,
-    /// The nodes ranked for cycles that sum their totals (see [`Ranked`]), built by the
-    /// first such cycle.
+    /// The nodes ranked for cycles that sum their totals (see [`Ranked`]): built by the
+    /// first such cycle of a run of the class's pods, dropped when another class's pod
+    /// runs.
     ranked: Option<Ranked>,
 }
 
