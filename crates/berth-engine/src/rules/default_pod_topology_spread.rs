@@ -134,10 +134,10 @@ impl NodeScore for Score<'_> {
             return None;
         }
         let (zones, unlabelled_count) = feasible.by_value(zone_key)?;
-        let weights = Weights {
-            host: ((feasible.count() + 2) as f64).ln(),
-            zone: ((zones.len() + usize::from(unlabelled_count > 0) + 2) as f64).ln(),
-        };
+        let weights = Weights::of(
+            feasible.count(),
+            zones.len() + usize::from(unlabelled_count > 0),
+        );
         let zone_terms: Vec<f64> = zones
             .iter()
             .map(|(z, _)| self.zone_term(*z, weights.zone))
@@ -212,10 +212,12 @@ struct Weights {
 }
 
 impl Weights {
-    fn of(nodes: usize, domains: &Domains) -> Self {
+    /// The weights over `nodes` feasible nodes in `zones` zones (the nodes without a zone
+    /// counting as one).
+    fn of(nodes: usize, zones: usize) -> Self {
         Weights {
             host: ((nodes + 2) as f64).ln(),
-            zone: ((domains.values.len() + usize::from(domains.unlabelled) + 2) as f64).ln(),
+            zone: ((zones + 2) as f64).ln(),
         }
     }
 }
@@ -253,7 +255,10 @@ impl Score<'_> {
             column.and_then(|c| c.get(id.0 as usize).copied().flatten())
         };
         let domains = self.rows.of(self.cluster, keys.zone, nodes);
-        let weights = Weights::of(nodes.len(), &domains);
+        let weights = Weights::of(
+            nodes.len(),
+            domains.values.len() + usize::from(domains.unlabelled),
+        );
         let zone_terms = self.zone_terms(&domains, weights.zone);
         let raw_of = |host: Option<u32>, zone: u32| raw_of(&zone_terms, weights.host, host, zone);
         // Most nodes run no matching pod: their raw score follows from whether they carry

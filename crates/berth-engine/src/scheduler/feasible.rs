@@ -85,6 +85,18 @@ pub(super) struct Found {
     pub chosen: Option<NodeId>,
 }
 
+impl Found {
+    /// A cycle that chose `node` from the class's answers after visiting `visited` nodes.
+    fn chosen(node: NodeId, visited: usize) -> Self {
+        Found {
+            feasible: Vec::new(),
+            columns: Vec::new(),
+            visited,
+            chosen: Some(node),
+        }
+    }
+}
+
 /// Finds up to `walk.want` feasible nodes from `walk.start`, reusing and keeping the
 /// answers of `pod`'s class when its rules' answers can be kept. With `summing` (given when
 /// nothing but the choice is wanted: no extenders, nothing explained), a class that knows
@@ -139,12 +151,7 @@ pub(super) fn find(
         answers.judge(reused, asked_first as u64);
         classes.count(reused, asked_first as u64);
         classes.count_summed(way == Way::Ranked);
-        return Found {
-            feasible: Vec::new(),
-            columns: Vec::new(),
-            visited: all,
-            chosen: Some(chosen),
-        };
+        return Found::chosen(chosen, all);
     }
     let viewed = kept
         .as_deref_mut()
@@ -193,12 +200,7 @@ pub(super) fn find(
         classes.count(reused, asked);
         if let Some((node, way)) = chosen {
             classes.count_summed(way == Way::Ranked);
-            return Found {
-                feasible: Vec::new(),
-                columns: Vec::new(),
-                visited: pass.visited,
-                chosen: Some(node),
-            };
+            return Found::chosen(node, pass.visited);
         }
     }
     Found {

@@ -8,7 +8,7 @@
 //! BalancedAllocation) are weighed and summed; each rule whose raw scores the class does not
 //! keep gives its normalised scores by label value ([`NodeScore::grouped`]: one score per
 //! zone, the few nodes running matching pods apart). The class of the last cycle too (pods
-//! of one controller arriving together) chooses from its ranking ([`RankedAnswers`]), which
+//! of one controller arriving together) chooses from its ranking ([`crate::classes::RankedAnswers`]), which
 //! reads a few counts; any other class sums every feasible node's total in one pass over
 //! its view and selects as `select.rs` does. Any other rule, or a score outside the range
 //! whose sums are known not to overflow, leaves the cycle to the usual path.
@@ -119,17 +119,21 @@ pub(super) fn summed(
     }
     let nodes = answers.view_nodes(start).filter(|n| !n.is_empty())?;
     let view = ViewNodes {
-        cluster,
-        domains: summing.domains,
         nodes,
+        keys: &built_for.keys,
+        domains: built_for
+            .keys
+            .iter()
+            .map(|key| summing.domains.of(cluster, *key, nodes))
+            .collect(),
         answers,
     };
     let rules: Vec<(GroupScores, Arc<Domains>)> = grouped
         .iter()
-        .zip(&built_for.keys)
-        .map(|((s, w), key)| {
+        .zip(&view.domains)
+        .map(|((s, w), domains)| {
             let scores = weigh(grouped_in_range(*s, &view)?, *w);
-            Some((scores, summing.domains.of(cluster, *key, nodes)))
+            Some((scores, Arc::clone(domains)))
         })
         .collect::<Option<_>>()?;
     let tables = rules
@@ -164,11 +168,12 @@ fn grouped_in_range(s: &dyn NodeScore, feasible: &dyn FeasibleNodes) -> Option<G
     .then_some(grouped)
 }
 
-/// A class's view (its feasible nodes in visiting order) as the grouped scores read it.
+/// A class's view (its feasible nodes in visiting order) as the grouped scores read it,
+/// with its domains under each grouped rule's label (`keys`), looked up once a cycle.
 struct ViewNodes<'a> {
-    cluster: &'a Cluster,
-    domains: &'a DomainRows,
     nodes: &'a [NodeId],
+    keys: &'a [Sym],
+    domains: Vec<Arc<Domains>>,
     answers: &'a Answers,
 }
 
@@ -182,7 +187,7 @@ impl FeasibleNodes for ViewNodes<'_> {
     }
 
     fn by_value(&self, key: Sym) -> Option<(Vec<(Sym, u32)>, u32)> {
-        let domains = self.domains.of(self.cluster, key, self.nodes);
+        let domains = &self.domains[self.keys.iter().position(|k| *k == key)?];
         let values = domains
             .values
             .iter()
