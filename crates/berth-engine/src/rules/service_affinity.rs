@@ -82,13 +82,12 @@ impl NodeCheck for Check<'_> {
 fn first_peer_node(cluster: &Cluster, pod: &PodInfo, missing: &[Sym]) -> Option<NodeId> {
     let selector = Selector::from_pairs(pod.labels.iter());
     let namespaces = NamespaceFilter::only(pod.namespace);
-    let peers = || {
-        cluster
-            .matching_pods(&namespaces, &selector)
-            .filter_map(|id| cluster.pod(id).node)
-    };
-    let mut nodes = peers();
-    let first = nodes.next()?;
+    // One walk over the peers (each a pod read from memory), their nodes kept.
+    let peers: Vec<NodeId> = cluster
+        .matching_pods(&namespaces, &selector)
+        .filter_map(|id| cluster.pod(id).node)
+        .collect();
+    let first = *peers.first()?;
     // Read from the dense label columns: every peer is compared with the first.
     let columns: Vec<Option<&[Option<Sym>]>> =
         missing.iter().map(|k| cluster.label_column(*k)).collect();
@@ -98,18 +97,21 @@ fn first_peer_node(cluster: &Cluster, pod: &PodInfo, missing: &[Sym]) -> Option<
             .map(move |c| c.and_then(|c| c.get(id.0 as usize).copied().flatten()))
     };
     // The usual case (the predicate keeps a service's pods on one value): no node differs,
-    // and nothing is collected.
-    if nodes.all(|id| values(id).eq(values(first))) {
+    // and any peer's node gives the values.
+    if peers.iter().all(|id| values(*id).eq(values(first))) {
         return Some(first);
     }
-    let mut all: Vec<NodeId> = peers().collect();
-    all.sort_unstable();
-    all.dedup();
+    let mut peer = vec![false; cluster.node_slots()];
+    for id in &peers {
+        if let Some(p) = peer.get_mut(id.0 as usize) {
+            *p = true;
+        }
+    }
     cluster
         .node_order()
         .iter()
         .copied()
-        .find(|id| all.binary_search(id).is_ok())
+        .find(|id| peer.get(id.0 as usize) == Some(&true))
 }
 
 impl FilterRule for CheckServiceAffinity {
