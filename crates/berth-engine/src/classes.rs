@@ -28,6 +28,7 @@
 //! long gives its room to a new one.
 
 mod ranked;
+mod tally;
 
 use std::collections::VecDeque;
 
@@ -38,6 +39,7 @@ use crate::model;
 use crate::types::NodeId;
 
 pub(crate) use ranked::{GroupScores, KEPT_MAX, Ranked, RankedAnswers, RankedFor};
+pub(crate) use tally::{ComboCache, TalliedAnswers, Tally, TallyFor};
 
 /// Bytes the classes' kept answers may take together. A class keeps a few bytes per node
 /// slot and score rule (see [`capacity`]), so the number of classes kept follows the
@@ -133,7 +135,6 @@ impl Shape {
 #[derive(Debug)]
 pub(crate) struct Answers {
     signature: model::Pod,
-    key: u64,
     shape: Shape,
     keys: Vec<Sym>,
     cursor: Cursor,
@@ -165,6 +166,13 @@ pub(crate) struct Answers {
     /// first such cycle of a run of the class's pods, dropped when another class's pod
     /// runs.
     ranked: Option<Ranked>,
+    /// The feasible nodes counted by kept sum for cycles that sum their totals (see
+    /// [`Tally`]): built by the first such cycle after the answers were reset or the
+    /// cluster's epoch moved, kept up to date as answers are kept.
+    tally: Option<Tally>,
+    /// What the last tally that could not be built was for, so that cycles do not try
+    /// again until that changes.
+    untallied: Option<TallyFor>,
 }
 
 /// A class's feasible nodes in visiting order from one start: what a cycle over every node
@@ -225,9 +233,10 @@ impl Answers {
         }
         let known = &self.known;
         let mut stale = std::mem::take(&mut self.stale);
+        // A node forgotten, asked and forgotten again may be listed twice: the caller
+        // skips the nodes known by the time it reaches them, which sorting to deduplicate
+        // would cost more than.
         stale.retain(|id| !known[id.0 as usize]);
-        stale.sort_unstable();
-        stale.dedup();
         Some(stale)
     }
 
@@ -236,6 +245,20 @@ impl Answers {
     pub fn keep(&mut self, slot: usize, feasible: bool, raw: &[i64]) {
         if slot >= self.known.len() {
             return;
+        }
+        if let Some(tally) = self.tally.as_mut() {
+            if self.known[slot]
+                && self.feasible[slot]
+                && let Some(old) = self.raw.weighted(slot, self.width, tally.weights())
+            {
+                tally.counted(slot, old, false);
+            }
+            match ranked::weighted_row(raw, tally.weights()) {
+                Some(new) if feasible => tally.counted(slot, new, true),
+                // A score the tally cannot count: the usual path from now on.
+                None if feasible => self.tally = None,
+                _ => {}
+            }
         }
         if !self.known[slot] {
             self.unknown -= 1;
@@ -373,11 +396,53 @@ impl Answers {
         })
     }
 
+    /// The class's tally (see [`Tally`]) for `built_for` with its view from `start`, kept
+    /// up to date as answers are kept, or built afresh over `combos`; None while some
+    /// answer is not known, without a view from `start` or with an empty one, and when
+    /// the kept scores cannot be tallied.
+    pub fn tally(
+        &mut self,
+        start: usize,
+        built_for: TallyFor,
+        combos: impl FnOnce() -> Option<std::sync::Arc<tally::Combos>>,
+    ) -> Option<TalliedAnswers<'_>> {
+        if !self.all_known() || self.untallied.as_ref() == Some(&built_for) {
+            return None;
+        }
+        let view = self
+            .view
+            .as_ref()
+            .filter(|v| v.start == start && !v.feasible.is_empty())?;
+        let rows = (&self.raw, self.width);
+        let kept = self.tally.take().filter(|t| *t.built_for() == built_for);
+        let tally = match kept {
+            Some(t) => t,
+            None => {
+                match combos()
+                    .and_then(|c| Tally::build(built_for.clone(), c, &self.feasible, rows))
+                {
+                    Some(t) => t,
+                    None => {
+                        self.untallied = Some(built_for);
+                        return None;
+                    }
+                }
+            }
+        };
+        Some(TalliedAnswers {
+            tally: self.tally.insert(tally),
+            feasible: &self.feasible,
+            rows,
+            view: &view.feasible,
+        })
+    }
+
     /// Forgets everything, sized for the cluster's node slots and the shape's scorers.
     fn reset(&mut self, cluster: &Cluster) {
         let slots = cluster.node_slots();
         self.view = None;
         self.ranked = None;
+        self.tally = None;
         self.known.clear();
         self.known.resize(slots, false);
         self.unknown = cluster.node_count();
@@ -393,10 +458,17 @@ impl Answers {
 
     /// Forgets the kept answer of `node`.
     fn forget(&mut self, node: NodeId) {
-        if let Some(k) = self.known.get_mut(node.0 as usize)
+        let slot = node.0 as usize;
+        if let Some(k) = self.known.get_mut(slot)
             && *k
         {
             *k = false;
+            if let Some(tally) = self.tally.as_mut()
+                && self.feasible[slot]
+                && let Some(sum) = self.raw.weighted(slot, self.width, tally.weights())
+            {
+                tally.counted(slot, sum, false);
+            }
             self.unknown += 1;
             if self.stale.len() < self.stale_cap {
                 self.stale.push(node);
@@ -429,16 +501,26 @@ impl Answers {
             return;
         };
         let keys = std::mem::take(&mut self.keys);
+        // The domains of more than one node already forgotten by this catch-up: placements
+        // between two pods of a class land in the same few zones again and again, and
+        // forgetting a zone's nodes once for each costs a walk over them each time.
+        let mut forgotten: Vec<(Sym, Sym)> = Vec::new();
         for change in changes {
             self.forget(change.node);
             for key in keys.iter().chain(&change.keys) {
                 let value = cluster
                     .label_column(*key)
                     .and_then(|column| column.get(change.node.0 as usize).copied().flatten());
-                if let Some(value) = value {
-                    for id in cluster.nodes_with_label(*key, value) {
-                        self.forget(*id);
-                    }
+                let Some(value) = value else { continue };
+                if forgotten.contains(&(*key, value)) {
+                    continue;
+                }
+                let nodes = cluster.nodes_with_label(*key, value);
+                if nodes.len() > 1 {
+                    forgotten.push((*key, value));
+                }
+                for id in nodes {
+                    self.forget(*id);
                 }
             }
         }
@@ -525,6 +607,9 @@ const MIN_FEW_UNKNOWN: usize = 128;
 pub(crate) struct Classes {
     enabled: bool,
     classes: Vec<Answers>,
+    /// Each class's [`signature_key`], in the order of `classes`: a lookup scans these
+    /// instead of reading a line of every class's answers.
+    digests: Vec<u64>,
     /// Signatures seen once with their keys, newest last (boxed: the oldest leaves for
     /// every new one while pods all differ, and the queue moves pointers, not pods).
     seen: VecDeque<(u64, Box<model::Pod>)>,
@@ -536,10 +621,20 @@ pub(crate) struct Classes {
     last: Option<usize>,
     reused: u64,
     asked: u64,
-    /// Cycles whose totals were summed from kept answers (see `scheduler/summed.rs`), and
-    /// of those, the cycles that chose from a ranking.
-    summed: u64,
-    ranked: u64,
+    /// Cycles whose totals were summed from kept answers (see `scheduler/summed.rs`).
+    summed: SummedCycles,
+}
+
+/// How many cycles summed their totals from a class's kept answers and the spreading
+/// rules' grouped scores instead of normalising every column, and how they chose.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SummedCycles {
+    /// Every such cycle.
+    pub summed: u64,
+    /// Those that chose from their class's ranking (pods of one class in a row).
+    pub ranked: u64,
+    /// Those that chose from their class's tally (pods of classes taking turns).
+    pub tallied: u64,
 }
 
 impl Classes {
@@ -548,14 +643,14 @@ impl Classes {
         Classes {
             enabled,
             classes: Vec::new(),
+            digests: Vec::new(),
             seen: VecDeque::new(),
             clock: 0,
             budget: ANSWER_BUDGET,
             last: None,
             reused: 0,
             asked: 0,
-            summed: 0,
-            ranked: 0,
+            summed: SummedCycles::default(),
         }
     }
 
@@ -583,16 +678,16 @@ impl Classes {
     }
 
     /// Counts a cycle whose totals were summed from kept answers, `ranked` when it chose from
-    /// its class's ranking.
-    pub fn count_summed(&mut self, ranked: bool) {
-        self.summed += 1;
-        self.ranked += u64::from(ranked);
+    /// its class's ranking, `tallied` when from its tally.
+    pub fn count_summed(&mut self, ranked: bool, tallied: bool) {
+        self.summed.summed += 1;
+        self.summed.ranked += u64::from(ranked);
+        self.summed.tallied += u64::from(tallied);
     }
 
-    /// Cycles whose totals were summed from kept answers since the scheduler began, and of
-    /// those, the cycles that chose from a ranking.
-    pub fn summed(&self) -> (u64, u64) {
-        (self.summed, self.ranked)
+    /// Cycles whose totals were summed from kept answers since the scheduler began.
+    pub fn summed(&self) -> SummedCycles {
+        self.summed
     }
 
     /// The answers kept for `pod`'s class under `shape`, brought up to date with the
@@ -611,15 +706,19 @@ impl Classes {
             // The cluster grew past what the budget keeps for this many classes.
             if let Some(oldest) = self.least_recently_used() {
                 self.classes.swap_remove(oldest);
+                self.digests.swap_remove(oldest);
                 self.last = None;
             }
         }
         let signature = class_of(pod);
         let key = signature_key(&signature);
         let resident = self
-            .classes
+            .digests
             .iter()
-            .position(|c| c.key == key && c.signature == signature);
+            .enumerate()
+            .filter(|(_, k)| **k == key)
+            .map(|(i, _)| i)
+            .find(|i| self.classes[*i].signature == signature);
         let (at, new) = match resident {
             Some(i) => (i, false),
             None => {
@@ -641,9 +740,8 @@ impl Classes {
                     return None;
                 };
                 self.seen.remove(seen);
-                let class = &mut self.classes[at];
-                class.signature = signature;
-                class.key = key;
+                self.classes[at].signature = signature;
+                self.digests[at] = key;
                 (at, true)
             }
         };
@@ -702,9 +800,9 @@ impl Classes {
         if self.classes.len() >= capacity {
             return None;
         }
+        self.digests.push(0);
         self.classes.push(Answers {
             signature: model::Pod::default(),
-            key: 0,
             // The caller sets the shape, and sizes the buffers, when it resets a new class.
             shape: Shape::default(),
             keys: Vec::new(),
@@ -724,6 +822,8 @@ impl Classes {
             width: 0,
             view: None,
             ranked: None,
+            tally: None,
+            untallied: None,
         });
         Some(self.classes.len() - 1)
     }

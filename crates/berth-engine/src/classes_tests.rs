@@ -5,6 +5,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::classes::SummedCycles;
 use crate::cluster::Cluster;
 use crate::model::{Pod, SelectorKind, TaintEffect, TolerationOperator, WhenUnsatisfiable};
 use crate::preemption::DisruptionBudgets;
@@ -295,13 +296,13 @@ fn churn(rng: &mut ChaCha8Rng, c: &mut Cluster, round: usize) {
 }
 
 /// What a run decided, pod by pod, with its class counts (reused, asked) and how many
-/// cycles summed their totals (of which, how many chose from a ranking).
+/// cycles summed their totals, and how.
 fn decisions(
     policy: &str,
     seed: u64,
     classes: bool,
     percentage: u32,
-) -> (Vec<String>, (u64, u64), (u64, u64)) {
+) -> (Vec<String>, (u64, u64), SummedCycles) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let templates: Vec<Pod> = (0..rng.random_range(2..7))
         .map(|_| random_template(&mut rng))
@@ -366,34 +367,56 @@ fn equivalence_classes_decide_as_asking_every_node() {
 }
 
 /// Under the OpenShift policy, cycles that sum their totals from kept answers and
-/// the spreading rules' grouped scores decide as cycles that normalise every column.
+/// the spreading rules' grouped scores decide as cycles that normalise every column: those
+/// that choose from their class's ranking (pods of one class in a row), from its tally
+/// (classes taking turns), and, with a weight too large for a tally's counts, those that
+/// sum every node's total.
 #[test]
 fn summed_totals_decide_as_normalising_every_column() {
-    let (mut summed, mut ranked) = (0, 0);
-    for seed in 0..60 {
-        for percentage in [100, 0] {
-            let (plain, _, none) = decisions(OPENSHIFT_POLICY, seed, false, percentage);
-            let (kept, _, (s, r)) = decisions(OPENSHIFT_POLICY, seed, true, percentage);
-            assert_eq!(none, (0, 0), "no class, nothing summed");
-            summed += s;
-            ranked += r;
-            for (i, (a, b)) in plain.iter().zip(&kept).enumerate() {
-                assert_eq!(a, b, "seed {seed}, {percentage}% scored, pod #{i}");
-            }
-            assert_eq!(plain.len(), kept.len());
-        }
-    }
-    // The comparison means something only if totals were in fact summed, both ways.
-    // (Many random pods prefer affinity or spread on their own constraints, which the
-    // cycle normalises column by column; 1,310 cycles are summed, 1,150 of them chosen
-    // from a ranking.)
-    assert!(summed > 1_000, "only {summed} cycles summed their totals");
-    assert!(ranked > 100, "only {ranked} cycles chose from a ranking");
-    assert!(
-        summed - ranked > 100,
-        "only {} cycles summed every total",
-        summed - ranked
+    // LeastRequested at weight 600: kept sums span 0..=76,327, past a tally's counts.
+    let heavy = OPENSHIFT_POLICY.replace(
+        r#"{"name": "LeastRequestedPriority", "weight": 1}"#,
+        r#"{"name": "LeastRequestedPriority", "weight": 600}"#,
     );
+    assert_ne!(heavy, OPENSHIFT_POLICY);
+    for (policy, untallied) in [(OPENSHIFT_POLICY, false), (heavy.as_str(), true)] {
+        let mut all = SummedCycles::default();
+        for seed in 0..60 {
+            for percentage in [100, 0] {
+                let (plain, _, none) = decisions(policy, seed, false, percentage);
+                let (kept, _, s) = decisions(policy, seed, true, percentage);
+                assert_eq!(none, SummedCycles::default(), "no class, nothing summed");
+                all.summed += s.summed;
+                all.ranked += s.ranked;
+                all.tallied += s.tallied;
+                for (i, (a, b)) in plain.iter().zip(&kept).enumerate() {
+                    assert_eq!(a, b, "seed {seed}, {percentage}% scored, pod #{i}");
+                }
+                assert_eq!(plain.len(), kept.len());
+            }
+        }
+        // The comparison means something only if totals were in fact summed, each way.
+        // (Many random pods prefer affinity or spread on their own constraints, which the
+        // cycle normalises column by column; under the bundled policy 1,310 cycles are
+        // summed, 1,150 of them chosen from a ranking and 160 from a tally.)
+        let SummedCycles {
+            summed,
+            ranked,
+            tallied,
+        } = all;
+        assert!(summed > 1_000, "only {summed} cycles summed their totals");
+        assert!(ranked > 100, "only {ranked} cycles chose from a ranking");
+        let (tallied_least, streamed_least) = if untallied { (0, 100) } else { (100, 0) };
+        assert!(
+            tallied >= tallied_least && (tallied == 0) == untallied,
+            "{tallied} cycles chose from a tally"
+        );
+        let streamed = summed - ranked - tallied;
+        assert!(
+            streamed >= streamed_least,
+            "only {streamed} cycles summed every total"
+        );
+    }
 }
 
 /// Every change but a pod's placement or removal may move kept answers anywhere, so it must

@@ -40,6 +40,7 @@ pub mod testkit;
 
 pub use berth_model::{labels, model, resources, types};
 pub use berth_policy::FeatureGates;
+pub use classes::SummedCycles;
 pub use cluster::{Cluster, ClusterError, ClusterSizes, Compaction, NodeId, NodeInfo, PodId};
 pub use diagnosis::{Candidate, FitError};
 pub use explain::{Explanation, NodeExplanation, RejectedBy, Rejection, ScoreValue};

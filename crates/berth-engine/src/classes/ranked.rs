@@ -58,7 +58,7 @@ pub(crate) struct GroupScores {
 
 impl GroupScores {
     /// The score of a node with label value `value`; None for a value the table lacks.
-    fn at(&self, value: Option<Sym>) -> Option<i64> {
+    pub(super) fn at(&self, value: Option<Sym>) -> Option<i64> {
         match value {
             None => Some(self.unlabelled),
             Some(v) => self.table.iter().find(|(t, _)| *t == v).map(|(_, s)| *s),
@@ -323,17 +323,7 @@ impl RankedAnswers<'_> {
             .collect();
         self.set_apart(own.iter().flatten().map(|(slot, _)| *slot).collect());
         let ranked = &*self.ranked;
-        // Each combination's scores from the rules, summed (None: unscored, and carried by
-        // no feasible node).
-        let mut combo_totals: Vec<Option<i64>> = Vec::with_capacity(ranked.combos.len());
-        for (values, n) in ranked.combos.iter().zip(&ranked.feasible_in) {
-            let scores = values.iter().zip(rules).map(|(v, rule)| rule.at(*v));
-            match scores.sum::<Option<i64>>() {
-                Some(s) => combo_totals.push(Some(base + s)),
-                None if *n == 0 => combo_totals.push(None),
-                None => return None,
-            }
-        }
+        let combo_totals = combo_totals(&ranked.combos, &ranked.feasible_in, rules, base)?;
         let apart_totals: Vec<(u32, i64)> = ranked
             .apart
             .iter()
@@ -438,25 +428,57 @@ impl FeasibleNodes for RankedAnswers<'_> {
     fn by_value(&self, key: Sym) -> Option<(Vec<(Sym, u32)>, u32)> {
         let ranked = &*self.ranked;
         let k = ranked.built_for.keys.iter().position(|b| *b == key)?;
-        let mut values: Vec<(Sym, u32)> = Vec::new();
-        let mut unlabelled = 0;
-        for (combo, n) in ranked.combos.iter().zip(&ranked.feasible_in) {
-            match combo[k] {
-                _ if *n == 0 => {}
-                None => unlabelled += n,
-                Some(v) => match values.iter_mut().find(|(seen, _)| *seen == v) {
-                    Some((_, count)) => *count += n,
-                    None => values.push((v, *n)),
-                },
-            }
-        }
-        Some((values, unlabelled))
+        Some(counts_by_value(&ranked.combos, &ranked.feasible_in, k))
     }
+}
+
+/// Each combination's scores from the rules (one per label of the combinations), summed
+/// with `base` (None: unscored, and carried by no feasible node: `feasible_in` counts them
+/// per combination); None when a rule scores no value some feasible node carries.
+pub(super) fn combo_totals(
+    combos: &[Vec<Option<Sym>>],
+    feasible_in: &[u32],
+    rules: &[GroupScores],
+    base: i64,
+) -> Option<Vec<Option<i64>>> {
+    let mut totals: Vec<Option<i64>> = Vec::with_capacity(combos.len());
+    for (values, n) in combos.iter().zip(feasible_in) {
+        let scores = values.iter().zip(rules).map(|(v, rule)| rule.at(*v));
+        match scores.sum::<Option<i64>>() {
+            Some(s) => totals.push(Some(base + s)),
+            None if *n == 0 => totals.push(None),
+            None => return None,
+        }
+    }
+    Some(totals)
+}
+
+/// How many feasible nodes carry each value of the `k`-th label of the combinations, and
+/// how many lack it, from the counts per combination (`feasible_in`).
+pub(super) fn counts_by_value(
+    combos: &[Vec<Option<Sym>>],
+    feasible_in: &[u32],
+    k: usize,
+) -> (Vec<(Sym, u32)>, u32) {
+    let mut values: Vec<(Sym, u32)> = Vec::new();
+    let mut unlabelled = 0;
+    for (combo, n) in combos.iter().zip(feasible_in) {
+        match combo.get(k).copied().flatten() {
+            _ if *n == 0 => {}
+            None => unlabelled += n,
+            Some(v) => match values.iter_mut().find(|(seen, _)| *seen == v) {
+                Some((_, count)) => *count += n,
+                None => values.push((v, *n)),
+            },
+        }
+    }
+    (values, unlabelled)
 }
 
 impl Raw {
     /// The weighted sum of slot `slot`'s kept scores (rows of `width`); None when one lies
     /// outside `0..=KEPT_MAX` or the sum overflows.
+    #[inline]
     pub(super) fn weighted(&self, slot: usize, width: usize, weights: &[i64]) -> Option<i64> {
         let at = slot.checked_mul(width)?;
         match self {

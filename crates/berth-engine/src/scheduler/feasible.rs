@@ -140,8 +140,7 @@ pub(super) fn find(
     if let Some(answers) = kept.as_deref_mut()
         && let Some(nodes) = answers.few_unknown(stale_cap(all))
     {
-        ask_few(cluster, prepared, &keeping(scorers), &nodes, answers);
-        asked_first = nodes.len();
+        asked_first = ask_few(cluster, prepared, &keeping(scorers), &nodes, answers);
     }
     if let Some(summing) = summing.as_mut().filter(|_| walk.want >= all)
         && let Some(answers) = kept.as_deref_mut()
@@ -150,7 +149,7 @@ pub(super) fn find(
         let reused = (all - asked_first.min(all)) as u64;
         answers.judge(reused, asked_first as u64);
         classes.count(reused, asked_first as u64);
-        classes.count_summed(way == Way::Ranked);
+        classes.count_summed(way == Way::Ranked, way == Way::Tallied);
         return Found::chosen(chosen, all);
     }
     let viewed = kept
@@ -199,7 +198,7 @@ pub(super) fn find(
         answers.judge(reused, asked);
         classes.count(reused, asked);
         if let Some((node, way)) = chosen {
-            classes.count_summed(way == Way::Ranked);
+            classes.count_summed(way == Way::Ranked, way == Way::Tallied);
             return Found::chosen(node, pass.visited);
         }
     }
@@ -590,21 +589,28 @@ fn first_rejecting(
 /// Asks the rules about `nodes` (a class's few nodes without a kept answer) and keeps the
 /// answers (the raw scores of `scorers`, those the class keeps), so that the pass can walk
 /// kept verdicts alone. The checks' dense tables at hand answer first, as in a pass.
+/// Returns how many nodes it asked.
 fn ask_few(
     cluster: &Cluster,
     prepared: &PreparedFilters<'_>,
     scorers: &[&dyn NodeScore],
     nodes: &[NodeId],
     kept: &mut Answers,
-) {
+) -> usize {
     let checks = &prepared.checks;
     let dense: Vec<Dense<'_>> = checks.iter().map(|c| c.dense_at_hand()).collect();
     let fused = Fused::new(&dense);
     let check_order: Vec<usize> = (0..checks.len()).collect();
     let mut scratch = Vec::new();
     let mut raw = Vec::with_capacity(scorers.len());
+    let mut asked = 0;
     for id in nodes {
         let slot = id.0 as usize;
+        if kept.feasible(slot).is_some() {
+            // Listed twice (see `Answers::few_unknown`), and asked already.
+            continue;
+        }
+        asked += 1;
         let node = cluster.node(*id);
         let feasible = match fused.verdict(slot) {
             Some(true) => fused.rest.iter().all(|&c| {
@@ -622,6 +628,7 @@ fn ask_few(
         }
         kept.keep(slot, feasible, &raw);
     }
+    asked
 }
 
 /// [`evaluate`] when the class's answers cover every node: a walk over kept verdicts, in

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::classes::Classes;
+use crate::classes::{Classes, ComboCache, SummedCycles};
 use crate::cluster::{Cluster, NodeId};
 use crate::diagnosis::FitError;
 use crate::explain::{Explanation, explain_nodes};
@@ -235,6 +235,8 @@ pub struct Scheduler {
     /// The topology domains of classes' views, kept for the cycles that sum their totals
     /// over them (see `summed.rs`).
     domains: DomainRows,
+    /// The nodes' combinations of label values the classes' tallies count by.
+    combos: ComboCache,
 }
 
 impl Scheduler {
@@ -256,6 +258,7 @@ impl Scheduler {
             classes: Classes::new(config.equivalence_classes),
             node_cost: NodeCost::default(),
             domains: DomainRows::default(),
+            combos: ComboCache::default(),
         }
     }
 
@@ -266,9 +269,9 @@ impl Scheduler {
     }
 
     /// How many cycles summed their totals from a class's kept answers and the spreading
-    /// rules' grouped scores instead of normalising every column, and of those, how many
-    /// chose from their class's ranking (pods of one class in a row).
-    pub fn summed_cycles(&self) -> (u64, u64) {
+    /// rules' grouped scores instead of normalising every column, since this scheduler
+    /// began.
+    pub fn summed_cycles(&self) -> SummedCycles {
         self.classes.summed()
     }
 
@@ -459,6 +462,7 @@ impl Scheduler {
             weights,
             rng: &mut self.rng,
             domains: &self.domains,
+            combos: &mut self.combos,
         });
         let found = feasible::find(
             cluster,

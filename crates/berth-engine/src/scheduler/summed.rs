@@ -18,7 +18,7 @@ use std::sync::Arc;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::classes::{Answers, GroupScores, KEPT_MAX, RankedFor, Raw};
+use crate::classes::{Answers, ComboCache, GroupScores, KEPT_MAX, RankedFor, Raw, TallyFor};
 use crate::cluster::{Cluster, NodeId};
 use crate::framework::{FeasibleNodes, Grouped, MAX_NODE_SCORE, NodeScore, ScorePrep};
 use crate::labels::Sym;
@@ -33,6 +33,7 @@ pub(super) struct Summing<'a> {
     pub weights: &'a [i64],
     pub rng: &'a mut ChaCha8Rng,
     pub domains: &'a DomainRows,
+    pub combos: &'a mut ComboCache,
 }
 
 /// How a summed cycle found its node.
@@ -40,6 +41,8 @@ pub(super) struct Summing<'a> {
 pub(super) enum Way {
     /// From the class's ranking.
     Ranked,
+    /// From the class's tally.
+    Tallied,
     /// From every feasible node's total.
     Summed,
 }
@@ -116,6 +119,28 @@ pub(super) fn summed(
         })?;
         let node = order.get((start + rank) % order.len())?;
         return Some((*node, Way::Ranked));
+    }
+    let tally_for = TallyFor {
+        epoch: built_for.epoch,
+        weights: built_for.weights.clone(),
+        keys: built_for.keys.clone(),
+    };
+    let combos = &mut *summing.combos;
+    let keys = &built_for.keys;
+    if let Some(mut tallied) = answers.tally(start, tally_for, || combos.of(cluster, keys)) {
+        let rules: Vec<GroupScores> = grouped
+            .iter()
+            .map(|(s, w)| Some(weigh(grouped_in_range(*s, &tallied)?, *w)))
+            .collect::<Option<_>>()?;
+        let rng = &mut *summing.rng;
+        let node = tallied.choose(constant, &rules, |ties| {
+            if ties > 1 {
+                rng.random_range(0..ties)
+            } else {
+                0
+            }
+        })?;
+        return Some((node, Way::Tallied));
     }
     let nodes = answers.view_nodes(start).filter(|n| !n.is_empty())?;
     let view = ViewNodes {

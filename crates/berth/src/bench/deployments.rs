@@ -169,9 +169,10 @@ pub(super) fn measure(args: &Args, scheduler: &mut Scheduler) -> Result<serde_js
     result["class_answers_asked"] = asked.into();
     // Cycles whose totals were summed from a class's answers and the spreading rules'
     // scores by zone, without normalising a column.
-    let (summed, ranked) = scheduler.summed_cycles();
-    result["class_cycles_summed"] = summed.into();
-    result["class_cycles_ranked"] = ranked.into();
+    let summed = scheduler.summed_cycles();
+    result["class_cycles_summed"] = summed.summed.into();
+    result["class_cycles_ranked"] = summed.ranked.into();
+    result["class_cycles_tallied"] = summed.tallied.into();
     Ok(result)
 }
 

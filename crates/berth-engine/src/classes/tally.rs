@@ -1,0 +1,368 @@
+//! A class's feasible nodes counted by kept sum in a small table, so that a cycle of a
+//! class whose pods take turns with other classes' picks the best without adding up every
+//! node's total.
+//!
+//! The same arithmetic as [`super::Ranked`] (a node's total is its kept scores' weighted sum
+//! plus its label values' grouped scores, so the best total is the best over each
+//! combination of values of its highest kept sum, and over the nodes set apart), kept
+//! lighter: per combination, one count per possible kept sum (the sums of rules that
+//! normalise to themselves lie in a short range), moved as the class keeps each answer. The
+//! ranking also lists each combination's nodes in visiting order; with many classes taking
+//! turns those lists fall out of the caches and each answer kept costs misses, while these
+//! counts stay a few lines per class. So the tied node the draw picks is found by walking
+//! the class's view in visiting order instead, reading only the nodes' combinations (one
+//! array shared by every class, [`Combos`]) until a tied combination's node comes up.
+
+use std::sync::Arc;
+
+use super::{KEPT_MAX, Raw};
+use crate::classes::ranked::{GroupScores, combo_totals, counts_by_value};
+use crate::cluster::Cluster;
+use crate::framework::FeasibleNodes;
+use crate::labels::Sym;
+use crate::types::NodeId;
+
+/// The combination of a node slot that holds no node, in [`Combos::of`].
+const NO_NODE: u16 = u16::MAX;
+
+/// Most counts a tally keeps (combinations times possible sums): past it (a label with a
+/// value per node, large weights) the class sums every total instead.
+const MOST_COUNTS: usize = 1 << 16;
+
+/// Every node slot's combination of values of some labels, shared by the classes whose
+/// grouped rules read those labels.
+#[derive(Debug)]
+pub(crate) struct Combos {
+    epoch: u64,
+    keys: Vec<Sym>,
+    /// By node slot, its combination ([`NO_NODE`] for a slot without a node).
+    of: Vec<u16>,
+    /// Each combination's value of each label.
+    values: Vec<Vec<Option<Sym>>>,
+}
+
+impl Combos {
+    /// The combinations of `keys`' values over the nodes of `cluster`; None when they
+    /// combine in more ways than a `u16` names.
+    fn build(cluster: &Cluster, keys: &[Sym]) -> Option<Combos> {
+        let columns: Vec<Option<&[Option<Sym>]>> =
+            keys.iter().map(|k| cluster.label_column(*k)).collect();
+        let mut combos = Combos {
+            epoch: cluster.changes().epoch(),
+            keys: keys.to_vec(),
+            of: vec![NO_NODE; cluster.node_slots()],
+            values: Vec::new(),
+        };
+        let mut values: Vec<Option<Sym>> = vec![None; keys.len()];
+        for id in cluster.node_order() {
+            let slot = id.0 as usize;
+            for (v, column) in values.iter_mut().zip(&columns) {
+                *v = column.and_then(|c| c.get(slot).copied().flatten());
+            }
+            let c = match combos.values.iter().position(|c| *c == values) {
+                Some(c) => c,
+                None => {
+                    combos.values.push(values.clone());
+                    combos.values.len() - 1
+                }
+            };
+            *combos.of.get_mut(slot)? = u16::try_from(c).ok().filter(|c| *c != NO_NODE)?;
+        }
+        Some(combos)
+    }
+}
+
+/// The [`Combos`] of the labels classes' grouped rules read, kept while the cluster's epoch
+/// holds (node labels change only with it).
+#[derive(Debug, Default)]
+pub(crate) struct ComboCache {
+    kept: Vec<Arc<Combos>>,
+}
+
+/// How many label sets [`ComboCache`] keeps: policies group by one or two.
+const COMBO_SETS: usize = 4;
+
+impl ComboCache {
+    /// The combinations of `keys` over `cluster`'s nodes.
+    pub fn of(&mut self, cluster: &Cluster, keys: &[Sym]) -> Option<Arc<Combos>> {
+        let epoch = cluster.changes().epoch();
+        self.kept.retain(|c| c.epoch == epoch);
+        if let Some(c) = self.kept.iter().find(|c| c.keys == keys) {
+            return Some(Arc::clone(c));
+        }
+        let combos = Arc::new(Combos::build(cluster, keys)?);
+        if self.kept.len() == COMBO_SETS {
+            self.kept.remove(0);
+        }
+        self.kept.push(Arc::clone(&combos));
+        Some(combos)
+    }
+}
+
+/// What a tally counts for: the cluster's epoch, the kept scorers' weights (in row order)
+/// and each grouped rule's label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TallyFor {
+    pub epoch: u64,
+    pub weights: Vec<i64>,
+    pub keys: Vec<Sym>,
+}
+
+/// See the module's comment. It counts the nodes whose answer is known and feasible: a
+/// node's count leaves when its answer is forgotten (catching up walks many nodes in a
+/// tight loop, so reading their rows overlaps), and comes back when it is kept anew.
+#[derive(Debug)]
+pub(crate) struct Tally {
+    built_for: TallyFor,
+    combos: Arc<Combos>,
+    /// Kept sums lie in `0..span`.
+    span: usize,
+    /// Per combination, per kept sum, how many feasible nodes: `counts[c * span + sum]`.
+    counts: Vec<u32>,
+    /// Per combination, a sum no count lies above.
+    top: Vec<u32>,
+    /// Per combination, how many feasible nodes.
+    feasible_in: Vec<u32>,
+    feasible: usize,
+}
+
+impl Tally {
+    /// The tally of every node from the class's kept verdicts (`feasible`, by slot; every
+    /// one known) and raw score rows (`rows`: the rows and their width); None when a
+    /// weight is negative, the counts would take more than [`MOST_COUNTS`] or a kept score
+    /// lies outside `0..=KEPT_MAX`.
+    pub(super) fn build(
+        built_for: TallyFor,
+        combos: Arc<Combos>,
+        feasible: &[bool],
+        rows: (&Raw, usize),
+    ) -> Option<Tally> {
+        let (raw, width) = rows;
+        if built_for.weights.len() != width
+            || built_for.keys != combos.keys
+            || built_for.epoch != combos.epoch
+        {
+            return None;
+        }
+        let span = built_for.weights.iter().try_fold(1usize, |span, w| {
+            let w = usize::try_from(*w).ok()?;
+            span.checked_add(w.checked_mul(KEPT_MAX as usize)?)
+        })?;
+        let cells = span.checked_mul(combos.values.len())?;
+        if cells > MOST_COUNTS {
+            return None;
+        }
+        let mut tally = Tally {
+            span,
+            counts: vec![0; cells],
+            top: vec![0; combos.values.len()],
+            feasible_in: vec![0; combos.values.len()],
+            feasible: 0,
+            built_for,
+            combos,
+        };
+        let combos = Arc::clone(&tally.combos);
+        for (slot, c) in combos.of.iter().enumerate() {
+            if *c == NO_NODE || !*feasible.get(slot)? {
+                continue;
+            }
+            let sum = raw.weighted(slot, width, &tally.built_for.weights)?;
+            tally.count(usize::from(*c), sum, true);
+        }
+        Some(tally)
+    }
+
+    /// What the tally counts for.
+    pub(super) fn built_for(&self) -> &TallyFor {
+        &self.built_for
+    }
+
+    /// The kept scorers' weights, in row order.
+    pub(super) fn weights(&self) -> &[i64] {
+        &self.built_for.weights
+    }
+
+    /// Counts node slot `slot` with kept sum `sum` (`add`), or no longer (its answer was
+    /// forgotten or is about to be replaced).
+    #[inline]
+    pub(super) fn counted(&mut self, slot: usize, sum: i64, add: bool) {
+        if let Some(c) = self.combos.of.get(slot).copied().filter(|c| *c != NO_NODE) {
+            self.count(usize::from(c), sum, add);
+        }
+    }
+
+    /// Counts one more (`add`) or one fewer feasible node of combination `c` with kept sum
+    /// `sum` (within the span: the sums of scores within `0..=KEPT_MAX`).
+    #[inline]
+    fn count(&mut self, c: usize, sum: i64, add: bool) {
+        let Some(s) = usize::try_from(sum).ok().filter(|s| *s < self.span) else {
+            return;
+        };
+        let cell = &mut self.counts[c * self.span + s];
+        if add {
+            *cell += 1;
+            self.feasible_in[c] += 1;
+            self.feasible += 1;
+            self.top[c] = self.top[c].max(s as u32);
+        } else if *cell > 0 {
+            *cell -= 1;
+            self.feasible_in[c] -= 1;
+            self.feasible -= 1;
+        }
+    }
+
+    /// The highest kept sum of combination `c` with a count, lowering its bound to it.
+    fn highest(&mut self, c: usize) -> Option<usize> {
+        let row = &self.counts[c * self.span..(c + 1) * self.span];
+        let top = (0..=self.top[c] as usize).rev().find(|s| row[*s] > 0)?;
+        self.top[c] = top as u32;
+        Some(top)
+    }
+}
+
+/// A class's tally with what choosing from it reads: the verdicts and kept rows it counts
+/// (by slot) and the class's view (its feasible nodes in visiting order).
+pub(crate) struct TalliedAnswers<'a> {
+    pub(super) tally: &'a mut Tally,
+    pub(super) feasible: &'a [bool],
+    pub(super) rows: (&'a Raw, usize),
+    pub(super) view: &'a [NodeId],
+}
+
+impl TalliedAnswers<'_> {
+    /// The kept sum of slot `slot`.
+    fn sum(&self, slot: usize) -> Option<i64> {
+        let (raw, width) = self.rows;
+        raw.weighted(slot, width, &self.tally.built_for.weights)
+    }
+
+    /// The node with the highest total, `base` plus its kept sum plus each rule's score of
+    /// it (`rules`, in the order of the labels counted for), ties drawn by `draw` (given
+    /// how many nodes tie, it returns which of them, in visiting order, to take); None when
+    /// no node is feasible or a rule scores no value some feasible node carries.
+    pub fn choose(
+        &mut self,
+        base: i64,
+        rules: &[GroupScores],
+        draw: impl FnOnce(usize) -> usize,
+    ) -> Option<NodeId> {
+        if rules.len() != self.tally.built_for.keys.len() {
+            return None;
+        }
+        let combos = Arc::clone(&self.tally.combos);
+        let combo_totals = combo_totals(&combos.values, &self.tally.feasible_in, rules, base)?;
+        // The feasible nodes set apart, by slot and ascending, with their totals.
+        let mut apart: Vec<u32> = rules
+            .iter()
+            .flat_map(|rule| rule.apart.iter().map(|(id, _)| id.0))
+            .filter(|slot| self.feasible.get(*slot as usize) == Some(&true))
+            .collect();
+        apart.sort_unstable();
+        apart.dedup();
+        let apart: Vec<(u32, i64, usize, i64)> = apart
+            .into_iter()
+            .map(|slot| {
+                let c = usize::from(*combos.of.get(slot as usize)?);
+                let values = combos.values.get(c)?;
+                let scores = values.iter().zip(rules).map(|(v, rule)| {
+                    match rule.apart.iter().find(|(id, _)| id.0 == slot) {
+                        Some((_, own)) => Some(*own),
+                        None => rule.at(*v),
+                    }
+                });
+                let sum = self.sum(slot as usize)?;
+                Some((slot, sum, c, base + sum + scores.sum::<Option<i64>>()?))
+            })
+            .collect::<Option<_>>()?;
+        // Each combination's highest kept sum over its nodes not set apart: the true
+        // highest first (a bound kept across cycles), then without the nodes set apart.
+        let tops: Vec<Option<usize>> = (0..combos.values.len())
+            .map(|c| self.tally.highest(c))
+            .collect();
+        for (_, sum, c, _) in &apart {
+            self.tally.count(*c, *sum, false);
+        }
+        let span = self.tally.span;
+        let best_in = |tally: &Tally, c: usize| {
+            let row = &tally.counts[c * span..(c + 1) * span];
+            let top = tops[c]?;
+            (0..=top).rev().find(|s| row[*s] > 0).map(|s| (s, row[s]))
+        };
+        let best_of: Vec<Option<(usize, u32)>> = (0..combos.values.len())
+            .map(|c| best_in(self.tally, c))
+            .collect();
+        for (_, sum, c, _) in &apart {
+            self.tally.count(*c, *sum, true);
+        }
+        let best = best_of
+            .iter()
+            .zip(&combo_totals)
+            .filter_map(|(b, t)| Some((*t)? + (*b)?.0 as i64))
+            .chain(apart.iter().map(|(.., t)| *t))
+            .max()?;
+        // Per combination, the kept sum its tied nodes have (none: no tied node).
+        let tied: Vec<Option<i64>> = best_of
+            .iter()
+            .zip(&combo_totals)
+            .map(|(b, t)| {
+                let (s, _) = (*b)?;
+                ((*t)? + s as i64 == best).then_some(s as i64)
+            })
+            .collect();
+        let ties = best_of
+            .iter()
+            .zip(&tied)
+            .filter_map(|(b, t)| t.and((*b).map(|(_, n)| n as usize)))
+            .sum::<usize>()
+            + apart.iter().filter(|(.., t)| *t == best).count();
+        let pick = draw(ties);
+        // The combinations holding a node set apart at the best total.
+        let mut apart_tied = vec![false; combos.values.len()];
+        for (_, _, c, t) in &apart {
+            apart_tied[*c] |= *t == best;
+        }
+        // The pick-th tied node in visiting order: a combination's node at its tied sum and
+        // not set apart, or a node set apart at the best total. Most nodes are passed over
+        // on their combination alone.
+        let mut left = pick;
+        for id in self.view {
+            let slot = id.0 as usize;
+            let Some(c) = combos.of.get(slot).map(|c| usize::from(*c)) else {
+                continue;
+            };
+            let set_apart = || apart.binary_search_by_key(&id.0, |(s, ..)| *s);
+            let hit = match tied.get(c).copied().flatten() {
+                Some(want) if self.sum(slot) == Some(want) => {
+                    set_apart().map_or(true, |at| apart[at].3 == best)
+                }
+                _ if apart_tied.get(c) == Some(&true) => {
+                    set_apart().is_ok_and(|at| apart[at].3 == best)
+                }
+                _ => false,
+            };
+            if hit {
+                if left == 0 {
+                    return Some(*id);
+                }
+                left -= 1;
+            }
+        }
+        None
+    }
+}
+
+impl FeasibleNodes for TalliedAnswers<'_> {
+    fn count(&self) -> usize {
+        self.tally.feasible
+    }
+
+    fn contains(&self, id: NodeId) -> bool {
+        self.feasible.get(id.0 as usize) == Some(&true)
+    }
+
+    fn by_value(&self, key: Sym) -> Option<(Vec<(Sym, u32)>, u32)> {
+        let tally = &*self.tally;
+        let k = tally.built_for.keys.iter().position(|b| *b == key)?;
+        Some(counts_by_value(&tally.combos.values, &tally.feasible_in, k))
+    }
+}
