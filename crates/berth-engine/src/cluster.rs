@@ -708,11 +708,14 @@ impl Cluster {
         namespaces: &'a NamespaceFilter,
         selector: &'a Selector,
     ) -> impl Iterator<Item = PodId> + 'a {
+        // Reading a pod's labels is a second load from memory per candidate, saved when the
+        // index answers the selector exactly.
+        let exact = selector.indexed_exactly();
         self.candidates_for(selector).into_iter().filter(move |id| {
             let p = self.pod(*id);
             p.node.is_some()
                 && namespaces.contains(p.namespace, || self.namespace_labels(p.namespace))
-                && selector.matches(&p.labels)
+                && (exact || selector.matches(&p.labels))
         })
     }
 

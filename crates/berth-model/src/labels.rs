@@ -330,6 +330,19 @@ impl Selector {
         })
     }
 
+    /// Whether carrying one of [`Selector::index_keys`]' labels is the whole selector (a
+    /// single `In` requirement): then every pod the label index gives for it matches.
+    #[inline]
+    pub fn indexed_exactly(&self) -> bool {
+        matches!(
+            &self.reqs[..],
+            [CompiledReq {
+                test: Test::In(_),
+                ..
+            }]
+        )
+    }
+
     /// Whether the selector has no requirement (and so matches every label set).
     pub fn is_empty(&self) -> bool {
         self.reqs.is_empty()

@@ -321,6 +321,12 @@ impl TalliedAnswers<'_> {
         for (_, _, c, t) in &apart {
             apart_tied[*c] |= *t == best;
         }
+        // The nodes set apart by slot, one bit each: most tied nodes are not.
+        let mut apart_bits = vec![0u64; combos.of.len() / 64 + 1];
+        for (slot, ..) in &apart {
+            apart_bits[*slot as usize / 64] |= 1 << (slot % 64);
+        }
+        let marked = |slot: usize| apart_bits[slot / 64] >> (slot % 64) & 1 == 1;
         // The pick-th tied node in visiting order: a combination's node at its tied sum and
         // not set apart, or a node set apart at the best total. Most nodes are passed over
         // on their combination alone.
@@ -330,14 +336,14 @@ impl TalliedAnswers<'_> {
             let Some(c) = combos.of.get(slot).map(|c| usize::from(*c)) else {
                 continue;
             };
-            let set_apart = || apart.binary_search_by_key(&id.0, |(s, ..)| *s);
+            let best_apart = || {
+                apart
+                    .binary_search_by_key(&id.0, |(s, ..)| *s)
+                    .is_ok_and(|at| apart[at].3 == best)
+            };
             let hit = match tied.get(c).copied().flatten() {
-                Some(want) if self.sum(slot) == Some(want) => {
-                    set_apart().map_or(true, |at| apart[at].3 == best)
-                }
-                _ if apart_tied.get(c) == Some(&true) => {
-                    set_apart().is_ok_and(|at| apart[at].3 == best)
-                }
+                Some(want) if self.sum(slot) == Some(want) => !marked(slot) || best_apart(),
+                _ if apart_tied.get(c) == Some(&true) => marked(slot) && best_apart(),
                 _ => false,
             };
             if hit {

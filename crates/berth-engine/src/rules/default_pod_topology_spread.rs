@@ -16,7 +16,7 @@
 //!   and truncated, then `100 * (max + min - raw) / max` over the feasible nodes (100 for
 //!   every node when max is 0).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use rustc_hash::FxHashMap;
 
@@ -28,7 +28,7 @@ use crate::framework::{
 use crate::labels::Sym;
 use crate::rules::domain_rows::{DomainRows, Domains, NO_DOMAIN};
 use crate::rules::pod_topology_spread::{EvenPodsSpreadPriority, matches_required_node_affinity};
-use crate::rules::selector_spread::{count_per_node, spread_selectors};
+use crate::rules::selector_spread::{count_occupied, dense_counts, spread_selectors};
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
 /// legacy registry).
@@ -76,12 +76,14 @@ impl DefaultPodTopologySpread {
 struct Score<'a> {
     cluster: &'a Cluster,
     rows: &'a DomainRows,
-    /// Matching pods per node (indexed by `NodeId.0`).
-    per_node: Vec<u32>,
+    /// Matching pods per node (indexed by `NodeId.0`), built from `occupied` by the first
+    /// cycle that scores every node: a cycle that takes the grouped scores reads only the
+    /// few nodes running some, and clearing a count per node cost more than that.
+    per_node: OnceLock<Vec<u32>>,
     /// Matching pods per zone value, over the nodes passing the pod's node affinity.
     per_zone: FxHashMap<Sym, i64>,
-    /// The nodes running matching pods.
-    occupied: Vec<NodeId>,
+    /// The nodes running matching pods, with how many each.
+    occupied: Vec<(NodeId, u32)>,
     /// Whether every node carries the hostname label.
     hosts_labelled: bool,
 }
@@ -160,7 +162,11 @@ impl NodeScore for Score<'_> {
         left.push(unlabelled_count);
         let column = self.cluster.label_column(zone_key);
         let mut apart: Vec<(NodeId, i64)> = Vec::new();
-        for id in self.occupied.iter().filter(|id| feasible.contains(**id)) {
+        for (id, count) in self
+            .occupied
+            .iter()
+            .filter(|(id, _)| feasible.contains(*id))
+        {
             let zone = column.and_then(|c| c.get(id.0 as usize).copied().flatten());
             let z = zone
                 .and_then(|v| zones.iter().position(|(z, _)| *z == v))
@@ -168,9 +174,8 @@ impl NodeScore for Score<'_> {
             if let Some(n) = left.get_mut(z) {
                 *n = n.saturating_sub(1);
             }
-            let count = self.per_node[id.0 as usize];
             let row = zone_index(z, unlabelled_zone);
-            apart.push((*id, raw_of(&zone_terms, weights.host, Some(count), row)));
+            apart.push((*id, raw_of(&zone_terms, weights.host, Some(*count), row)));
         }
         let present = empty
             .iter()
@@ -271,10 +276,13 @@ impl Score<'_> {
                 [raw_of(None, zone), raw_of(Some(0), zone)]
             })
             .collect();
+        let per_node = self
+            .per_node
+            .get_or_init(|| dense_counts(self.cluster, &self.occupied));
         let (mut low, mut high) = (i64::MAX, i64::MIN);
         for ((id, zone), s) in nodes.iter().zip(domains.of.iter()).zip(scores.iter_mut()) {
             let labelled = at(host_column, *id).is_some();
-            let count = self.per_node[id.0 as usize];
+            let count = per_node[id.0 as usize];
             *s = if count == 0 {
                 let z = (*zone as usize).min(unlabelled_zone);
                 empty[z][usize::from(labelled)]
@@ -314,22 +322,22 @@ impl ScoreRule for DefaultPodTopologySpread {
         if selectors.is_empty() {
             return ScorePrep::Constant(MAX_NODE_SCORE);
         }
-        let (per_node, _, occupied) = count_per_node(cluster, pod.namespace, &selectors);
+        let occupied = count_occupied(cluster, pod.namespace, &selectors);
         // Only nodes running matching pods add to a zone.
         let mut per_zone: FxHashMap<Sym, i64> = FxHashMap::default();
         if let Some(zones) = cluster.label_column(cluster.keys().zone) {
-            for &id in &occupied {
+            for &(id, count) in &occupied {
                 if let Some(Some(zone)) = zones.get(id.0 as usize)
                     && matches_required_node_affinity(cluster, pod, cluster.node(id))
                 {
-                    *per_zone.entry(*zone).or_insert(0) += i64::from(per_node[id.0 as usize]);
+                    *per_zone.entry(*zone).or_insert(0) += i64::from(count);
                 }
             }
         }
         ScorePrep::PerNode(Box::new(Score {
             cluster,
             rows: &self.rows,
-            per_node,
+            per_node: OnceLock::new(),
             per_zone,
             occupied,
             hosts_labelled: self.every_host_labelled(cluster),

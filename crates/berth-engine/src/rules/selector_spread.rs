@@ -15,6 +15,10 @@
 //! Pods with topology spread constraints are left to EvenPodsSpread: every node scores 0.
 //! A pod without any selector, or whose selector matches no placed pod, scores 100 everywhere.
 
+use std::collections::hash_map::Entry;
+
+use rustc_hash::FxHashMap;
+
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeScore, Reuse, ScorePrep, ScoreRule};
 use crate::labels::{Selector, Sym};
@@ -60,38 +64,72 @@ pub(crate) fn spread_selectors<'c>(cluster: &'c Cluster, pod: &PodInfo) -> Vec<&
 }
 
 /// Per node (indexed by `NodeId.0`), the number of assigned, non-terminating pods of
-/// namespace `ns` matching every selector, found through the label index; their total; and
-/// the nodes running any, so callers need not scan every node for them.
+/// namespace `ns` matching every selector, found through the label index; and their total.
 pub(crate) fn count_per_node(
     cluster: &Cluster,
     ns: Sym,
     selectors: &[&Selector],
-) -> (Vec<u32>, u64, Vec<NodeId>) {
-    let mut counts = vec![0u32; cluster.node_slots()];
-    let mut total = 0u64;
-    let mut occupied = Vec::new();
+) -> (Vec<u32>, u64) {
+    let occupied = count_occupied(cluster, ns, selectors);
+    (
+        dense_counts(cluster, &occupied),
+        occupied.iter().map(|(_, c)| u64::from(*c)).sum(),
+    )
+}
+
+/// The nodes running assigned, non-terminating pods of namespace `ns` matching every
+/// selector, in the order their first such pod is found, each with how many it runs: few
+/// nodes, so callers need not scan (or clear) a count for every node.
+pub(crate) fn count_occupied(
+    cluster: &Cluster,
+    ns: Sym,
+    selectors: &[&Selector],
+) -> Vec<(NodeId, u32)> {
+    let mut occupied: Vec<(NodeId, u32)> = Vec::new();
+    let mut at: FxHashMap<NodeId, usize> = FxHashMap::default();
     let Some(first) = selectors.first() else {
-        return (counts, total, occupied);
+        return occupied;
     };
     let narrowest = selectors
         .iter()
         .find(|s| s.index_keys().is_some())
         .unwrap_or(first);
+    // The selectors a candidate must still be tested against: a Service and a ReplicaSet
+    // over one workload often select alike, and the index answers some exactly (each test
+    // reads the pod's labels from memory).
+    let mut tests: Vec<&Selector> = Vec::with_capacity(selectors.len());
+    for s in selectors {
+        let answered = *s == *narrowest && s.indexed_exactly();
+        if !answered && !tests.contains(s) {
+            tests.push(s);
+        }
+    }
     for id in cluster.candidates_for(narrowest) {
         let p = cluster.pod(id);
         let Some(node) = p.node else { continue };
-        if p.namespace != ns || p.terminating() || !selectors.iter().all(|s| s.matches(&p.labels)) {
+        if p.namespace != ns || p.terminating() || !tests.iter().all(|s| s.matches(&p.labels)) {
             continue;
         }
-        if let Some(c) = counts.get_mut(node.0 as usize) {
-            if *c == 0 {
-                occupied.push(node);
+        match at.entry(node) {
+            Entry::Occupied(e) => occupied[*e.get()].1 += 1,
+            Entry::Vacant(e) => {
+                e.insert(occupied.len());
+                occupied.push((node, 1));
             }
-            *c += 1;
-            total += 1;
         }
     }
-    (counts, total, occupied)
+    occupied
+}
+
+/// The counts of [`count_occupied`] by node slot (0 for every other node).
+pub(crate) fn dense_counts(cluster: &Cluster, occupied: &[(NodeId, u32)]) -> Vec<u32> {
+    let mut counts = vec![0u32; cluster.node_slots()];
+    for (id, c) in occupied {
+        if let Some(slot) = counts.get_mut(id.0 as usize) {
+            *slot = *c;
+        }
+    }
+    counts
 }
 
 struct Score<'a> {
@@ -171,7 +209,7 @@ impl ScoreRule for SelectorSpread {
         if selectors.is_empty() {
             return ScorePrep::Constant(MAX_NODE_SCORE);
         }
-        let (counts, total, _) = count_per_node(ctx.cluster, ctx.pod.namespace, &selectors);
+        let (counts, total) = count_per_node(ctx.cluster, ctx.pod.namespace, &selectors);
         if total == 0 {
             return ScorePrep::Constant(MAX_NODE_SCORE);
         }

@@ -14,6 +14,8 @@
 //! `N` is 0), nothing when it lacks the label; each label's share is divided by the number of
 //! labels and summed in float arithmetic, then truncated once.
 
+use std::sync::OnceLock;
+
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 
 use crate::framework::{
@@ -22,7 +24,7 @@ use crate::framework::{
 use crate::labels::Sym;
 use crate::model::SelectorKind;
 use crate::rules::domain_rows::{DomainRows, Domains};
-use crate::rules::selector_spread::count_per_node;
+use crate::rules::selector_spread::{count_occupied, dense_counts};
 
 /// The kube-scheduler framework plugin that serves this rule's policy entries (v1.22's
 /// legacy registry).
@@ -55,10 +57,20 @@ struct Score<'a> {
     keys: Vec<Sym>,
     /// The number of labels, the divisor of each label's share.
     labels: usize,
-    /// Matching pods per node (indexed by `NodeId.0`); None when nothing can match.
-    counts: Option<Vec<u32>>,
-    /// The nodes running matching pods.
-    occupied: Vec<NodeId>,
+    /// Matching pods per node (indexed by `NodeId.0`), built from `occupied` by the first
+    /// cycle that scores node by node (a cycle that takes the grouped scores reads only the
+    /// few nodes running some).
+    counts: OnceLock<Vec<u32>>,
+    /// The nodes running matching pods, with how many each.
+    occupied: Vec<(NodeId, u32)>,
+}
+
+impl Score<'_> {
+    /// Matching pods by node slot.
+    fn counts(&self) -> &[u32] {
+        self.counts
+            .get_or_init(|| dense_counts(self.cluster, &self.occupied))
+    }
 }
 
 impl NodeScore for Score<'_> {
@@ -80,21 +92,20 @@ impl NodeScore for Score<'_> {
     /// The count by slot alone: the walk need not touch the node.
     #[inline]
     fn score_at(&self, slot: usize, _node: &NodeInfo) -> i64 {
-        self.counts
-            .as_ref()
-            .and_then(|c| c.get(slot))
-            .copied()
-            .map_or(0, i64::from)
+        if self.occupied.is_empty() {
+            return 0;
+        }
+        self.counts().get(slot).copied().map_or(0, i64::from)
     }
 
     fn score_batch(&self, _cluster: &Cluster, nodes: &[NodeId], out: &mut [i64]) {
-        match &self.counts {
-            Some(counts) => {
-                for (score, id) in out.iter_mut().zip(nodes) {
-                    *score = counts.get(id.0 as usize).copied().map_or(0, i64::from);
-                }
-            }
-            None => out.fill(0),
+        if self.occupied.is_empty() {
+            out.fill(0);
+            return;
+        }
+        let counts = self.counts();
+        for (score, id) in out.iter_mut().zip(nodes) {
+            *score = counts.get(id.0 as usize).copied().map_or(0, i64::from);
         }
     }
 
@@ -112,18 +123,20 @@ impl NodeScore for Score<'_> {
         let (values, _) = feasible.by_value(key)?;
         let mut by_value: Vec<i64> = vec![0; values.len()];
         let mut total = 0;
-        if let Some(counts) = &self.counts {
-            let column = self.cluster.label_column(key);
-            for id in self.occupied.iter().filter(|id| feasible.contains(**id)) {
-                let count = i64::from(counts[id.0 as usize]);
-                total += count;
-                let value = column.and_then(|c| c.get(id.0 as usize).copied().flatten());
-                if let Some(here) = value
-                    .and_then(|v| values.iter().position(|(seen, _)| *seen == v))
-                    .and_then(|at| by_value.get_mut(at))
-                {
-                    *here += count;
-                }
+        let column = self.cluster.label_column(key);
+        for (id, count) in self
+            .occupied
+            .iter()
+            .filter(|(id, _)| feasible.contains(*id))
+        {
+            let count = i64::from(*count);
+            total += count;
+            let value = column.and_then(|c| c.get(id.0 as usize).copied().flatten());
+            if let Some(here) = value
+                .and_then(|v| values.iter().position(|(seen, _)| *seen == v))
+                .and_then(|at| by_value.get_mut(at))
+            {
+                *here += count;
             }
         }
         let shares = self
@@ -215,18 +228,15 @@ impl ScoreRule for ServiceAntiAffinity {
             .first()
             .and_then(|s| s.selector.as_ref())
             .filter(|s| !s.is_empty());
-        let (counts, occupied) = selector
-            .map(|s| count_per_node(cluster, ctx.pod.namespace, &[s]))
-            .filter(|(_, total, _)| *total > 0)
-            .map_or((None, Vec::new()), |(counts, _, occupied)| {
-                (Some(counts), occupied)
-            });
+        let occupied = selector
+            .map(|s| count_occupied(cluster, ctx.pod.namespace, &[s]))
+            .unwrap_or_default();
         ScorePrep::PerNode(Box::new(Score {
             cluster,
             rows: &self.rows,
             keys,
             labels: self.labels.len(),
-            counts,
+            counts: OnceLock::new(),
             occupied,
         }))
     }
