@@ -502,7 +502,7 @@ pub(super) fn weighted_row<T: Copy + Into<i64>>(row: &[T], weights: &[i64]) -> O
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::testkit::*;
     use rand::{Rng, SeedableRng};
@@ -510,15 +510,15 @@ mod tests {
 
     /// A random class's answers over a small cluster whose nodes carry a zone (or none) and
     /// a rack (or none).
-    struct Case {
-        cluster: Cluster,
-        keys: Vec<Sym>,
-        weights: Vec<i64>,
-        feasible: Vec<bool>,
-        raw: Vec<u8>,
+    pub(in crate::classes) struct Case {
+        pub cluster: Cluster,
+        pub keys: Vec<Sym>,
+        pub weights: Vec<i64>,
+        pub feasible: Vec<bool>,
+        pub raw: Vec<u8>,
     }
 
-    fn case(rng: &mut ChaCha8Rng) -> Case {
+    pub(in crate::classes) fn case(rng: &mut ChaCha8Rng) -> Case {
         let nodes = (0..rng.random_range(1..40))
             .map(|i| {
                 let mut n = node(&format!("n{i}"));
@@ -549,7 +549,7 @@ mod tests {
         }
     }
 
-    fn scores(rng: &mut ChaCha8Rng, c: &Case, key: Sym) -> GroupScores {
+    pub(in crate::classes) fn scores(rng: &mut ChaCha8Rng, c: &Case, key: Sym) -> GroupScores {
         let mut values: Vec<Sym> = c
             .cluster
             .node_order()
@@ -576,7 +576,7 @@ mod tests {
 
     /// Every node's total in visiting order from `start`, the way the cycle sums them, and
     /// the pick of `select_best`'s draw among the best.
-    fn brute_force(
+    pub(in crate::classes) fn brute_force(
         c: &Case,
         start: usize,
         base: i64,

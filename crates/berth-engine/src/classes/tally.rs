@@ -372,3 +372,107 @@ impl FeasibleNodes for TalliedAnswers<'_> {
         Some(counts_by_value(&tally.combos.values, &tally.feasible_in, k))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classes::ranked::tests::{Case, brute_force, case, scores};
+    use crate::classes::ranked::weighted_row;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// The class's view: its feasible nodes in visiting order from `start`.
+    fn view(c: &Case, start: usize) -> Vec<NodeId> {
+        let order = c.cluster.node_order();
+        (0..order.len())
+            .map(|r| order[(start + r) % order.len()])
+            .filter(|id| c.feasible[id.0 as usize])
+            .collect()
+    }
+
+    /// Choosing from the tally picks the node that summing every total and drawing among
+    /// the best picks, as built and after answers move (feasible nodes turning infeasible
+    /// and back, sums changing, nodes set apart and back).
+    #[test]
+    fn tally_chooses_as_every_total_would() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut compared = 0;
+        for _ in 0..300 {
+            let mut c = case(&mut rng);
+            let start = rng.random_range(0..c.cluster.node_count());
+            let built_for = TallyFor {
+                epoch: c.cluster.changes().epoch(),
+                weights: c.weights.clone(),
+                keys: c.keys.clone(),
+            };
+            let combos = Arc::new(Combos::build(&c.cluster, &c.keys).expect("combos"));
+            let raw = Raw::Tiny(c.raw.clone());
+            let mut tally = Tally::build(built_for, combos, &c.feasible, (&raw, 2)).expect("tally");
+            for _ in 0..6 {
+                let rules: Vec<GroupScores> =
+                    c.keys.iter().map(|k| scores(&mut rng, &c, *k)).collect();
+                let base = rng.random_range(0..10);
+                let seed = rng.random::<u64>();
+                let raw = Raw::Tiny(c.raw.clone());
+                let view = view(&c, start);
+                let mut answers = TalliedAnswers {
+                    tally: &mut tally,
+                    feasible: &c.feasible,
+                    rows: (&raw, 2),
+                    view: &view,
+                };
+                let mut ties = 0;
+                let chosen = answers.choose(base, &rules, |n| {
+                    ties = n;
+                    (seed as usize) % n
+                });
+                let order = c.cluster.node_order();
+                let want = brute_force(&c, start, base, &rules, seed as usize)
+                    .map(|r| order[(start + r) % order.len()]);
+                assert_eq!(chosen, want, "start {start}, {ties} tied");
+                compared += usize::from(ties > 1);
+                // Some answers move, as a class forgets and keeps them.
+                for _ in 0..rng.random_range(0..8) {
+                    let slot = rng.random_range(0..c.feasible.len());
+                    let feasible = rng.random_bool(0.7);
+                    let row = [rng.random_range(0..4) * 30, rng.random_range(0..4) * 30];
+                    if c.feasible[slot] {
+                        let old = [c.raw[slot * 2], c.raw[slot * 2 + 1]];
+                        let old = weighted_row(&old, &c.weights).expect("in range");
+                        tally.counted(slot, old, false);
+                    }
+                    if feasible {
+                        let new = weighted_row(&row, &c.weights).expect("in range");
+                        tally.counted(slot, new, true);
+                    }
+                    c.feasible[slot] = feasible;
+                    c.raw[slot * 2] = row[0] as u8;
+                    c.raw[slot * 2 + 1] = row[1] as u8;
+                }
+            }
+        }
+        // (236 of the 1,800 choices draw among tied nodes.)
+        assert!(compared > 150, "only {compared} choices among ties");
+    }
+
+    /// Weights whose sums would need more counts than a tally keeps, and negative ones,
+    /// leave the class to summing every total.
+    #[test]
+    fn wide_or_negative_weights_are_not_tallied() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let c = case(&mut rng);
+        let combos = Arc::new(Combos::build(&c.cluster, &c.keys).expect("combos"));
+        let raw = Raw::Tiny(vec![0; c.feasible.len() * 2]);
+        let build = |weights: Vec<i64>| {
+            let built_for = TallyFor {
+                epoch: c.cluster.changes().epoch(),
+                weights,
+                keys: c.keys.clone(),
+            };
+            Tally::build(built_for, Arc::clone(&combos), &c.feasible, (&raw, 2)).is_some()
+        };
+        assert!(build(vec![1, 1]));
+        assert!(!build(vec![1, -1]));
+        assert!(!build(vec![1, 600]));
+    }
+}
