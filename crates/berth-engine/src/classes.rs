@@ -42,8 +42,8 @@ pub(crate) use ranked::{GroupScores, KEPT_MAX, Ranked, RankedAnswers, RankedFor}
 pub(crate) use tally::{ComboCache, TalliedAnswers, Tally, TallyFor};
 
 /// Bytes the classes' kept answers may take together. A class keeps a few bytes per node
-/// slot and score rule (see [`capacity`]), so the number of classes kept follows the
-/// cluster's size: with six per-node score rules, some 450 at 5,000 nodes, 22 at 100,000.
+/// slot and score rule and a tally (see [`capacity`]), so the number of classes kept follows the
+/// cluster's size: with six per-node score rules, some 310 at 5,000 nodes, 19 at 100,000.
 const ANSWER_BUDGET: usize = 64 << 20;
 /// Fewest classes kept whatever the budget says.
 const MIN_CLASSES: usize = 2;
@@ -835,9 +835,11 @@ impl Classes {
 
 /// How many classes [`ANSWER_BUDGET`] keeps on this cluster, for a class scored by `shape`:
 /// per node slot, a verdict, a known flag, a raw score per kept score rule and a place in the
-/// view. (The one class that keeps a [`Ranked`] or a [`View::copy`] takes more.)
+/// view, and the largest tally's counts. (The one class that keeps a [`Ranked`] or a
+/// [`View::copy`] takes more.)
 fn capacity(cluster: &Cluster, shape: &Shape, budget: usize) -> usize {
-    let per_class = cluster.node_slots().max(1) * (2 + 4 + 4 * shape.width());
+    let slots = cluster.node_slots().max(1);
+    let per_class = slots * (2 + 4 + 4 * shape.width()) + 4 * tally::most_counts(slots);
     (budget / per_class).clamp(MIN_CLASSES, MAX_CLASSES)
 }
 

@@ -25,9 +25,16 @@ use crate::types::NodeId;
 /// The combination of a node slot that holds no node, in [`Combos::of`].
 const NO_NODE: u16 = u16::MAX;
 
-/// Most counts a tally keeps (combinations times possible sums): past it (a label with a
-/// value per node, large weights) the class sums every total instead.
-const MOST_COUNTS: usize = 1 << 16;
+/// Fewest counts a tally may keep, whatever the cluster's size (see [`most_counts`]).
+const MIN_COUNTS: usize = 16_384;
+
+/// Most counts a tally keeps (combinations times possible sums) on a cluster of `slots`
+/// node slots: one per node slot, 16,384 at least, which the classes' memory budget counts
+/// for every class (see `capacity` in `classes.rs`). Past it (a label with a value per
+/// node, large weights) the class sums every total instead.
+pub(super) fn most_counts(slots: usize) -> usize {
+    slots.max(MIN_COUNTS)
+}
 
 /// Every node slot's combination of values of some labels, shared by the classes whose
 /// grouped rules read those labels.
@@ -129,7 +136,7 @@ pub(crate) struct Tally {
 impl Tally {
     /// The tally of every node from the class's kept verdicts (`feasible`, by slot; every
     /// one known) and raw score rows (`rows`: the rows and their width); None when a
-    /// weight is negative, the counts would take more than [`MOST_COUNTS`] or a kept score
+    /// weight is negative, the counts would take more than [`most_counts`] or a kept score
     /// lies outside `0..=KEPT_MAX`.
     pub(super) fn build(
         built_for: TallyFor,
@@ -149,7 +156,7 @@ impl Tally {
             span.checked_add(w.checked_mul(KEPT_MAX as usize)?)
         })?;
         let cells = span.checked_mul(combos.values.len())?;
-        if cells > MOST_COUNTS {
+        if cells > most_counts(combos.of.len()) {
             return None;
         }
         let mut tally = Tally {
