@@ -79,6 +79,73 @@ pub(crate) fn class_of(pod: &model::Pod) -> model::Pod {
     p
 }
 
+/// Whether `pod` is of the class whose signature ([`class_of`]) is `signature`, compared
+/// field by field without cloning the pod (every cycle looks its class up). Every field is
+/// named, so a field added to pods must be placed here too.
+fn same_class(signature: &model::Pod, pod: &model::Pod) -> bool {
+    let model::Pod {
+        meta,
+        node_name: _,
+        scheduler_name,
+        priority,
+        priority_class_name,
+        containers,
+        init_containers,
+        overhead,
+        resources,
+        allocated_pod_level,
+        actual_pod_level,
+        resize_infeasible,
+        scheduling_gates,
+        resource_claims,
+        refused,
+        node_selector,
+        affinity,
+        tolerations,
+        volumes,
+        host_network,
+        topology_spread_constraints,
+        preempt_never,
+        nominated_node_name: _,
+        start_time: _,
+    } = pod;
+    let model::Meta {
+        name: _,
+        namespace,
+        uid: _,
+        labels,
+        annotations: _,
+        creation_timestamp: _,
+        deleting,
+        owners,
+    } = meta;
+    let s = signature;
+    s.meta.namespace == *namespace
+        && s.meta.labels == *labels
+        && s.meta.deleting == *deleting
+        && s.meta.owners == *owners
+        && s.scheduler_name == *scheduler_name
+        && s.priority == *priority
+        && s.priority_class_name == *priority_class_name
+        && s.containers == *containers
+        && s.init_containers == *init_containers
+        && s.overhead == *overhead
+        && s.resources == *resources
+        && s.allocated_pod_level == *allocated_pod_level
+        && s.actual_pod_level == *actual_pod_level
+        && s.resize_infeasible == *resize_infeasible
+        && s.scheduling_gates == *scheduling_gates
+        && s.resource_claims == *resource_claims
+        && s.refused == *refused
+        && s.node_selector == *node_selector
+        && s.affinity == *affinity
+        && s.tolerations == *tolerations
+        && s.volumes == *volumes
+        && s.host_network == *host_network
+        && s.topology_spread_constraints == *topology_spread_constraints
+        && s.preempt_never == *preempt_never
+}
+
 /// A digest of the fields that tell most classes apart (namespace, labels, owners), so a
 /// lookup compares whole signatures only with classes whose digest matches.
 fn signature_key(signature: &model::Pod) -> u64 {
@@ -710,27 +777,27 @@ impl Classes {
                 self.last = None;
             }
         }
-        let signature = class_of(pod);
-        let key = signature_key(&signature);
+        // The digest reads only fields a signature keeps as they are.
+        let key = signature_key(pod);
         let resident = self
             .digests
             .iter()
             .enumerate()
             .filter(|(_, k)| **k == key)
             .map(|(i, _)| i)
-            .find(|i| self.classes[*i].signature == signature);
+            .find(|i| same_class(&self.classes[*i].signature, pod));
         let (at, new) = match resident {
             Some(i) => (i, false),
             None => {
                 let seen = self
                     .seen
                     .iter()
-                    .position(|(k, s)| *k == key && **s == signature);
+                    .position(|(k, s)| *k == key && same_class(s, pod));
                 let Some(seen) = seen else {
                     if self.seen.len() == MAX_SEEN {
                         self.seen.pop_front();
                     }
-                    self.seen.push_back((key, Box::new(signature)));
+                    self.seen.push_back((key, Box::new(class_of(pod))));
                     return None;
                 };
                 let Some(at) = self.admit(capacity) else {
@@ -739,8 +806,8 @@ impl Classes {
                     // older class ages out.
                     return None;
                 };
-                self.seen.remove(seen);
-                self.classes[at].signature = signature;
+                let signature = self.seen.remove(seen).map(|(_, s)| *s);
+                self.classes[at].signature = signature.unwrap_or_else(|| class_of(pod));
                 self.digests[at] = key;
                 (at, true)
             }
@@ -846,6 +913,43 @@ fn capacity(cluster: &Cluster, shape: &Shape, budget: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pod is of a class when it equals the class's signature but for the fields a
+    /// signature clears, compared without cloning it.
+    #[test]
+    fn same_class_ignores_what_a_signature_clears() {
+        let mut pod = crate::testkit::pod("web-1")
+            .label("app", "web")
+            .req(500, 1 << 30)
+            .build();
+        pod.meta.uid = "u1".into();
+        let signature = class_of(&pod);
+        assert!(same_class(&signature, &pod));
+        let mut other = pod.clone();
+        other.meta.name = "web-2".into();
+        other.meta.uid = "u2".into();
+        other.meta.annotations.insert("a".into(), "b".into());
+        other.meta.creation_timestamp = 7;
+        other.node_name = Some("n1".into());
+        other.nominated_node_name = Some("n2".into());
+        other.start_time = Some(3);
+        assert!(same_class(&signature, &other));
+        assert_eq!(class_of(&other), signature);
+        let differ: [fn(&mut model::Pod); 4] = [
+            |p| {
+                p.meta.labels.insert("tier".into(), "db".into());
+            },
+            |p| p.priority = 10,
+            |p| p.meta.namespace = "other".into(),
+            |p| p.host_network = true,
+        ];
+        for change in differ {
+            let mut p = pod.clone();
+            change(&mut p);
+            assert!(!same_class(&signature, &p));
+            assert_ne!(class_of(&p), signature);
+        }
+    }
 
     /// Scores are kept in a byte until one does not fit, then in 32 bits until one does not
     /// fit; each time all are widened, and every score kept before or after reads back as

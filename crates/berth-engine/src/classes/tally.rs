@@ -258,10 +258,22 @@ impl TalliedAnswers<'_> {
         }
         let combos = Arc::clone(&self.tally.combos);
         let combo_totals = combo_totals(&combos.values, &self.tally.feasible_in, rules, base)?;
-        // The feasible nodes set apart, by slot and ascending, with their totals.
-        let mut apart: Vec<u32> = rules
+        // Each rule's nodes set apart with their own scores, by slot and ascending (a
+        // workload's pods run on up to a hundred nodes, each looked up once per rule).
+        let own: Vec<Vec<(u32, i64)>> = rules
             .iter()
-            .flat_map(|rule| rule.apart.iter().map(|(id, _)| id.0))
+            .map(|rule| {
+                let mut own: Vec<(u32, i64)> =
+                    rule.apart.iter().map(|(id, s)| (id.0, *s)).collect();
+                own.sort_unstable_by_key(|(slot, _)| *slot);
+                own
+            })
+            .collect();
+        // The feasible nodes set apart, by slot and ascending, with their totals.
+        let mut apart: Vec<u32> = own
+            .iter()
+            .flatten()
+            .map(|(slot, _)| *slot)
             .filter(|slot| self.feasible.get(*slot as usize) == Some(&true))
             .collect();
         apart.sort_unstable();
@@ -271,10 +283,10 @@ impl TalliedAnswers<'_> {
             .map(|slot| {
                 let c = usize::from(*combos.of.get(slot as usize)?);
                 let values = combos.values.get(c)?;
-                let scores = values.iter().zip(rules).map(|(v, rule)| {
-                    match rule.apart.iter().find(|(id, _)| id.0 == slot) {
-                        Some((_, own)) => Some(*own),
-                        None => rule.at(*v),
+                let scores = values.iter().zip(rules).zip(&own).map(|((v, rule), own)| {
+                    match own.binary_search_by_key(&slot, |(s, _)| *s) {
+                        Ok(at) => Some(own[at].1),
+                        Err(_) => rule.at(*v),
                     }
                 });
                 let sum = self.sum(slot as usize)?;
