@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::classes::{Answers, ComboCache, GroupScores, KEPT_MAX, RankedFor, Raw, TallyFor};
@@ -24,7 +23,7 @@ use crate::framework::{FeasibleNodes, Grouped, MAX_NODE_SCORE, NodeScore, ScoreP
 use crate::labels::Sym;
 use crate::rules::domain_rows::{DomainRows, Domains};
 
-use super::select::select_best;
+use super::select::{draw, select_best};
 
 /// What a cycle that wants only its choice sums with: the score rules' weights (in the order
 /// of the preparations), the tie-breaking generator, and the domains of the views' nodes
@@ -104,19 +103,17 @@ pub(super) fn summed(
         unlabelled: g.unlabelled * w,
         apart: g.apart.iter().map(|(id, s)| (*id, s * w)).collect(),
     };
-    if let Some(mut ranked) = answers.ranking(cluster, built_for.clone()) {
-        let rules: Vec<GroupScores> = grouped
+    // Each grouped rule's weighted scores over the feasible nodes a choice counts.
+    let weighed = |feasible: &dyn FeasibleNodes| -> Option<Vec<GroupScores>> {
+        grouped
             .iter()
-            .map(|(s, w)| Some(weigh(grouped_in_range(*s, &ranked)?, *w)))
-            .collect::<Option<_>>()?;
+            .map(|(s, w)| Some(weigh(grouped_in_range(*s, feasible)?, *w)))
+            .collect()
+    };
+    if let Some(mut ranked) = answers.ranking(cluster, built_for.clone()) {
+        let rules = weighed(&ranked)?;
         let rng = &mut *summing.rng;
-        let rank = ranked.choose(constant, &rules, |ties| {
-            if ties > 1 {
-                rng.random_range(0..ties)
-            } else {
-                0
-            }
-        })?;
+        let rank = ranked.choose(constant, &rules, |ties| draw(rng, ties))?;
         let node = order.get((start + rank) % order.len())?;
         return Some((*node, Way::Ranked));
     }
@@ -128,18 +125,9 @@ pub(super) fn summed(
     let combos = &mut *summing.combos;
     let keys = &built_for.keys;
     if let Some(mut tallied) = answers.tally(start, tally_for, || combos.of(cluster, keys)) {
-        let rules: Vec<GroupScores> = grouped
-            .iter()
-            .map(|(s, w)| Some(weigh(grouped_in_range(*s, &tallied)?, *w)))
-            .collect::<Option<_>>()?;
+        let rules = weighed(&tallied)?;
         let rng = &mut *summing.rng;
-        let node = tallied.choose(constant, &rules, |ties| {
-            if ties > 1 {
-                rng.random_range(0..ties)
-            } else {
-                0
-            }
-        })?;
+        let node = tallied.choose(constant, &rules, |ties| draw(rng, ties))?;
         return Some((node, Way::Tallied));
     }
     let nodes = answers.view_nodes(start).filter(|n| !n.is_empty())?;
