@@ -31,6 +31,7 @@ mod ranked;
 mod tally;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::cluster::{Cluster, Cursor};
 use crate::framework::Reuse;
@@ -313,18 +314,16 @@ impl Answers {
         if slot >= self.known.len() {
             return;
         }
-        if let Some(tally) = self.tally.as_mut() {
-            if self.known[slot]
-                && self.feasible[slot]
-                && let Some(old) = self.raw.weighted(slot, self.width, tally.weights())
-            {
-                tally.counted(slot, old, false);
-            }
+        if self.known[slot] {
+            self.untally(slot);
+        }
+        if let Some(tally) = self.tally.as_mut()
+            && feasible
+        {
             match ranked::weighted_row(raw, tally.weights()) {
-                Some(new) if feasible => tally.counted(slot, new, true),
+                Some(new) => tally.counted(slot, new, true),
                 // A score the tally cannot count: the usual path from now on.
-                None if feasible => self.tally = None,
-                _ => {}
+                None => self.tally = None,
             }
         }
         if !self.known[slot] {
@@ -471,7 +470,7 @@ impl Answers {
         &mut self,
         start: usize,
         built_for: TallyFor,
-        combos: impl FnOnce() -> Option<std::sync::Arc<tally::Combos>>,
+        combos: impl FnOnce() -> Option<Arc<tally::Combos>>,
     ) -> Option<TalliedAnswers<'_>> {
         if !self.all_known() || self.untallied.as_ref() == Some(&built_for) {
             return None;
@@ -523,6 +522,16 @@ impl Answers {
         self.raw = Raw::Tiny(vec![0; slots * self.width]);
     }
 
+    /// Takes node slot `slot`'s kept answer (known) out of the tally, if it counts it.
+    fn untally(&mut self, slot: usize) {
+        if let Some(tally) = self.tally.as_mut()
+            && self.feasible[slot]
+            && let Some(sum) = self.raw.weighted(slot, self.width, tally.weights())
+        {
+            tally.counted(slot, sum, false);
+        }
+    }
+
     /// Forgets the kept answer of `node`.
     fn forget(&mut self, node: NodeId) {
         let slot = node.0 as usize;
@@ -530,12 +539,7 @@ impl Answers {
             && *k
         {
             *k = false;
-            if let Some(tally) = self.tally.as_mut()
-                && self.feasible[slot]
-                && let Some(sum) = self.raw.weighted(slot, self.width, tally.weights())
-            {
-                tally.counted(slot, sum, false);
-            }
+            self.untally(slot);
             self.unknown += 1;
             if self.stale.len() < self.stale_cap {
                 self.stale.push(node);

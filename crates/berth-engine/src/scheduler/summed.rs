@@ -8,10 +8,12 @@
 //! BalancedAllocation) are weighed and summed; each rule whose raw scores the class does not
 //! keep gives its normalised scores by label value ([`NodeScore::grouped`]: one score per
 //! zone, the few nodes running matching pods apart). The class of the last cycle too (pods
-//! of one controller arriving together) chooses from its ranking ([`crate::classes::RankedAnswers`]), which
-//! reads a few counts; any other class sums every feasible node's total in one pass over
-//! its view and selects as `select.rs` does. Any other rule, or a score outside the range
-//! whose sums are known not to overflow, leaves the cycle to the usual path.
+//! of one controller arriving together) chooses from its ranking
+//! ([`crate::classes::RankedAnswers`]), which reads a few counts; any other class from its
+//! tally ([`crate::classes::TalliedAnswers`]: counts, then a walk to the drawn node), or,
+//! where no tally fits, sums every feasible node's total in one pass over its view and
+//! selects as `select.rs` does. Any other rule, or a score outside the range whose sums are
+//! known not to overflow, leaves the cycle to the usual path.
 
 use std::sync::Arc;
 
